@@ -1,0 +1,49 @@
+import { sql } from 'drizzle-orm'
+import { check, index, pgTable, text, timestamp, uuid } from 'drizzle-orm/pg-core'
+
+export const businesses = pgTable('businesses', {
+  id: uuid('id').primaryKey().defaultRandom(),
+  name: text('name').notNull(),
+  createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+})
+
+/**
+ * API keys. The plaintext of a key is never stored: requests are matched on `keyHash`,
+ * the hex SHA-256 of the whole key (`pk_...`/`sk_...`). `publicKey` keeps the plaintext
+ * of public keys only, which are not secret, so that the dashboard can show them again to
+ * members of their own business; it is always null for private keys (a CHECK pins that).
+ * `keyHint` is the redacted form shown in lists (`sk_…wxyz`).
+ * `lastUsedAt` moves only forward, at most once a minute per key, by one guarded UPDATE
+ * (src/access/last-used.ts). A revoked key keeps its row: `revokedAt` is set once.
+ */
+export const apiKeys = pgTable(
+  'api_keys',
+  {
+    id: uuid('id').primaryKey().defaultRandom(),
+    businessId: uuid('business_id')
+      .notNull()
+      .references(() => businesses.id),
+    type: text('type', { enum: ['public', 'private'] }).notNull(),
+    name: text('name').notNull(),
+    description: text('description'),
+    keyHash: text('key_hash').notNull().unique(),
+    keyHint: text('key_hint').notNull(),
+    publicKey: text('public_key'),
+    allowedOrigins: text('allowed_origins').array().notNull().default(sql`'{}'::text[]`),
+    scopes: text('scopes').array().notNull(),
+    expiresAt: timestamp('expires_at', { withTimezone: true }),
+    lastUsedAt: timestamp('last_used_at', { withTimezone: true }),
+    createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+    createdBy: text('created_by').notNull(),
+    updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
+    revokedAt: timestamp('revoked_at', { withTimezone: true }),
+  },
+  (table) => [
+    index('api_keys_business_idx').on(table.businessId, table.createdAt),
+    check('api_keys_type_check', sql`${table.type} in ('public', 'private')`),
+    check(
+      'api_keys_plaintext_public_only',
+      sql`${table.publicKey} is null or ${table.type} = 'public'`,
+    ),
+  ],
+)

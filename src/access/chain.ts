@@ -1,0 +1,115 @@
+import type { ErrorCode } from '../errors.ts'
+import { hashKey, readBearer } from './key-format.ts'
+import type { ActiveKey, KeyStore } from './key-store.ts'
+import type { RouteAccess } from './scopes.ts'
+
+/**
+ * The access chain of contract section 3, as small checks that each return a denial
+ * value or null. Nothing here knows HTTP frameworks; src/access/plugin.ts wires it to
+ * Elysia and turns a denial into an answer.
+ */
+export interface Denial {
+  code: ErrorCode
+  message: string
+  headers?: Record<string, string>
+}
+
+export interface RequestFacts {
+  authorization: string | null
+  origin: string | null
+  method: string
+  path: string
+}
+
+export type AccessDecision = { ok: true; key: ActiveKey } | { ok: false; denial: Denial }
+
+const REALM = 'Bearer realm="api"'
+const INVALID_TOKEN = `${REALM}, error="invalid_token"`
+
+export function authorize(
+  request: RequestFacts,
+  route: RouteAccess,
+  keys: KeyStore,
+  now: number,
+): AccessDecision | Promise<AccessDecision> {
+  const bearer = readBearer(request.authorization)
+  if (!bearer.ok) {
+    const challenge = bearer.code === 'missing_api_key' ? REALM : INVALID_TOKEN
+    return deny({ code: bearer.code, message: bearer.message, headers: { 'www-authenticate': challenge } })
+  }
+  const found = keys.resolve(hashKey(bearer.key))
+  return found instanceof Promise
+    ? found.then((key) => checkKey(key, request, route, now))
+    : checkKey(found, request, route, now)
+}
+
+function checkKey(
+  key: ActiveKey | null,
+  request: RequestFacts,
+  route: RouteAccess,
+  now: number,
+): AccessDecision {
+  const denial =
+    checkKnown(key) ??
+    checkExpiry(key!, now) ??
+    checkOrigin(key!, request.origin) ??
+    checkPublicEndpoint(key!, route, request) ??
+    checkScope(key!, route)
+  return denial ? deny(denial) : { ok: true, key: key! }
+}
+
+export function checkKnown(key: ActiveKey | null): Denial | null {
+  if (key !== null && !key.revoked) return null
+  return {
+    code: 'invalid_api_key',
+    message:
+      key === null
+        ? 'This API key does not exist. Check that you copied the whole key, and that it belongs to this environment.'
+        : 'This API key has been revoked. Create a new key in the dashboard (Settings, then Developers) and use it instead.',
+    headers: { 'www-authenticate': INVALID_TOKEN },
+  }
+}
+
+export function checkExpiry(key: ActiveKey, now: number): Denial | null {
+  if (key.expiresAt === null || now < key.expiresAt) return null
+  return {
+    code: 'expired_api_key',
+    message: `This API key expired at ${new Date(key.expiresAt).toISOString()}. Create a new key, or extend this key's expiry in the dashboard.`,
+    headers: { 'www-authenticate': INVALID_TOKEN },
+  }
+}
+
+export function checkOrigin(key: ActiveKey, origin: string | null): Denial | null {
+  if (key.origins === null) return null
+  const result = key.origins.match(origin)
+  if (result.allowed) return null
+  return { code: 'origin_not_allowed', message: result.reason }
+}
+
+export function checkPublicEndpoint(
+  key: ActiveKey,
+  route: RouteAccess,
+  request: Pick<RequestFacts, 'method' | 'path'>,
+): Denial | null {
+  if (key.type === 'private' || route.public) return null
+  return {
+    code: 'public_key_not_allowed',
+    message: `Public keys (pk_) cannot call ${request.method} ${request.path}. Call it from your server with a private key (sk_) that holds the scope it needs.`,
+  }
+}
+
+export function checkScope(key: ActiveKey, route: RouteAccess): Denial | null {
+  if (route.scope === null || key.scopes.has(route.scope)) return null
+  const held = key.scopeList.length ? key.scopeList.join(', ') : 'none'
+  return {
+    code: 'insufficient_scope',
+    message: `This endpoint needs the scope ${route.scope}; the key holds ${held}. Add ${route.scope} to the key's scopes.`,
+    headers: {
+      'www-authenticate': `${REALM}, error="insufficient_scope", scope="${route.scope}"`,
+    },
+  }
+}
+
+function deny(denial: Denial): AccessDecision {
+  return { ok: false, denial }
+}

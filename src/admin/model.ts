@@ -1,0 +1,43 @@
+import { t } from 'elysia'
+
+export const IdParams = t.Object({ id: t.String({ format: 'uuid', error: 'must be a UUID' }) })
+
+export const NewBusiness = t.Object({ name: t.String({ minLength: 1, maxLength: 200 }) })
+
+const keySettings = {
+  name: t.String({ maxLength: 100 }),
+  description: t.Optional(t.Nullable(t.String({ maxLength: 1000 }))),
+  allowedOrigins: t.Optional(t.Array(t.String({ maxLength: 300 }), { maxItems: 100 })),
+  scopes: t.Array(t.String({ maxLength: 64 }), { maxItems: 20 }),
+  expiresAt: t.Optional(t.Nullable(t.String({ format: 'date-time', error: 'must be an ISO-8601 date-time' }))),
+}
+
+export const NewKey = t.Object({
+  type: t.Union([t.Literal('public'), t.Literal('private')], { error: 'must be "public" or "private"' }),
+  ...keySettings,
+  createdBy: t.String({ minLength: 1, maxLength: 200 }),
+})
+
+export const KeyChanges = t.Partial(t.Object(keySettings), { minProperties: 1 })
+
+export const NewFlow = t.Object({ name: t.String({ minLength: 1, maxLength: 200 }) })
+
+export const KeyRecordSchema = t.Object(
+  {
+    id: t.String(),
+    businessId: t.String(),
+    type: t.Union([t.Literal('public'), t.Literal('private')]),
+    name: t.String(),
+    description: t.Nullable(t.String()),
+    keyHint: t.String(),
+    allowedOrigins: t.Array(t.String()),
+    scopes: t.Array(t.String()),
+    expiresAt: t.Nullable(t.String()),
+    lastUsedAt: t.Nullable(t.String()),
+    createdAt: t.String(),
+    createdBy: t.String(),
+    updatedAt: t.String(),
+    revokedAt: t.Nullable(t.String()),
+  },
+  { description: 'An API key. The key itself appears only once, as `key`, in the create answer.' },
+)

@@ -1,0 +1,64 @@
+import { Elysia } from 'elysia'
+import type { Database } from '../db/client.ts'
+import { createKeyStore, type KeyStoreOptions } from './access/key-store.ts'
+import { createLastUsedRecorder } from './access/last-used.ts'
+import { createAccessPlugin } from './access/plugin.ts'
+import { adminRoutes } from './admin/index.ts'
+import { apiAreas } from './areas/index.ts'
+import type { AreaDeps } from './areas/deps.ts'
+import { preflight, type RouteShape } from './http/cors.ts'
+import { errorHandling } from './http/errors.ts'
+import { healthRoutes } from './http/health.ts'
+import { apiReference } from './http/openapi.ts'
+import { requestContext } from './http/request-context.ts'
+import { createKeyService } from './keys/service.ts'
+
+export interface AppOptions {
+  database: Database
+  adminToken: string
+  keyCache?: KeyStoreOptions
+  /** Clock for the key chain (expiry, lastUsedAt); tests move it. */
+  now?: () => number
+  log?: (line: string) => void
+}
+
+/**
+ * Builds the whole service without listening: src/index.ts serves it, tests call
+ * `app.handle()`. The plugin order here is the request's order.
+ */
+export function createApp(options: AppOptions) {
+  const { db } = options.database
+  const keyStore = createKeyStore(db, options.keyCache)
+  const lastUsed = createLastUsedRecorder(db, {
+    onError: (e) => (options.log ?? console.error)(`lastUsedAt write failed: ${String(e)}`),
+  })
+  const keys = createKeyService(db, (hash) => keyStore.invalidate(hash))
+  const access = createAccessPlugin({ keys: keyStore, lastUsed, now: options.now })
+  const shutdownTasks: (() => Promise<void>)[] = []
+  const area: AreaDeps = { db, access, onShutdown: (task) => void shutdownTasks.push(task) }
+
+  // The preflight answers with each route's methods: it reads the final route list.
+  let routes: readonly RouteShape[] = []
+  const app = new Elysia()
+    .use(requestContext)
+    .use(errorHandling(options.log))
+    .use(healthRoutes(options.database.ping))
+    .use(apiReference)
+    .use(preflight(() => routes))
+    .use(adminRoutes({ db, keys, adminToken: options.adminToken }))
+    .use(apiAreas(area))
+
+  routes = app.routes
+
+  return {
+    app,
+    services: { keys, keyStore, lastUsed },
+    /** Writes what is buffered (events, lastUsedAt); call before closing the database. */
+    async drain() {
+      await Promise.all(shutdownTasks.map((task) => task()))
+      await lastUsed.close()
+    },
+  }
+}
+
+export type Service = ReturnType<typeof createApp>

@@ -1,0 +1,7 @@
+import { Elysia } from 'elysia'
+import type { AreaDeps } from '../deps.ts'
+
+// Placeholder until the area lands: no routes yet.
+export function blogRoutes({ access }: AreaDeps) {
+  return new Elysia({ name: 'area/blog', prefix: '/api/v0' }).use(access)
+}

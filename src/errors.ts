@@ -1,0 +1,47 @@
+/**
+ * The closed set of error codes, their HTTP statuses, and the one envelope every error
+ * answer uses: `{"error": {"code", "message", "requestId"}}`.
+ */
+export const errorStatus = {
+  missing_api_key: 401,
+  malformed_api_key: 401,
+  invalid_api_key: 401,
+  expired_api_key: 401,
+  unauthorized: 401,
+  origin_not_allowed: 403,
+  public_key_not_allowed: 403,
+  insufficient_scope: 403,
+  forbidden: 403,
+  invalid_request: 400,
+  not_found: 404,
+  list_not_found: 404,
+  conflict: 409,
+  payload_too_large: 413,
+  unsupported_media_type: 415,
+  rate_limited: 429,
+  internal_error: 500,
+  unavailable: 503,
+} as const
+
+export type ErrorCode = keyof typeof errorStatus
+
+/** A refusal the caller can act on. Thrown anywhere; rendered once, in src/http/errors.ts. */
+export class ApiError extends Error {
+  readonly status: number
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    readonly headers?: Record<string, string>,
+  ) {
+    super(message)
+    this.status = errorStatus[code]
+  }
+}
+
+export interface ErrorBody {
+  error: { code: ErrorCode; message: string; requestId: string }
+}
+
+export function errorBody(code: ErrorCode, message: string, requestId: string): ErrorBody {
+  return { error: { code, message, requestId } }
+}

@@ -1,0 +1,121 @@
+import { Elysia, ValidationError } from 'elysia'
+import { ApiError, errorBody, type ErrorCode } from '../errors.ts'
+
+/** Paths the seed mentions that are not routes, with the canonical path to use instead. */
+const VARIANT_PATHS: Record<string, string> = {
+  '/api/v0/analytics/web': 'POST /api/v0/analytics',
+  '/api/v0/people': 'POST /api/v0/audience/people',
+}
+
+/**
+ * The one place where failures become HTTP answers. Every answer uses the envelope of
+ * src/errors.ts; a 500 says nothing of its cause (no stack, no SQL), which goes to the
+ * log under the request id instead.
+ */
+export function errorHandling(log: (line: string) => void = console.error) {
+  return new Elysia({ name: 'error-handling' }).onError(
+    { as: 'global' },
+    function renderError({ code, error, set, request, path }) {
+      const headers = set.headers as Record<string, string>
+      const requestId = headers['x-request-id'] ?? ''
+      const failure = describe(code, error, request.method, path)
+      if (failure.code === 'internal_error') {
+        log(`request ${requestId} ${request.method} ${path} failed: ${summarise(error)}`)
+      }
+      set.status = failure.status
+      if (failure.headers) Object.assign(headers, failure.headers)
+      headers['content-type'] = 'application/json'
+      return errorBody(failure.code, failure.message, requestId)
+    },
+  )
+}
+
+interface Failure {
+  code: ErrorCode
+  status: number
+  message: string
+  headers?: Record<string, string>
+}
+
+function describe(code: string | number, error: unknown, method: string, path: string): Failure {
+  if (error instanceof ApiError) {
+    return { code: error.code, status: error.status, message: error.message, headers: error.headers }
+  }
+  if (code === 'NOT_FOUND') {
+    const canonical = VARIANT_PATHS[path]
+    return {
+      code: 'not_found',
+      status: 404,
+      message: canonical
+        ? `${method} ${path} is not a route; use ${canonical}.`
+        : `There is no route ${method} ${path}. The routes are listed at /openapi.`,
+    }
+  }
+  if (error instanceof ValidationError) {
+    return { code: 'invalid_request', status: 400, message: validationMessage(error) }
+  }
+  if (code === 'PARSE') {
+    return {
+      code: 'invalid_request',
+      status: 400,
+      message: 'The body is not valid JSON. Send a JSON document with "Content-Type: application/json".',
+    }
+  }
+  if (isDatabaseUnavailable(error)) {
+    return {
+      code: 'unavailable',
+      status: 503,
+      message: 'The database is not answering; nothing was written. Retry after the delay in Retry-After.',
+      headers: { 'retry-after': '5' },
+    }
+  }
+  return {
+    code: 'internal_error',
+    status: 500,
+    message: 'Something failed on our side; nothing you sent was wrong. Quote the request id when you report it.',
+  }
+}
+
+function validationMessage(error: ValidationError): string {
+  const first = error.valueError
+  const where = error.type === 'body' ? 'body' : error.type
+  if (!first) return `The ${where} is invalid.`
+  const field = first.path.replace(/^\//, '').replace(/\/(\d+)(?=\/|$)/g, '[$1]').replace(/\//g, '.')
+  const custom = (first.schema as { error?: unknown }).error
+  const reason = typeof custom === 'string' ? custom : first.message
+  return field ? `Invalid ${where} field "${field}": ${reason}.` : `Invalid ${where}: ${reason}.`
+}
+
+const UNAVAILABLE_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'CONNECT_TIMEOUT',
+  'CONNECTION_CLOSED',
+  'CONNECTION_ENDED',
+  'CONNECTION_DESTROYED',
+  '57P01', // admin_shutdown
+  '57P03', // cannot_connect_now
+  '53300', // too_many_connections
+])
+
+export function isDatabaseUnavailable(error: unknown): boolean {
+  for (let e = error, depth = 0; e && depth < 5; depth++) {
+    const code = (e as { code?: unknown }).code
+    if (typeof code === 'string' && UNAVAILABLE_CODES.has(code)) return true
+    e = (e as { cause?: unknown }).cause
+  }
+  return false
+}
+
+function summarise(error: unknown): string {
+  // Drizzle's own message carries the statement's parameters (a public key on insert,
+  // say); only the driver's cause is safe to log.
+  if (error instanceof Error && error.message.startsWith('Failed query') && error.cause instanceof Error) {
+    return summarise(error.cause)
+  }
+  if (error instanceof Error) {
+    const cause = error.cause instanceof Error ? ` (cause: ${error.cause.message})` : ''
+    return `${error.name}: ${error.message}${cause}`
+  }
+  return String(error)
+}

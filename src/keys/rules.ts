@@ -1,0 +1,120 @@
+import { parseAllowedOrigins } from '../access/origin.ts'
+import { isScope, PUBLIC_KEY_SCOPES, SCOPES, type Scope } from '../access/scopes.ts'
+import type { KeyType } from '../access/key-format.ts'
+
+/** A field-level problem with a key's settings, phrased for the person who can fix it. */
+export interface FieldProblem {
+  field: string
+  message: string
+}
+
+export interface KeySettingsInput {
+  name?: string
+  description?: string | null
+  allowedOrigins?: readonly string[]
+  scopes?: readonly string[]
+  expiresAt?: string | null
+}
+
+export interface KeySettings {
+  name?: string
+  description?: string | null
+  allowedOrigins?: string[]
+  scopes?: Scope[]
+  expiresAt?: Date | null
+}
+
+/**
+ * The creation rules of contract section 2, shared by the admin API and the dashboard.
+ * `input` holds the fields being set (all of them on create, the changed ones on update);
+ * the result is the canonical settings to store, or every problem found.
+ */
+export function checkKeySettings(
+  type: KeyType,
+  input: KeySettingsInput,
+  now: Date,
+): { ok: true; settings: KeySettings } | { ok: false; problems: FieldProblem[] } {
+  const problems: FieldProblem[] = []
+  const settings: KeySettings = {}
+
+  if (input.name !== undefined) {
+    const name = input.name.trim()
+    if (name.length < 1 || name.length > 100) {
+      problems.push({ field: 'name', message: 'name must be 1 to 100 characters (not only spaces).' })
+    } else settings.name = name
+  }
+
+  if (input.description !== undefined) {
+    const description = input.description?.trim() || null
+    if (description !== null && description.length > 1000) {
+      problems.push({ field: 'description', message: 'description must be at most 1000 characters.' })
+    } else settings.description = description
+  }
+
+  if (input.scopes !== undefined) {
+    const scopes = [...new Set(input.scopes)]
+    if (scopes.length === 0) {
+      problems.push({ field: 'scopes', message: `scopes needs at least one of: ${SCOPES.join(', ')}.` })
+    }
+    for (const scope of scopes) {
+      if (scope === 'ALL') {
+        problems.push({
+          field: 'scopes',
+          message: 'scope ALL does not exist: list the scopes the key needs explicitly.',
+        })
+      } else if (!isScope(scope)) {
+        problems.push({
+          field: 'scopes',
+          message: `"${scope}" is not a scope. Use any of: ${SCOPES.join(', ')}.`,
+        })
+      } else if (type === 'public' && !PUBLIC_KEY_SCOPES.includes(scope)) {
+        problems.push({
+          field: 'scopes',
+          message: `A public key cannot hold ${scope}: no public endpoint uses it. Public keys may hold ${PUBLIC_KEY_SCOPES.join(', ')}; use a private key for ${scope}.`,
+        })
+      }
+    }
+    if (scopes.length > 0) settings.scopes = scopes.filter(isScope)
+  }
+
+  if (input.allowedOrigins !== undefined) {
+    if (type === 'private') {
+      if (input.allowedOrigins.length > 0) {
+        problems.push({
+          field: 'allowedOrigins',
+          message: 'A private key takes no allowed origins: it is used from servers, which send no Origin. Leave allowedOrigins empty, or create a public key for browsers.',
+        })
+      } else settings.allowedOrigins = []
+    } else if (input.allowedOrigins.length === 0) {
+      problems.push({
+        field: 'allowedOrigins',
+        message: 'A public key needs at least one allowed origin, e.g. "example.com", "https://app.example.com" or "localhost:3000".',
+      })
+    } else {
+      const parsed = parseAllowedOrigins(input.allowedOrigins)
+      if (parsed.ok) settings.allowedOrigins = parsed.entries
+      else {
+        for (const e of parsed.errors) {
+          problems.push({ field: `allowedOrigins[${e.index}]`, message: `"${e.value}": ${e.reason}` })
+        }
+      }
+    }
+  }
+
+  if (input.expiresAt !== undefined) {
+    if (input.expiresAt === null) settings.expiresAt = null
+    else {
+      const at = new Date(input.expiresAt)
+      if (Number.isNaN(at.getTime())) {
+        problems.push({ field: 'expiresAt', message: 'expiresAt must be an ISO-8601 date-time, e.g. 2027-01-31T00:00:00Z.' })
+      } else if (at.getTime() <= now.getTime()) {
+        problems.push({
+          field: 'expiresAt',
+          message: `expiresAt ${at.toISOString()} is not in the future; give a later date or leave it out for a key that does not expire.`,
+        })
+      } else settings.expiresAt = at
+    }
+  }
+
+  return problems.length ? { ok: false, problems } : { ok: true, settings }
+}

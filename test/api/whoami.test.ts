@@ -1,0 +1,28 @@
+import { describe, expect, test } from 'bun:test'
+import { call, seedBusiness, seedKey, testService } from '../support/service.ts'
+
+describe('GET /api/v0/whoami', () => {
+  test('answers the client context of a public key from an allowed origin', async () => {
+    const service = await testService()
+    const businessId = await seedBusiness(service)
+    const { key, record } = await seedKey(service, businessId, { allowedOrigins: ['example.com', 'localhost:3000'] })
+    const response = await call(service, '/api/v0/whoami', { key, origin: 'https://www.example.com' })
+    expect(response.status).toBe(200)
+    expect(await response.json()).toMatchObject({
+      businessId,
+      keyType: 'public',
+      origin: 'https://www.example.com',
+      allowedOrigins: ['example.com', 'localhost:3000'],
+      keyId: record.id,
+    })
+  })
+
+  test('answers origin null and no allowed origins for a private key', async () => {
+    const service = await testService()
+    const businessId = await seedBusiness(service)
+    const { key } = await seedKey(service, businessId, { type: 'private' })
+    const response = await call(service, '/api/v0/whoami', { key })
+    expect(response.status).toBe(200)
+    expect(await response.json()).toMatchObject({ businessId, keyType: 'private', origin: null, allowedOrigins: [] })
+  })
+})

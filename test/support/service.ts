@@ -1,0 +1,79 @@
+import { createApp, type AppOptions, type Service } from '../../src/app.ts'
+import type { KeyType } from '../../src/access/key-format.ts'
+import { businesses } from '../../db/schema/index.ts'
+import { testDatabase } from './database.ts'
+
+export const ADMIN_TOKEN = 'test-admin-token-0123456789'
+
+/** A service on the run's database, as src/index.ts builds it, minus the listening socket. */
+export async function testService(options: Partial<AppOptions> = {}): Promise<Service> {
+  return createApp({
+    database: await testDatabase(),
+    adminToken: ADMIN_TOKEN,
+    log: () => {},
+    ...options,
+  })
+}
+
+export async function seedBusiness(service: Service, name = 'Acme'): Promise<string> {
+  const db = (await testDatabase()).db
+  const [row] = await db.insert(businesses).values({ name }).returning()
+  return row!.id
+}
+
+export interface SeedKeyOptions {
+  type?: KeyType
+  scopes?: string[]
+  allowedOrigins?: string[]
+  expiresAt?: string | null
+  name?: string
+}
+
+/** Creates a key through the same service the admin API uses; returns the plaintext too. */
+export async function seedKey(service: Service, businessId: string, options: SeedKeyOptions = {}) {
+  const type = options.type ?? 'public'
+  const created = await service.services.keys.create(businessId, {
+    type,
+    name: options.name ?? `${type} key`,
+    scopes: options.scopes ?? (type === 'public' ? ['ANALYTICS_WRITE'] : ['ANALYTICS_READ']),
+    allowedOrigins: options.allowedOrigins ?? (type === 'public' ? ['example.com'] : []),
+    expiresAt: options.expiresAt ?? null,
+    createdBy: 'test',
+  })
+  return { key: created.key, record: created.record }
+}
+
+export interface CallOptions {
+  method?: string
+  key?: string | null
+  origin?: string
+  body?: unknown
+  headers?: Record<string, string>
+}
+
+/** One request through `app.handle`, JSON body and bearer key filled in. */
+export function call(service: Service, path: string, options: CallOptions = {}): Promise<Response> {
+  const headers = new Headers(options.headers)
+  if (options.key) headers.set('authorization', `Bearer ${options.key}`)
+  if (options.origin) headers.set('origin', options.origin)
+  let body: string | undefined
+  if (options.body !== undefined) {
+    body = typeof options.body === 'string' ? options.body : JSON.stringify(options.body)
+    if (!headers.has('content-type')) headers.set('content-type', 'application/json')
+  }
+  return service.app.handle(
+    new Request(`http://localhost${path}`, { method: options.method ?? (body ? 'POST' : 'GET'), headers, body }),
+  )
+}
+
+export function admin(service: Service, path: string, options: Omit<CallOptions, 'key'> & { token?: string } = {}) {
+  return call(service, `/admin/v0${path}`, {
+    ...options,
+    headers: { authorization: `Bearer ${options.token ?? ADMIN_TOKEN}`, ...options.headers },
+  })
+}
+
+export async function errorOf(response: Response): Promise<{ code: string; message: string; requestId: string }> {
+  const body = (await response.json()) as { error: { code: string; message: string; requestId: string } }
+  return body.error
+}
