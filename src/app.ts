@@ -4,6 +4,8 @@ import { createKeyStore, type KeyStoreOptions } from './access/key-store.ts'
 import { createLastUsedRecorder } from './access/last-used.ts'
 import { createAccessPlugin } from './access/plugin.ts'
 import { adminRoutes } from './admin/index.ts'
+import { dashboardRoutes } from './dashboard/index.ts'
+import { sdkRoutes } from './sdk/index.ts'
 import { apiAreas } from './areas/index.ts'
 import type { AreaDeps } from './areas/deps.ts'
 import { preflight, type RouteShape } from './http/cors.ts'
@@ -47,6 +49,8 @@ export function createApp(options: AppOptions) {
     .use(preflight(() => routes))
     .use(adminRoutes({ db, keys, adminToken: options.adminToken }))
     .use(apiAreas(area))
+    .use(sdkRoutes())
+    .use(dashboardRoutes({ db, keys }))
 
   routes = app.routes
 
