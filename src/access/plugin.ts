@@ -71,8 +71,8 @@ export function createAccessPlugin(deps: {
       } as Record<string, unknown>,
       parse(ctx) {
         const checked = check(ctx as unknown as HookContext, rule)
-        if (checked) return checked.then(() => checkBodyHeaders(ctx.request))
-        checkBodyHeaders(ctx.request)
+        if (checked) return checked.then(() => screenBody(ctx.request))
+        return screenBody(ctx.request)
       },
       transform(ctx) {
         return check(ctx as unknown as HookContext, rule)
@@ -86,21 +86,44 @@ export function createAccessPlugin(deps: {
   })
 }
 
-/** 413 and 415 come after the key checks (an anonymous caller learns nothing) and before parsing. */
-function checkBodyHeaders(request: Request): void {
+/**
+ * 413 and 415 come after the key checks (an anonymous caller learns nothing) and before
+ * parsing. A body with a Content-Length is left to Elysia's parser; one without (chunked)
+ * is read here, stopping at the limit, and its parsed value becomes the body.
+ */
+function screenBody(request: Request): undefined | Promise<unknown> {
+  if (request.body === null) return undefined
   const length = request.headers.get('content-length')
-  if (length !== null && Number(length) > MAX_BODY_BYTES) {
-    throw new ApiError(
-      'payload_too_large',
-      `The body has ${length} bytes; the limit is ${MAX_BODY_BYTES} bytes (1 MiB). Send fewer events or records per request.`,
-    )
-  }
+  if (length !== null && Number(length) > MAX_BODY_BYTES) throw tooLarge(`${length} bytes`)
+  if (length === '0') return undefined
   const type = request.headers.get('content-type')
-  if (length === '0') return
   if (type === null || !/^application\/json\s*(;|$)/i.test(type)) {
     throw new ApiError(
       'unsupported_media_type',
       `The body was sent as ${type ?? 'no Content-Type'}; send JSON with the header "Content-Type: application/json".`,
     )
   }
+  return length === null ? readJsonWithin(request.body, MAX_BODY_BYTES) : undefined
+}
+
+async function readJsonWithin(stream: ReadableStream<Uint8Array>, limit: number): Promise<unknown> {
+  const chunks: Uint8Array[] = []
+  let size = 0
+  for await (const chunk of stream) {
+    size += chunk.byteLength
+    if (size > limit) throw tooLarge('more than that')
+    chunks.push(chunk)
+  }
+  try {
+    return JSON.parse(Buffer.concat(chunks).toString('utf8'))
+  } catch {
+    throw new ApiError('invalid_request', 'The body is not valid JSON. Send a JSON document with "Content-Type: application/json".')
+  }
+}
+
+function tooLarge(seen: string): ApiError {
+  return new ApiError(
+    'payload_too_large',
+    `The body has ${seen}; the limit is ${MAX_BODY_BYTES} bytes (1 MiB). Send fewer events or records per request.`,
+  )
 }

@@ -38,6 +38,8 @@ interface Failure {
 }
 
 function describe(code: string | number, error: unknown, method: string, path: string): Failure {
+  // Elysia wraps whatever a parse hook throws, the key chain's refusals included.
+  if (code === 'PARSE' && error instanceof Error && error.cause instanceof ApiError) error = error.cause
   if (error instanceof ApiError) {
     return { code: error.code, status: error.status, message: error.message, headers: error.headers }
   }

@@ -51,8 +51,13 @@ export interface CallOptions {
   headers?: Record<string, string>
 }
 
+/** Anything with an Elysia app: a Service, or a purpose-built test app. */
+export interface Handles {
+  app: { handle(request: Request): Promise<Response> }
+}
+
 /** One request through `app.handle`, JSON body and bearer key filled in. */
-export function call(service: Service, path: string, options: CallOptions = {}): Promise<Response> {
+export function call(service: Handles, path: string, options: CallOptions = {}): Promise<Response> {
   const headers = new Headers(options.headers)
   if (options.key) headers.set('authorization', `Bearer ${options.key}`)
   if (options.origin) headers.set('origin', options.origin)
@@ -66,7 +71,7 @@ export function call(service: Service, path: string, options: CallOptions = {}):
   )
 }
 
-export function admin(service: Service, path: string, options: Omit<CallOptions, 'key'> & { token?: string } = {}) {
+export function admin(service: Handles, path: string, options: Omit<CallOptions, 'key'> & { token?: string } = {}) {
   return call(service, `/admin/v0${path}`, {
     ...options,
     headers: { authorization: `Bearer ${options.token ?? ADMIN_TOKEN}`, ...options.headers },

@@ -1,0 +1,46 @@
+import { Elysia, t } from 'elysia'
+import { createKeyStore, type KeyStoreOptions } from '../../src/access/key-store.ts'
+import { createLastUsedRecorder } from '../../src/access/last-used.ts'
+import { createAccessPlugin } from '../../src/access/plugin.ts'
+import { errorHandling } from '../../src/http/errors.ts'
+import { requestContext } from '../../src/http/request-context.ts'
+import { createKeyService } from '../../src/keys/service.ts'
+import { testDatabase } from './database.ts'
+
+/**
+ * The access chain on a few routes of known rules, so its checks can be tested apart from
+ * the areas: a public route, a private one with a body, and one that fails on purpose.
+ * `reached` counts handler runs: a refused request must leave it unchanged.
+ */
+export async function chainApp(options: { now?: () => number; keyCache?: KeyStoreOptions; log?: (l: string) => void } = {}) {
+  const { db } = await testDatabase()
+  const keyStore = createKeyStore(db, options.keyCache)
+  const lastUsed = createLastUsedRecorder(db)
+  const keys = createKeyService(db, (hash) => keyStore.invalidate(hash))
+  const access = createAccessPlugin({ keys: keyStore, lastUsed, now: options.now })
+  const reached: string[] = []
+  const app = new Elysia()
+    .use(requestContext)
+    .use(errorHandling(options.log ?? (() => {})))
+    .use(access)
+    .get('/api/v0/public-read', ({ access }) => (reached.push('public-read'), { keyId: access.key.id }), {
+      access: { scope: 'BLOG_READ', public: true },
+      query: t.Object({ limit: t.Optional(t.Numeric({ minimum: 1, maximum: 10 })) }),
+    })
+    .post('/api/v0/public-write', ({ body }) => (reached.push('public-write'), { accepted: body.n }), {
+      access: { scope: 'ANALYTICS_WRITE', public: true },
+      body: t.Object({ n: t.Integer({ minimum: 1 }) }),
+    })
+    .post('/api/v0/private-write', ({ body }) => (reached.push('private-write'), { ok: body.n }), {
+      access: { scope: 'MEMORY_WRITE', public: false },
+      body: t.Object({ n: t.Integer() }),
+    })
+    .get('/api/v0/private-read', () => (reached.push('private-read'), { ok: true }), {
+      access: { scope: 'MEMORY_READ', public: false },
+    })
+    .get('/api/v0/explode', () => {
+      reached.push('explode')
+      throw new Error('select secret from somewhere failed')
+    }, { access: { scope: null, public: true } })
+  return { app, keys, keyStore, lastUsed, reached, db }
+}
