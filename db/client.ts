@@ -4,6 +4,7 @@ import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js'
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core'
 import { sql, type SQL } from 'drizzle-orm'
 import postgres from 'postgres'
+import { pgliteAssets } from './pglite-assets.ts'
 import * as schema from './schema/index.ts'
 
 /** The Drizzle handle every service takes; the same type over both drivers. */
@@ -44,7 +45,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
       close: () => client.end({ timeout: 5 }),
     }
   }
-  const client = await PGlite.create(options.dataDir)
+  const client = await PGlite.create(options.dataDir, await pgliteAssets())
   const db = drizzlePglite(client, { schema }) as unknown as Db
   return {
     db,
