@@ -1,7 +1,125 @@
-import { Elysia } from 'elysia'
+import { Elysia, type Static } from 'elysia'
+import type { AccessContext } from '../../access/plugin.ts'
+import { decodeCursor, pageSize, toPage } from '../audience/paging.ts'
+import { assertStorable, fieldPath, invalidField, recordPath } from '../audience/validation.ts'
 import type { AreaDeps } from '../deps.ts'
+import { createGroupCommitter } from './group-commit.ts'
+import {
+  Accepted,
+  EARLIEST_TIMESTAMP,
+  EventPage,
+  EventQuery,
+  MAX_FUTURE_MS,
+  parseIsoTime,
+  TrackBody,
+  type TrackedEvent,
+} from './model.ts'
+import { insertEvents, listEvents, toEventRecord, type EventRow } from './service.ts'
 
-// Placeholder until the area lands: no routes yet.
-export function analyticsRoutes({ access }: AreaDeps) {
-  return new Elysia({ name: 'area/analytics', prefix: '/api/v0' }).use(access)
+export function analyticsRoutes({ db, access, onShutdown }: AreaDeps) {
+  const writer = createGroupCommitter<EventRow>({ insert: (rows) => insertEvents(db, rows) })
+  onShutdown(() => writer.close())
+
+  return new Elysia({ name: 'area/analytics', prefix: '/api/v0' })
+    .use(access)
+    .post(
+      '/analytics',
+      async ({ body, access, status }) => {
+        const rows = 'events' in body ? toEventRows(body.events, 'events', access) : toEventRows([body], null, access)
+        await writer.write(rows)
+        return status(202, { accepted: rows.length })
+      },
+      {
+        access: { scope: 'ANALYTICS_WRITE', public: true },
+        body: TrackBody.schema,
+        transform: TrackBody.transform,
+        response: { 202: Accepted },
+        detail: {
+          summary: 'Track one event, or a batch of up to 500 as {"events": [...]}',
+          description:
+            'Answers 202 once every event of the request is committed; a batch is stored whole or not at all.',
+          tags: ['analytics'],
+        },
+      },
+    )
+    .get(
+      '/analytics',
+      async ({ query, access: { key } }) => {
+        const from = query.from === undefined ? undefined : parseTime(query.from, 'from', 'query')
+        const to = query.to === undefined ? undefined : parseTime(query.to, 'to', 'query')
+        if (from && to && from >= to) {
+          throw invalidField('to', `must be later than "from" (${query.from}); the range is from <= time < to`, 'query')
+        }
+        const limit = pageSize(query.limit, 100)
+        const rows = await listEvents(db, key.businessId, {
+          type: query.type,
+          from,
+          to,
+          after: decodeCursor(query.cursor),
+          limit,
+        })
+        return toPage(rows, limit, (row) => ({ at: row.occurredAt, id: row.id }), toEventRecord)
+      },
+      {
+        access: { scope: 'ANALYTICS_READ', public: false },
+        query: EventQuery,
+        response: EventPage,
+        detail: {
+          summary: 'List events, newest first, by type and time range, in cursor pages',
+          tags: ['analytics'],
+        },
+      },
+    )
+}
+
+/**
+ * The stored form of a request's events, with what the schema cannot check: that a
+ * `timestamp` is a real date inside the accepted window, and that the strings can be
+ * stored. Any failure refuses the whole request before anything is written.
+ */
+function toEventRows(
+  events: readonly Static<typeof TrackedEvent>[],
+  batchKey: string | null,
+  { key, origin }: AccessContext,
+): EventRow[] {
+  const receivedAt = Date.now()
+  const received = new Date(receivedAt).toISOString()
+  return events.map((event, index) => {
+    const path = recordPath(batchKey, index)
+    assertStorable(event, path)
+    let occurred = received
+    if (event.timestamp !== undefined) {
+      const field = fieldPath(path, 'timestamp')
+      const time = parseTime(event.timestamp, field, 'body')
+      if (time.getTime() < EARLIEST_TIMESTAMP || time.getTime() > receivedAt + MAX_FUTURE_MS) {
+        throw invalidField(
+          field,
+          `${event.timestamp} is outside the accepted range: from 2000-01-01T00:00:00Z to 24 hours after the request (now ${received}). Send the time the event happened, or leave timestamp out to use the receive time`,
+        )
+      }
+      occurred = time.toISOString()
+    }
+    return {
+      business_id: key.businessId,
+      key_id: key.id,
+      origin,
+      event_type: event.eventType,
+      url: event.url || null,
+      referrer: event.referrer || null,
+      anonymous_id: event.anonymousId ?? null,
+      person_id: event.personId ?? null,
+      properties: event.properties ?? {},
+      occurred_at: occurred,
+      received_at: received,
+    }
+  })
+}
+
+function parseTime(value: string, field: string, where: 'body' | 'query'): Date {
+  const time = parseIsoTime(value)
+  if (time === null) {
+    const reason = `${value} is not a real date-time; use an ISO-8601 date-time like "2026-01-31T12:00:00Z"`
+    throw invalidField(field, reason, where)
+  }
+  return time
 }

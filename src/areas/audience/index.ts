@@ -1,7 +1,245 @@
 import { Elysia } from 'elysia'
 import type { AreaDeps } from '../deps.ts'
+import { addMembers, createList, getList, listLists, listMembers, removeMembers, toListRecord, toMemberRecord } from './lists.ts'
+import {
+  Added,
+  CompaniesBody,
+  CompaniesQuery,
+  CompaniesUpserted,
+  Company,
+  CompanyPage,
+  List,
+  ListPage,
+  MemberPage,
+  MembersBody,
+  NewList,
+  PageQuery,
+  PeopleBody,
+  PeopleQuery,
+  PeopleUpserted,
+  Person,
+  PersonPage,
+  Removed,
+  SlugParams,
+} from './model.ts'
+import { decodeCursor, pageSize, toPage } from './paging.ts'
+import {
+  companiesByIds,
+  deletePerson,
+  getCompany,
+  getPerson,
+  listCompanies,
+  listPeople,
+  peopleByIds,
+  toCompanyRecord,
+  toPersonRecord,
+} from './service.ts'
+import { COMPANIES, PEOPLE, upsertRecords } from './upsert.ts'
+import { assertStorable, IdParams, recordPath } from './validation.ts'
 
-// Placeholder until the area lands: no routes yet.
-export function audienceRoutes({ access }: AreaDeps) {
-  return new Elysia({ name: 'area/audience', prefix: '/api/v0' }).use(access)
+const byCreatedAt = (row: { createdAt: Date; id: string }) => ({ at: row.createdAt, id: row.id })
+
+/**
+ * People, companies and lists. Every query is scoped to the calling key's business;
+ * another business's ids and slugs answer 404. Public keys may only write, and their
+ * answers are counts: a public key is public, so it must never read people back.
+ */
+export function audienceRoutes({ db, access }: AreaDeps) {
+  return new Elysia({ name: 'area/audience', prefix: '/api/v0/audience', detail: { tags: ['audience'] } })
+    .use(access)
+    .post(
+      '/people',
+      async ({ body, access: { key } }) => {
+        const isBatch = 'people' in body
+        const records = isBatch ? body.people : [body]
+        records.forEach((record, i) => assertStorable(record, recordPath(isBatch ? 'people' : null, i)))
+        const { ids } = await upsertRecords(db, PEOPLE, key.businessId, records, isBatch)
+        if (key.type === 'public') return { upserted: ids.length }
+        const rows = await peopleByIds(db, key.businessId, ids)
+        return { upserted: ids.length, data: rows.map(toPersonRecord) }
+      },
+      {
+        access: { scope: 'AUDIENCE_PERSON_WRITE', public: true },
+        body: PeopleBody.schema,
+        transform: PeopleBody.transform,
+        response: PeopleUpserted,
+        detail: {
+          summary: 'Create or update one person, or up to 1000 as {"people": [...]}',
+          description:
+            'Matched on externalId, else on email (any case). One statement per request: all records are written or none. Public keys get {"upserted": n} only.',
+        },
+      },
+    )
+    .get(
+      '/people',
+      async ({ query, access: { key } }) => {
+        const limit = pageSize(query.limit, 100)
+        const rows = await listPeople(db, key.businessId, {
+          email: query.email,
+          externalId: query.externalId,
+          after: decodeCursor(query.cursor),
+          limit,
+        })
+        return toPage(rows, limit, byCreatedAt, toPersonRecord)
+      },
+      {
+        access: { scope: 'AUDIENCE_PERSON_READ', public: false },
+        query: PeopleQuery,
+        response: PersonPage,
+        detail: { summary: 'List people, newest first, in cursor pages' },
+      },
+    )
+    .get('/people/:id', async ({ params, access: { key } }) => toPersonRecord(await getPerson(db, key.businessId, params.id)), {
+      access: { scope: 'AUDIENCE_PERSON_READ', public: false },
+      params: IdParams,
+      response: Person,
+      detail: { summary: 'Show a person' },
+    })
+    .delete(
+      '/people/:id',
+      async ({ params, access: { key }, status }) => {
+        await deletePerson(db, key.businessId, params.id)
+        return status(204, null)
+      },
+      {
+        access: { scope: 'AUDIENCE_PERSON_WRITE', public: false },
+        params: IdParams,
+        detail: { summary: 'Delete a person and their list memberships' },
+      },
+    )
+    .post(
+      '/companies',
+      async ({ body, access: { key } }) => {
+        const isBatch = 'companies' in body
+        const records = isBatch ? body.companies : [body]
+        records.forEach((record, i) => assertStorable(record, recordPath(isBatch ? 'companies' : null, i)))
+        const { ids } = await upsertRecords(db, COMPANIES, key.businessId, records, isBatch)
+        if (key.type === 'public') return { upserted: ids.length }
+        const rows = await companiesByIds(db, key.businessId, ids)
+        return { upserted: ids.length, data: rows.map(toCompanyRecord) }
+      },
+      {
+        access: { scope: 'AUDIENCE_COMPANY_WRITE', public: true },
+        body: CompaniesBody.schema,
+        transform: CompaniesBody.transform,
+        response: CompaniesUpserted,
+        detail: {
+          summary: 'Create or update one company, or up to 1000 as {"companies": [...]}',
+          description:
+            'Matched on externalId, else on domain (lower-cased). One statement per request: all records are written or none. Public keys get {"upserted": n} only.',
+        },
+      },
+    )
+    .get(
+      '/companies',
+      async ({ query, access: { key } }) => {
+        const limit = pageSize(query.limit, 100)
+        const rows = await listCompanies(db, key.businessId, {
+          domain: query.domain,
+          externalId: query.externalId,
+          after: decodeCursor(query.cursor),
+          limit,
+        })
+        return toPage(rows, limit, byCreatedAt, toCompanyRecord)
+      },
+      {
+        access: { scope: 'AUDIENCE_COMPANY_READ', public: false },
+        query: CompaniesQuery,
+        response: CompanyPage,
+        detail: { summary: 'List companies, newest first, in cursor pages' },
+      },
+    )
+    .get(
+      '/companies/:id',
+      async ({ params, access: { key } }) => toCompanyRecord(await getCompany(db, key.businessId, params.id)),
+      {
+        access: { scope: 'AUDIENCE_COMPANY_READ', public: false },
+        params: IdParams,
+        response: Company,
+        detail: { summary: 'Show a company' },
+      },
+    )
+    .post(
+      '/lists',
+      async ({ body, access: { key }, status }) => {
+        assertStorable(body, '')
+        return status(201, toListRecord(await createList(db, key.businessId, body)))
+      },
+      {
+        access: { scope: 'AUDIENCE_LIST_WRITE', public: false },
+        body: NewList,
+        response: { 201: List },
+        detail: { summary: 'Create a list; a slug already used in the business answers 409' },
+      },
+    )
+    .get(
+      '/lists',
+      async ({ query, access: { key } }) => {
+        const limit = pageSize(query.limit, 100)
+        const rows = await listLists(db, key.businessId, { after: decodeCursor(query.cursor), limit })
+        return toPage(rows, limit, byCreatedAt, toListRecord)
+      },
+      {
+        access: { scope: 'AUDIENCE_LIST_READ', public: false },
+        query: PageQuery,
+        response: ListPage,
+        detail: { summary: 'List lists, newest first, in cursor pages' },
+      },
+    )
+    .get('/lists/:slug', async ({ params, access: { key } }) => toListRecord(await getList(db, key.businessId, params.slug)), {
+      access: { scope: 'AUDIENCE_LIST_READ', public: false },
+      params: SlugParams,
+      response: List,
+      detail: { summary: 'Show a list, with its member count' },
+    })
+    .get(
+      '/lists/:slug/people',
+      async ({ params, query, access: { key } }) => {
+        const limit = pageSize(query.limit, 100)
+        const rows = await listMembers(db, key.businessId, params.slug, { after: decodeCursor(query.cursor), limit })
+        return toPage(rows, limit, (row) => ({ at: row.addedAt, id: row.id }), toMemberRecord)
+      },
+      {
+        access: { scope: 'AUDIENCE_LIST_READ', public: false },
+        params: SlugParams,
+        query: PageQuery,
+        response: MemberPage,
+        detail: { summary: "A list's members, most recently added first, in cursor pages" },
+      },
+    )
+    .post(
+      '/lists/:slug/people',
+      async ({ params, body, access: { key } }) => {
+        body.people.forEach((ref, i) => assertStorable(ref, recordPath('people', i)))
+        return { added: await addMembers(db, key.businessId, params.slug, body.people) }
+      },
+      {
+        access: { scope: 'AUDIENCE_LIST_WRITE', public: true },
+        params: SlugParams,
+        body: MembersBody,
+        response: Added,
+        detail: {
+          summary: 'Add people to a list by email, externalId or id',
+          description:
+            'Adding by email creates the person when missing; an id or externalId that names nobody answers 404 and adds nothing. Adding someone already on the list keeps one membership; `added` counts new memberships only.',
+        },
+      },
+    )
+    .delete(
+      '/lists/:slug/people',
+      async ({ params, body, access: { key } }) => {
+        body.people.forEach((ref, i) => assertStorable(ref, recordPath('people', i)))
+        return { removed: await removeMembers(db, key.businessId, params.slug, body.people) }
+      },
+      {
+        access: { scope: 'AUDIENCE_LIST_WRITE', public: true },
+        params: SlugParams,
+        body: MembersBody,
+        response: Removed,
+        detail: {
+          summary: 'Remove people from a list by email, externalId or id',
+          description: 'Idempotent: people not on the list, or named by nobody, remove nothing; `removed` counts memberships removed.',
+        },
+      },
+    )
 }

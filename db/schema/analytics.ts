@@ -1,0 +1,40 @@
+import { sql } from 'drizzle-orm'
+import { index, jsonb, pgTable, text, timestamp, uuid } from 'drizzle-orm/pg-core'
+
+/**
+ * Tracked events, an append-only log written in batches by the group committer
+ * (src/areas/analytics/writer.ts). `occurredAt` is the event's own `timestamp`, or the
+ * receive time when it sent none; lists page on (occurredAt, id), newest first, so it has
+ * millisecond precision (a cursor carries it as a JavaScript Date).
+ *
+ * No foreign keys on purpose: business and key ids come from the authenticated key, and a
+ * foreign key would add a lookup and a `FOR KEY SHARE` lock on the parent row to every
+ * inserted event. Keys are never deleted (revoking keeps the row), so the ids stay valid.
+ */
+export const analyticsEvents = pgTable(
+  'analytics_events',
+  {
+    id: uuid('id').primaryKey().defaultRandom(),
+    businessId: uuid('business_id').notNull(),
+    keyId: uuid('key_id').notNull(),
+    /** The request's Origin header, null when it sent none (server-side callers). */
+    origin: text('origin'),
+    eventType: text('event_type').notNull(),
+    url: text('url'),
+    referrer: text('referrer'),
+    anonymousId: text('anonymous_id'),
+    personId: text('person_id'),
+    properties: jsonb('properties').$type<Record<string, unknown>>().notNull().default(sql`'{}'::jsonb`),
+    occurredAt: timestamp('occurred_at', { withTimezone: true, precision: 3 }).notNull(),
+    receivedAt: timestamp('received_at', { withTimezone: true }).notNull(),
+  },
+  (table) => [
+    index('analytics_events_business_time_idx').on(table.businessId, table.occurredAt.desc(), table.id.desc()),
+    index('analytics_events_business_type_time_idx').on(
+      table.businessId,
+      table.eventType,
+      table.occurredAt.desc(),
+      table.id.desc(),
+    ),
+  ],
+)

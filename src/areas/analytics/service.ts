@@ -1,0 +1,80 @@
+import { and, desc, eq, gte, lt, sql } from 'drizzle-orm'
+import type { Db } from '../../../db/client.ts'
+import { analyticsEvents } from '../../../db/schema/index.ts'
+import { before, type Position } from '../audience/paging.ts'
+
+/** One event as the writer stores it; times are ISO strings, ready for JSON. */
+export interface EventRow {
+  business_id: string
+  key_id: string
+  origin: string | null
+  event_type: string
+  url: string | null
+  referrer: string | null
+  anonymous_id: string | null
+  person_id: string | null
+  properties: Record<string, unknown>
+  occurred_at: string
+  received_at: string
+}
+
+/**
+ * One multi-row insert for a whole batch. The rows travel as a single JSON parameter
+ * expanded by jsonb_to_recordset: one bind value instead of eleven per row, no limit on
+ * bind parameters, and the same statement on postgres.js and PGlite.
+ */
+export async function insertEvents(db: Db, rows: EventRow[]): Promise<void> {
+  await db.execute(sql`
+    insert into analytics_events
+      (business_id, key_id, origin, event_type, url, referrer, anonymous_id, person_id, properties, occurred_at, received_at)
+    select business_id, key_id, origin, event_type, url, referrer, anonymous_id, person_id,
+           coalesce(properties, '{}'::jsonb), occurred_at, received_at
+    from jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) as e(
+      business_id uuid, key_id uuid, origin text, event_type text, url text, referrer text,
+      anonymous_id text, person_id text, properties jsonb, occurred_at timestamptz, received_at timestamptz)`)
+}
+
+export interface EventFilter {
+  type?: string
+  from?: Date
+  to?: Date
+  after: Position | null
+  limit: number
+}
+
+export type StoredEventRow = typeof analyticsEvents.$inferSelect
+
+/** A business's events, newest first by (occurredAt, id); fetches one row more than a page. */
+export function listEvents(db: Db, businessId: string, filter: EventFilter): Promise<StoredEventRow[]> {
+  const e = analyticsEvents
+  return db
+    .select()
+    .from(e)
+    .where(
+      and(
+        eq(e.businessId, businessId),
+        filter.type === undefined ? undefined : eq(e.eventType, filter.type),
+        filter.from === undefined ? undefined : gte(e.occurredAt, filter.from),
+        filter.to === undefined ? undefined : lt(e.occurredAt, filter.to),
+        before(e.occurredAt, e.id, filter.after),
+      ),
+    )
+    .orderBy(desc(e.occurredAt), desc(e.id))
+    .limit(filter.limit + 1)
+}
+
+export function toEventRecord(row: StoredEventRow) {
+  return {
+    id: row.id,
+    eventType: row.eventType,
+    url: row.url,
+    referrer: row.referrer,
+    anonymousId: row.anonymousId,
+    personId: row.personId,
+    properties: row.properties,
+    timestamp: row.occurredAt.toISOString(),
+    receivedAt: row.receivedAt.toISOString(),
+    keyId: row.keyId,
+    origin: row.origin,
+  }
+}

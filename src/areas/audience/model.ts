@@ -1,0 +1,179 @@
+import { t } from 'elysia'
+import { CursorQuery, limitQuery, pageSchema } from './paging.ts'
+import { oneOrBatch, PropertyBag, Uuid } from './validation.ts'
+
+export const MAX_UPSERT_BATCH = 1000
+export const MAX_MEMBERS_PER_REQUEST = 1000
+
+// Option objects, shared by body fields and query filters (which differ in description).
+const externalIdOptions = {
+  pattern: '^[^\\u0000]{1,200}$',
+  error: 'must be 1-200 characters (U+0000 excluded)',
+}
+
+const emailOptions = {
+  format: 'email',
+  maxLength: 254,
+  error: 'must be an email address like "ada@example.com", at most 254 characters',
+}
+
+const domainOptions = {
+  maxLength: 253,
+  pattern: '^(?=.{1,253}$)(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\\.)+[A-Za-z0-9-]{2,63}$',
+  error: 'must be a domain name like "example.com", without scheme, path or port',
+}
+
+const ExternalId = t.String({
+  ...externalIdOptions,
+  description: 'Your own id of the record; matched exactly (case-sensitive).',
+})
+
+const Email = t.String({ ...emailOptions, description: 'Matched case-insensitively; stored as sent.' })
+
+const Domain = t.String({ ...domainOptions, description: 'Stored and matched lower-cased.' })
+
+const Name = (description: string) => t.String({ minLength: 1, maxLength: 200, description })
+
+export const PersonInput = t.Object(
+  {
+    email: t.Optional(Email),
+    externalId: t.Optional(ExternalId),
+    firstName: t.Optional(Name('First name')),
+    lastName: t.Optional(Name('Last name')),
+    properties: t.Optional(PropertyBag),
+  },
+  {
+    description:
+      'Matched on externalId, else on email; at least one of the two. Fields left out keep their stored value; properties are merged into the stored ones.',
+  },
+)
+
+export const PeopleBody = oneOrBatch(
+  PersonInput,
+  t.Object({ people: t.Array(PersonInput, { minItems: 1, maxItems: MAX_UPSERT_BATCH }) }),
+  'people',
+)
+
+export const CompanyInput = t.Object(
+  {
+    externalId: t.Optional(ExternalId),
+    domain: t.Optional(Domain),
+    name: t.Optional(Name('Company name')),
+    properties: t.Optional(PropertyBag),
+  },
+  {
+    description:
+      'Matched on externalId, else on domain; at least one of the two. Fields left out keep their stored value; properties are merged into the stored ones.',
+  },
+)
+
+export const CompaniesBody = oneOrBatch(
+  CompanyInput,
+  t.Object({ companies: t.Array(CompanyInput, { minItems: 1, maxItems: MAX_UPSERT_BATCH }) }),
+  'companies',
+)
+
+export const Person = t.Object({
+  id: t.String(),
+  externalId: t.Nullable(t.String()),
+  email: t.Nullable(t.String()),
+  firstName: t.Nullable(t.String()),
+  lastName: t.Nullable(t.String()),
+  properties: t.Record(t.String(), t.Unknown()),
+  createdAt: t.String(),
+  updatedAt: t.String(),
+})
+
+export const Company = t.Object({
+  id: t.String(),
+  externalId: t.Nullable(t.String()),
+  domain: t.Nullable(t.String()),
+  name: t.Nullable(t.String()),
+  properties: t.Record(t.String(), t.Unknown()),
+  createdAt: t.String(),
+  updatedAt: t.String(),
+})
+
+/** Public keys get the count only; private keys also get the records written. */
+export const PeopleUpserted = t.Object({
+  upserted: t.Integer({ description: 'People created or updated (rows naming the same person count once).' }),
+  data: t.Optional(t.Array(Person, { description: 'Private keys only: the people written, in request order.' })),
+})
+
+export const CompaniesUpserted = t.Object({
+  upserted: t.Integer({ description: 'Companies created or updated (rows naming the same company count once).' }),
+  data: t.Optional(t.Array(Company, { description: 'Private keys only: the companies written, in request order.' })),
+})
+
+export const PeopleQuery = t.Object({
+  email: t.Optional(t.String({ ...emailOptions, description: 'Only the person with this email (any case).' })),
+  externalId: t.Optional(t.String({ ...externalIdOptions, description: 'Only the person with this externalId.' })),
+  limit: limitQuery(100),
+  cursor: CursorQuery,
+})
+
+export const CompaniesQuery = t.Object({
+  domain: t.Optional(t.String({ ...domainOptions, description: 'Only the company with this domain (any case).' })),
+  externalId: t.Optional(t.String({ ...externalIdOptions, description: 'Only the company with this externalId.' })),
+  limit: limitQuery(100),
+  cursor: CursorQuery,
+})
+
+export const PageQuery = t.Object({ limit: limitQuery(100), cursor: CursorQuery })
+
+export const PersonPage = pageSchema(Person)
+export const CompanyPage = pageSchema(Company)
+
+const Slug = t.String({
+  pattern: '^[a-z0-9-]{1,64}$',
+  error: 'must be 1-64 characters of lower-case letters, digits and "-", like "newsletter"',
+})
+
+export const SlugParams = t.Object({ slug: Slug })
+
+export const NewList = t.Object({
+  slug: Slug,
+  name: Name('Shown in the dashboard'),
+  description: t.Optional(t.String({ maxLength: 1000 })),
+})
+
+export const List = t.Object({
+  id: t.String(),
+  slug: t.String(),
+  name: t.String(),
+  description: t.Nullable(t.String()),
+  memberCount: t.Integer(),
+  createdAt: t.String(),
+  updatedAt: t.String(),
+})
+
+export const ListPage = pageSchema(List)
+
+export const Member = t.Composite([Person, t.Object({ addedAt: t.String() })])
+export const MemberPage = pageSchema(Member)
+
+/** One person named by exactly one of email, externalId or id. */
+export const MemberRef = t.Object(
+  {
+    email: t.Optional(Email),
+    externalId: t.Optional(ExternalId),
+    id: t.Optional(Uuid),
+  },
+  {
+    minProperties: 1,
+    maxProperties: 1,
+    error: 'must name one person as {"email": ...}, {"externalId": ...} or {"id": ...}',
+  },
+)
+
+export const MembersBody = t.Object({
+  people: t.Array(MemberRef, { minItems: 1, maxItems: MAX_MEMBERS_PER_REQUEST }),
+})
+
+export const Added = t.Object({
+  added: t.Integer({ description: 'Memberships created; people already on the list are not counted.' }),
+})
+
+export const Removed = t.Object({
+  removed: t.Integer({ description: 'Memberships removed; people not on the list are not counted.' }),
+})

@@ -1,0 +1,502 @@
+import { describe, expect, test } from 'bun:test'
+import { asc, sql } from 'drizzle-orm'
+import { queryRows } from '../../db/client.ts'
+import { analyticsEvents } from '../../db/schema/index.ts'
+import { createGroupCommitter } from '../../src/areas/analytics/group-commit.ts'
+import { testDatabase } from '../support/database.ts'
+import { call, errorOf, seedBusiness, seedKey, testService } from '../support/service.ts'
+
+const ORIGIN = 'https://www.example.com'
+
+async function setup() {
+  const service = await testService()
+  const businessId = await seedBusiness(service)
+  const writer = await seedKey(service, businessId, { scopes: ['ANALYTICS_WRITE'], allowedOrigins: ['example.com'] })
+  const reader = await seedKey(service, businessId, { type: 'private', scopes: ['ANALYTICS_READ'] })
+  return { service, businessId, pk: writer.key, pkId: writer.record.id, sk: reader.key }
+}
+
+async function storedEvents() {
+  const { db } = await testDatabase()
+  return db.select().from(analyticsEvents).orderBy(asc(analyticsEvents.occurredAt), asc(analyticsEvents.eventType))
+}
+
+async function countEvents(): Promise<number> {
+  const [row] = await queryRows<{ n: number }>((await testDatabase()).db, sql`select count(*)::int as n from analytics_events`)
+  return row!.n
+}
+
+type Setup = Awaited<ReturnType<typeof setup>>
+
+function track(s: Setup, body: unknown, options: { key?: string | null; origin?: string } = {}) {
+  return call(s.service, '/api/v0/analytics', {
+    method: 'POST',
+    key: options.key === undefined ? s.pk : options.key,
+    origin: options.origin ?? ORIGIN,
+    body,
+  })
+}
+
+function read(s: Setup, query = '', key: string | null = s.sk) {
+  return call(s.service, `/api/v0/analytics${query}`, { key })
+}
+
+describe('POST /api/v0/analytics', () => {
+  test('stores one event with its key, origin and receive time, and answers only the count', async () => {
+    const s = await setup()
+    const before = Date.now()
+    const response = await track(s, {
+      eventType: 'page_view',
+      url: 'https://www.example.com/pricing',
+      referrer: 'https://search.example/',
+      anonymousId: 'anon-1',
+      personId: 'user-7',
+      properties: { plan: 'pro', nested: { depth: [1, 2] } },
+      timestamp: '2026-01-31T12:00:00.250+01:00',
+    })
+    expect(response.status).toBe(202)
+    expect(await response.json()).toEqual({ accepted: 1 })
+    const [event, ...rest] = await storedEvents()
+    expect(rest).toHaveLength(0)
+    expect(event).toMatchObject({
+      businessId: s.businessId,
+      keyId: s.pkId,
+      origin: ORIGIN,
+      eventType: 'page_view',
+      url: 'https://www.example.com/pricing',
+      referrer: 'https://search.example/',
+      anonymousId: 'anon-1',
+      personId: 'user-7',
+      properties: { plan: 'pro', nested: { depth: [1, 2] } },
+    })
+    expect(event!.occurredAt.toISOString()).toBe('2026-01-31T11:00:00.250Z')
+    expect(event!.receivedAt.getTime()).toBeGreaterThanOrEqual(before - 1)
+    expect(event!.receivedAt.getTime()).toBeLessThanOrEqual(Date.now() + 1)
+  })
+
+  test('an event without a timestamp occurred when it was received; empty url and referrer are stored as null', async () => {
+    const s = await setup()
+    expect((await track(s, { eventType: 'signup', url: '', referrer: '' })).status).toBe(202)
+    const [event] = await storedEvents()
+    expect(event!.occurredAt.getTime()).toBe(event!.receivedAt.getTime())
+    expect(event).toMatchObject({ url: null, referrer: null, anonymousId: null, personId: null, properties: {} })
+  })
+
+  test('stores a batch of 500 events whole', async () => {
+    const s = await setup()
+    const events = Array.from({ length: 500 }, (_, i) => ({ eventType: `step.${i % 7}`, properties: { i } }))
+    const response = await track(s, { events })
+    expect(response.status).toBe(202)
+    expect(await response.json()).toEqual({ accepted: 500 })
+    expect(await countEvents()).toBe(500)
+  })
+
+  test('a private key may track from a server: the origin is stored as null', async () => {
+    const s = await setup()
+    const { key, record } = await seedKey(s.service, s.businessId, { type: 'private', scopes: ['ANALYTICS_WRITE'] })
+    const response = await call(s.service, '/api/v0/analytics', { key, body: { eventType: 'order:paid' } })
+    expect(response.status).toBe(202)
+    expect(await storedEvents()).toMatchObject([{ keyId: record.id, origin: null, eventType: 'order:paid' }])
+  })
+
+  test('without a key: 401 missing_api_key, nothing stored', async () => {
+    const s = await setup()
+    const response = await track(s, { eventType: 'page_view' }, { key: null })
+    expect(response.status).toBe(401)
+    expect((await errorOf(response)).code).toBe('missing_api_key')
+    expect(await countEvents()).toBe(0)
+  })
+
+  test('a public key from an origin it does not allow: 403 origin_not_allowed, nothing stored', async () => {
+    const s = await setup()
+    const response = await track(s, { eventType: 'page_view' }, { origin: 'https://evil.example.org' })
+    expect(response.status).toBe(403)
+    expect((await errorOf(response)).code).toBe('origin_not_allowed')
+    expect(await countEvents()).toBe(0)
+  })
+
+  test('a key without ANALYTICS_WRITE: 403 insufficient_scope, nothing stored', async () => {
+    const s = await setup()
+    const { key } = await seedKey(s.service, s.businessId, { scopes: ['AUDIENCE_PERSON_WRITE'] })
+    const response = await track(s, { eventType: 'page_view' }, { key })
+    expect(response.status).toBe(403)
+    expect((await errorOf(response)).code).toBe('insufficient_scope')
+    expect(await countEvents()).toBe(0)
+  })
+
+  test('an invalid event anywhere in a batch refuses the whole batch, naming the field', async () => {
+    const s = await setup()
+    const events = [{ eventType: 'a' }, { eventType: 'b' }, { eventType: 'c' }, { eventType: 'page view' }, { eventType: 'e' }]
+    const response = await track(s, { events })
+    expect(response.status).toBe(400)
+    const error = await errorOf(response)
+    expect(error.code).toBe('invalid_request')
+    expect(error.message).toBe(
+      'Invalid body field "events[3].eventType": must be 1-64 characters of letters, digits, "_", ".", ":" or "-", like "page_view".',
+    )
+    expect(await countEvents()).toBe(0)
+  })
+
+  test('a single event with a bad field names the field without a batch prefix', async () => {
+    const s = await setup()
+    const response = await track(s, { eventType: 'x'.repeat(65) })
+    expect(response.status).toBe(400)
+    expect((await errorOf(response)).message).toStartWith('Invalid body field "eventType": ')
+    expect(await countEvents()).toBe(0)
+  })
+
+  test('a body with neither eventType nor events is refused', async () => {
+    const s = await setup()
+    const response = await track(s, { url: 'https://www.example.com/' })
+    expect(response.status).toBe(400)
+    expect((await errorOf(response)).message).toStartWith('Invalid body field "eventType": ')
+    expect(await countEvents()).toBe(0)
+  })
+
+  test('more than 500 events, or none, are refused', async () => {
+    const s = await setup()
+    const tooMany = await track(s, { events: Array.from({ length: 501 }, () => ({ eventType: 'x' })) })
+    expect(tooMany.status).toBe(400)
+    expect((await errorOf(tooMany)).message).toStartWith('Invalid body field "events": ')
+    const none = await track(s, { events: [] })
+    expect(none.status).toBe(400)
+    expect((await errorOf(none)).message).toStartWith('Invalid body field "events": ')
+    expect(await countEvents()).toBe(0)
+  })
+
+  test.each([
+    ['url', { url: 'https://www.example.com/' + 'a'.repeat(2048) }],
+    ['referrer', { referrer: 'r'.repeat(2049) }],
+    ['anonymousId', { anonymousId: 'a'.repeat(201) }],
+    ['personId', { personId: '' }],
+    ['properties', { properties: Object.fromEntries(Array.from({ length: 51 }, (_, i) => [`k${i}`, i])) }],
+    ['properties', { properties: ['not', 'an', 'object'] }],
+    ['timestamp', { timestamp: '2026-01-31' }],
+  ])('a bad %s in a batch refuses the batch', async (field, bad) => {
+    const s = await setup()
+    const response = await track(s, { events: [{ eventType: 'ok' }, { eventType: 'bad', ...bad }] })
+    expect(response.status).toBe(400)
+    expect((await errorOf(response)).message).toStartWith(`Invalid body field "events[1].${field}": `)
+    expect(await countEvents()).toBe(0)
+  })
+
+  test('a timestamp more than 24 hours ahead is refused, and nothing of the batch is stored', async () => {
+    const s = await setup()
+    const ahead = new Date(Date.now() + 25 * 3600_000).toISOString()
+    const response = await track(s, { events: [{ eventType: 'ok' }, { eventType: 'late', timestamp: ahead }] })
+    expect(response.status).toBe(400)
+    expect((await errorOf(response)).message).toStartWith(
+      `Invalid body field "events[1].timestamp": ${ahead} is outside the accepted range`,
+    )
+    expect(await countEvents()).toBe(0)
+  })
+
+  test('a timestamp before 2000 is refused; one a few hours ahead is accepted', async () => {
+    const s = await setup()
+    const old = await track(s, { eventType: 'ok', timestamp: '1999-12-31T23:59:59Z' })
+    expect(old.status).toBe(400)
+    expect((await errorOf(old)).message).toStartWith('Invalid body field "timestamp": ')
+    const soon = await track(s, { eventType: 'ok', timestamp: new Date(Date.now() + 3 * 3600_000).toISOString() })
+    expect(soon.status).toBe(202)
+    expect(await countEvents()).toBe(1)
+  })
+
+  test('an impossible date is refused rather than rolled over', async () => {
+    const s = await setup()
+    const response = await track(s, { eventType: 'ok', timestamp: '2026-02-30T10:00:00Z' })
+    expect(response.status).toBe(400)
+    expect((await errorOf(response)).message).toBe(
+      'Invalid body field "timestamp": 2026-02-30T10:00:00Z is not a real date-time; use an ISO-8601 date-time like "2026-01-31T12:00:00Z".',
+    )
+    expect(await countEvents()).toBe(0)
+  })
+
+  test('a U+0000 anywhere in an event is refused with its path (PostgreSQL cannot store it)', async () => {
+    const s = await setup()
+    const response = await track(s, { events: [{ eventType: 'ok', properties: { cart: { items: ['a', 'b\u0000'] } } }] })
+    expect(response.status).toBe(400)
+    expect((await errorOf(response)).message).toStartWith('Invalid body field "events[0].properties.cart.items[1]": ')
+    expect(await countEvents()).toBe(0)
+  })
+
+  test('properties nested deeper than 8 levels are refused', async () => {
+    const s = await setup()
+    let deep: Record<string, unknown> = { end: true }
+    for (let i = 0; i < 9; i++) deep = { d: deep }
+    const response = await track(s, { eventType: 'ok', properties: deep })
+    expect(response.status).toBe(400)
+    expect((await errorOf(response)).message).toContain('nested more than 8 levels')
+    expect(await countEvents()).toBe(0)
+  })
+
+  test('50 concurrent requests all answer 202 and every event is stored', async () => {
+    const s = await setup()
+    const sizes = Array.from({ length: 50 }, (_, i) => 1 + (i % 5))
+    const responses = await Promise.all(
+      sizes.map((size, i) =>
+        track(s, { events: Array.from({ length: size }, (_, j) => ({ eventType: 'burst', properties: { i, j } })) }),
+      ),
+    )
+    expect(responses.map((r) => r.status)).toEqual(sizes.map(() => 202))
+    expect(await Promise.all(responses.map((r) => r.json()))).toEqual(sizes.map((size) => ({ accepted: size })))
+    expect(await countEvents()).toBe(sizes.reduce((a, b) => a + b, 0))
+  })
+
+  test('concurrent requests share transactions (group commit)', async () => {
+    const s = await setup()
+    const responses = await Promise.all(Array.from({ length: 50 }, (_, i) => track(s, { eventType: 'burst', properties: { i } })))
+    expect(responses.every((r) => r.status === 202)).toBe(true)
+    // Rows written by one transaction carry its id in xmin; fewer transactions than requests
+    // means requests were committed together.
+    const [row] = await queryRows<{ transactions: number; events: number }>(
+      (await testDatabase()).db,
+      sql`select count(distinct xmin::text)::int as transactions, count(*)::int as events from analytics_events`,
+    )
+    expect(row!.events).toBe(50)
+    expect(row!.transactions).toBeLessThan(50)
+    expect(row!.transactions).toBeGreaterThanOrEqual(1)
+  })
+
+  test('draining the service commits the events of requests still waiting for the writer', async () => {
+    const s = await setup()
+    // Warm the key cache so that the requests reach the writer in the same turn.
+    expect((await track(s, { eventType: 'warm' })).status).toBe(202)
+    const pending = Array.from({ length: 10 }, (_, i) => track(s, { eventType: 'late', properties: { i } }))
+    await Bun.sleep(0)
+    await s.service.drain()
+    // What drain() leaves is what a database closed right after it would hold.
+    const storedAtDrain = await countEvents()
+    const statuses = (await Promise.all(pending)).map((r) => r.status)
+    expect(statuses.every((status) => status === 202 || status === 503)).toBe(true)
+    expect(storedAtDrain).toBe(1 + statuses.filter((status) => status === 202).length)
+  })
+
+  test('after the service drained, tracking answers 503 unavailable and stores nothing', async () => {
+    const s = await setup()
+    await s.service.drain()
+    const response = await track(s, { eventType: 'too_late' })
+    expect(response.status).toBe(503)
+    expect(response.headers.get('retry-after')).toBe('1')
+    expect((await errorOf(response)).code).toBe('unavailable')
+    expect(await countEvents()).toBe(0)
+  })
+})
+
+describe('the group committer', () => {
+  function deferred() {
+    let resolve!: () => void
+    let reject!: (error: unknown) => void
+    const promise = new Promise<void>((res, rej) => {
+      resolve = res
+      reject = rej
+    })
+    return { promise, resolve, reject }
+  }
+
+  function controlledInsert() {
+    const calls: { rows: number[]; done: ReturnType<typeof deferred> }[] = []
+    return {
+      calls,
+      insert(rows: number[]) {
+        const done = deferred()
+        calls.push({ rows, done })
+        return done.promise
+      },
+    }
+  }
+
+  test('writes at once when idle, and gathers the writes that wait meanwhile into one insert', async () => {
+    const db = controlledInsert()
+    const committer = createGroupCommitter<number>({ insert: db.insert })
+    const first = committer.write([1])
+    expect(db.calls.map((c) => c.rows)).toEqual([[1]])
+    const waiting = [committer.write([2]), committer.write([3, 4]), committer.write([5])]
+    db.calls[0]!.done.resolve()
+    await first
+    await Bun.sleep(0)
+    expect(db.calls.map((c) => c.rows)).toEqual([[1], [2, 3, 4, 5]])
+    db.calls[1]!.done.resolve()
+    await Promise.all(waiting)
+    expect(committer.stats).toEqual({ commits: 2, rows: 5, requests: 4 })
+  })
+
+  test('caps a batch by rows; a single larger write still goes whole', async () => {
+    const db = controlledInsert()
+    const committer = createGroupCommitter<number>({ insert: db.insert, maxBatchRows: 3 })
+    const all = [committer.write([0]), committer.write([1, 2]), committer.write([3, 4]), committer.write([5, 6, 7, 8])]
+    for (let i = 0; i < 4; i++) {
+      await Bun.sleep(0)
+      db.calls[i]?.done.resolve()
+    }
+    await Promise.all(all)
+    expect(db.calls.map((c) => c.rows)).toEqual([[0], [1, 2], [3, 4], [5, 6, 7, 8]])
+  })
+
+  test('a failed insert rejects every write it carried; later writes still commit', async () => {
+    const db = controlledInsert()
+    const committer = createGroupCommitter<number>({ insert: db.insert })
+    const first = committer.write([1])
+    const carried = [committer.write([2]), committer.write([3])].map((p) => p.then(() => 'ok', (e: Error) => e.message))
+    db.calls[0]!.done.resolve()
+    await first
+    await Bun.sleep(0)
+    db.calls[1]!.done.reject(new Error('disk full'))
+    expect(await Promise.all(carried)).toEqual(['disk full', 'disk full'])
+    const later = committer.write([4])
+    await Bun.sleep(0)
+    db.calls[2]!.done.resolve()
+    await later
+    expect(committer.stats).toEqual({ commits: 2, rows: 2, requests: 2 })
+  })
+
+  test('close waits for queued writes, then refuses new ones with 503 unavailable', async () => {
+    const db = controlledInsert()
+    const committer = createGroupCommitter<number>({ insert: db.insert })
+    const queued = [committer.write([1]), committer.write([2])]
+    const closed = committer.close()
+    db.calls[0]!.done.resolve()
+    await Bun.sleep(0)
+    db.calls[1]!.done.resolve()
+    await closed
+    await Promise.all(queued)
+    const refused = await committer.write([3]).catch((e: { status?: number; code?: string }) => e)
+    expect(refused).toMatchObject({ status: 503, code: 'unavailable' })
+    expect(db.calls).toHaveLength(2)
+  })
+})
+
+describe('GET /api/v0/analytics', () => {
+  async function seedEvents(s: Setup) {
+    const events = [
+      { eventType: 'page_view', timestamp: '2026-03-01T10:00:00Z', url: 'https://www.example.com/a' },
+      { eventType: 'signup', timestamp: '2026-03-01T11:00:00Z' },
+      { eventType: 'page_view', timestamp: '2026-03-01T12:00:00Z', url: 'https://www.example.com/b' },
+      { eventType: 'page_view', timestamp: '2026-03-01T13:00:00Z', url: 'https://www.example.com/c' },
+      { eventType: 'purchase', timestamp: '2026-03-01T14:00:00Z', properties: { amount: 42 } },
+    ]
+    expect((await track(s, { events })).status).toBe(202)
+  }
+
+  test('lists events newest first with every stored field', async () => {
+    const s = await setup()
+    await seedEvents(s)
+    const response = await read(s)
+    expect(response.status).toBe(200)
+    const body = await response.json()
+    expect(body.nextCursor).toBeNull()
+    expect(body.data.map((e: { timestamp: string }) => e.timestamp)).toEqual([
+      '2026-03-01T14:00:00.000Z',
+      '2026-03-01T13:00:00.000Z',
+      '2026-03-01T12:00:00.000Z',
+      '2026-03-01T11:00:00.000Z',
+      '2026-03-01T10:00:00.000Z',
+    ])
+    expect(Object.keys(body.data[0]).sort()).toEqual(
+      ['anonymousId', 'eventType', 'id', 'keyId', 'origin', 'personId', 'properties', 'receivedAt', 'referrer', 'timestamp', 'url'].sort(),
+    )
+    expect(body.data[0]).toMatchObject({ eventType: 'purchase', properties: { amount: 42 }, keyId: s.pkId, origin: ORIGIN })
+  })
+
+  test('filters by type and by time range (from inclusive, to exclusive)', async () => {
+    const s = await setup()
+    await seedEvents(s)
+    const byType = await (await read(s, '?type=page_view')).json()
+    expect(byType.data.map((e: { url: string }) => e.url)).toEqual([
+      'https://www.example.com/c',
+      'https://www.example.com/b',
+      'https://www.example.com/a',
+    ])
+    const byTime = await (await read(s, '?from=2026-03-01T11:00:00Z&to=2026-03-01T13:00:00Z')).json()
+    expect(byTime.data.map((e: { eventType: string }) => e.eventType)).toEqual(['page_view', 'signup'])
+  })
+
+  test('pages through every event with the cursor, without repeats', async () => {
+    const s = await setup()
+    await seedEvents(s)
+    const seen: string[] = []
+    let cursor: string | null = null
+    let pages = 0
+    do {
+      const query: string = `?limit=2${cursor ? `&cursor=${cursor}` : ''}`
+      const page = (await (await read(s, query)).json()) as { data: { id: string }[]; nextCursor: string | null }
+      seen.push(...page.data.map((e) => e.id))
+      cursor = page.nextCursor
+      pages++
+    } while (cursor !== null && pages < 10)
+    expect(pages).toBe(3)
+    expect(new Set(seen).size).toBe(5)
+  })
+
+  test('pages keep events that share a timestamp apart by id', async () => {
+    const s = await setup()
+    const timestamp = '2026-03-02T00:00:00Z'
+    await track(s, { events: Array.from({ length: 7 }, (_, i) => ({ eventType: 'same', timestamp, properties: { i } })) })
+    const first = await (await read(s, '?limit=4')).json()
+    const second = await (await read(s, `?limit=4&cursor=${first.nextCursor}`)).json()
+    expect(second.nextCursor).toBeNull()
+    const ids = [...first.data, ...second.data].map((e: { id: string }) => e.id)
+    expect(new Set(ids).size).toBe(7)
+  })
+
+  test("another business's events are not listed", async () => {
+    const s = await setup()
+    await seedEvents(s)
+    const other = await seedBusiness(s.service, 'Other')
+    const { key } = await seedKey(s.service, other, { type: 'private', scopes: ['ANALYTICS_READ'] })
+    const response = await read(s, '', key)
+    expect(response.status).toBe(200)
+    expect(await response.json()).toEqual({ data: [], nextCursor: null })
+  })
+
+  test('a public key: 403 public_key_not_allowed', async () => {
+    const s = await setup()
+    const response = await call(s.service, '/api/v0/analytics', { key: s.pk, origin: ORIGIN })
+    expect(response.status).toBe(403)
+    expect((await errorOf(response)).code).toBe('public_key_not_allowed')
+  })
+
+  test('a private key without ANALYTICS_READ: 403 insufficient_scope', async () => {
+    const s = await setup()
+    const { key } = await seedKey(s.service, s.businessId, { type: 'private', scopes: ['ANALYTICS_WRITE'] })
+    const response = await read(s, '', key)
+    expect(response.status).toBe(403)
+    expect((await errorOf(response)).code).toBe('insufficient_scope')
+  })
+
+  test('without a key: 401', async () => {
+    const s = await setup()
+    const response = await read(s, '', null)
+    expect(response.status).toBe(401)
+    expect((await errorOf(response)).code).toBe('missing_api_key')
+  })
+
+  test.each([
+    ['?limit=0', 'Invalid query field "limit": must be a whole number from 1 to 1000.'],
+    ['?limit=1001', 'Invalid query field "limit": must be a whole number from 1 to 1000.'],
+    ['?limit=ten', 'Invalid query field "limit": must be a whole number from 1 to 1000.'],
+    ['?from=yesterday', 'Invalid query field "from": must be an ISO-8601 date-time with a time zone, like "2026-01-31T12:00:00Z".'],
+    ['?type=page%20view', 'Invalid query field "type": must be 1-64 characters of letters, digits, "_", ".", ":" or "-", like "page_view".'],
+  ])('%s answers 400 naming the field', async (query, message) => {
+    const s = await setup()
+    const response = await read(s, query)
+    expect(response.status).toBe(400)
+    expect(await errorOf(response)).toMatchObject({ code: 'invalid_request', message })
+  })
+
+  test('a range whose end is not after its start is refused', async () => {
+    const s = await setup()
+    const response = await read(s, '?from=2026-03-02T00:00:00Z&to=2026-03-01T00:00:00Z')
+    expect(response.status).toBe(400)
+    expect((await errorOf(response)).message).toStartWith('Invalid query field "to": must be later than "from"')
+  })
+
+  test('a cursor this API did not give out is refused', async () => {
+    const s = await setup()
+    const forged = Buffer.from(JSON.stringify(['2026-03-01T00:00:00Z', "1' or '1'='1"])).toString('base64url')
+    for (const cursor of ['abc', forged]) {
+      const response = await read(s, `?cursor=${cursor}`)
+      expect(response.status).toBe(400)
+      expect((await errorOf(response)).message).toStartWith('Invalid query field "cursor": ')
+    }
+  })
+})
