@@ -67,11 +67,16 @@ export function createAccessPlugin(deps: {
         security: [{ apiKey: [] }],
         description: `Scope: ${rule.scope ?? 'none (any valid key)'}. Public keys: ${rule.public ? 'allowed' : 'refused'}.`,
       } as Record<string, unknown>,
-      parse({ request, path }) {
-        const checked = check(request, path, rule)
-        if (checked) return checked.then(() => screenBody(request))
-        return screenBody(request)
-      },
+      // Then Elysia's own JSON parser. Naming it also gives the API reference the
+      // content type; Elysia's macro typing omits named parsers, which its runtime takes.
+      parse: [
+        function screenRequest({ request, path }: { request: Request; path: string }) {
+          const checked = check(request, path, rule)
+          if (checked) return checked.then(() => screenBody(request))
+          return screenBody(request)
+        },
+        'json',
+      ] as unknown as (context: { request: Request; path: string }) => undefined,
       transform({ request, path }) {
         return check(request, path, rule)
       },

@@ -128,6 +128,7 @@ describe('API reference', () => {
     expect(doc.components.securitySchemes.apiKey).toMatchObject({ type: 'http', scheme: 'bearer' })
     expect(doc.components.schemas.Error.properties.error.required).toEqual(['code', 'message', 'requestId'])
     expect(doc.paths['/api/v0/whoami'].get['x-access']).toEqual({ scope: null, public: true })
-    expect(doc.paths['/admin/v0/businesses/{id}/keys'].post).toBeDefined()
+    expect(doc.paths['/admin/v0/businesses/{id}/keys'].post.requestBody.content['application/json'].schema.required).toContain('scopes')
+    expect(doc.paths['/api/v0/analytics'].post.requestBody.content['application/json']).toBeDefined()
   })
 })
