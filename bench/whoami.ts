@@ -1,0 +1,312 @@
+/**
+ * `bun run bench`: GET /api/v0/whoami through the whole service (key chain, origin check,
+ * CORS headers) on PostgreSQL, against the same request to a bare Elysia route, in one run.
+ *
+ * Load: wrk (Debian's package), 1 thread, 64 connections, 10 s after a 3 s warm-up, the
+ * server pinned to core 0 and wrk to core 1, 3 interleaved repetitions, medians. Prints a
+ * markdown table and the ratio `whoami with auth and CORS / bare Elysia route`.
+ *
+ * DATABASE_URL: the PostgreSQL to use (default postgres://postgres@127.0.0.1:5432/bench,
+ * created when missing). See bench/README.md.
+ */
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { cpus, loadavg } from 'node:os'
+import { join } from 'node:path'
+import postgres from 'postgres'
+
+const CONNECTIONS = 64
+const WARMUP_SECONDS = 3
+const DURATION_SECONDS = 10
+const REPETITIONS = 3
+const ORIGIN = 'https://www.example.com'
+const ALLOWED_ORIGIN = 'example.com'
+
+const root = join(import.meta.dir, '..')
+const databaseUrl = process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/bench'
+
+interface Target {
+  label: string
+  process: Bun.Subprocess
+  url: string
+  headers: Record<string, string>
+}
+
+interface WrkReport {
+  requests: number
+  durationUs: number
+  statusErrors: number
+  connectErrors: number
+  readErrors: number
+  writeErrors: number
+  timeouts: number
+  p50Us: number
+  p99Us: number
+  maxUs: number
+}
+
+interface Measurement extends WrkReport {
+  requestsPerSecond: number
+  /** CPU time of the server process (user + system) per request, µs; null off Linux. */
+  cpuUsPerRequest: number | null
+}
+
+const children: Bun.Subprocess[] = []
+process.on('SIGINT', () => {
+  for (const child of children) child.kill()
+  process.exit(130)
+})
+
+async function main(): Promise<number> {
+  const wrk = Bun.which('wrk')
+  if (!wrk) {
+    console.error('wrk is not installed: `apt-get install -y wrk` (Debian/Ubuntu), then run `bun run bench` again.')
+    return 1
+  }
+  // Server on core 0, wrk on core 1, so they do not take turns on one core.
+  const pin = Bun.which('taskset') !== null && cpus().length >= 2
+  const onCore = (core: number, command: string[]) => (pin ? ['taskset', '-c', String(core), ...command] : command)
+
+  await ensureDatabase(databaseUrl)
+  const adminToken = `bench-${crypto.randomUUID()}`
+  const service = await start(
+    onCore(0, [process.execPath, 'src/index.ts']),
+    { DATABASE_URL: databaseUrl, PORT: '0', ADMIN_TOKEN: adminToken },
+    /listening on http:\/\/localhost:(\d+)/,
+  )
+  const key = await createKey(service.base, adminToken)
+  const bare = await start(onCore(0, [process.execPath, 'bench/bare-elysia.ts']), { PORT: '0' }, /listening on http:\/\/localhost:(\d+)/)
+
+  // The same request to both: the bare route ignores the headers.
+  const headers = { authorization: `Bearer ${key}`, origin: ORIGIN }
+  const targets: Target[] = [
+    { label: 'keygate whoami: key chain + origin + CORS, PostgreSQL', process: service.process, url: `${service.base}/api/v0/whoami`, headers },
+    { label: 'bare Elysia route', process: bare.process, url: `${bare.base}/api/v0/whoami`, headers },
+  ]
+
+  const context = [
+    `date: ${new Date().toISOString()}`,
+    `bun ${Bun.version}, ${wrkVersion()}`,
+    `cpu: ${cpus()[0]?.model ?? 'unknown'} x${cpus().length}; pinned: ${pin ? 'server core 0, wrk core 1' : 'no (taskset missing or one core)'}`,
+    `load average at start: ${loadavg().map((n) => n.toFixed(2)).join(' ')}`,
+    `wrk -t1 -c${CONNECTIONS} -d${DURATION_SECONDS}s after a ${WARMUP_SECONDS} s warm-up, ${REPETITIONS} interleaved repetitions, medians`,
+  ]
+  console.log(context.join('\n'))
+
+  const results = new Map<Target, Measurement[]>(targets.map((t) => [t, []]))
+  const raw: string[] = []
+  let invalid = false
+  try {
+    for (let repetition = 1; repetition <= REPETITIONS; repetition++) {
+      for (const target of targets) {
+        await expectOk(target)
+        await runWrk(onCore, target, WARMUP_SECONDS)
+        const cpuBefore = cpuSeconds(target.process.pid)
+        const { report, text } = await runWrk(onCore, target, DURATION_SECONDS)
+        const cpuAfter = cpuSeconds(target.process.pid)
+        await expectOk(target)
+        raw.push(`## ${target.label}, repetition ${repetition}\n${text}`)
+        const measurement: Measurement = {
+          ...report,
+          requestsPerSecond: report.requests / (report.durationUs / 1e6),
+          cpuUsPerRequest:
+            cpuBefore !== null && cpuAfter !== null ? ((cpuAfter - cpuBefore) * 1e6) / report.requests : null,
+        }
+        results.get(target)!.push(measurement)
+        const errors = failures(report)
+        if (errors > 0) invalid = true
+        console.log(
+          `  ${repetition}/${REPETITIONS} ${target.label}: ${Math.round(measurement.requestsPerSecond)} req/s, ` +
+            `p99 ${(report.p99Us / 1000).toFixed(2)} ms${errors > 0 ? `, ${errors} FAILED ANSWERS` : ''}`,
+        )
+      }
+    }
+  } finally {
+    // Stop the servers before printing: nothing else should compete for the cores.
+    for (const child of children) child.kill()
+  }
+
+  const [keygate, baseline] = targets.map((t) => summarise(results.get(t)!))
+  const ratio = keygate!.requestsPerSecond / baseline!.requestsPerSecond
+  const table = [
+    '| Server, `GET /api/v0/whoami` | req/s (median) | p99 (median) | CPU per request | req/s of each run | failed answers |',
+    '|---|---|---|---|---|---|',
+    ...targets.map((target, i) => {
+      const summary = [keygate!, baseline!][i]!
+      const runs = results.get(target)!
+      return `| ${target.label} | ${format(summary.requestsPerSecond)} | ${(summary.p99Us / 1000).toFixed(2)} ms | ${
+        summary.cpuUsPerRequest === null ? 'n/a' : `${summary.cpuUsPerRequest.toFixed(1)} µs`
+      } | ${runs.map((r) => format(r.requestsPerSecond)).join(', ')} | ${runs.reduce((n, r) => n + failures(r), 0)} |`
+    }),
+  ]
+  const summaryText = [
+    '',
+    ...table,
+    '',
+    `whoami with auth and CORS / bare Elysia route: ${ratio.toFixed(2)}`,
+    ...(keygate!.cpuUsPerRequest !== null && baseline!.cpuUsPerRequest !== null
+      ? [
+          `CPU per request, bare Elysia route / whoami: ${(baseline!.cpuUsPerRequest / keygate!.cpuUsPerRequest).toFixed(2)}` +
+            " (the req/s ratio to expect when the server's core is the limit; steadier on a busy machine)",
+        ]
+      : []),
+    ...(invalid ? ['', 'INVALID: some answers failed (status >= 400 or socket errors); the numbers above do not count.'] : []),
+  ].join('\n')
+  console.log(summaryText)
+
+  const resultsDir = join(root, 'bench', 'results')
+  mkdirSync(resultsDir, { recursive: true })
+  const rawFile = join(resultsDir, `whoami-${new Date().toISOString().replace(/[:.]/g, '-')}.raw`)
+  writeFileSync(rawFile, [...context, '', ...raw, summaryText, ''].join('\n'))
+  console.log(`\nraw wrk output: ${rawFile}`)
+  return invalid ? 1 : 0
+}
+
+/** Starts a server and waits for its "listening on" line; answers its base URL. */
+async function start(command: string[], env: Record<string, string>, listening: RegExp) {
+  const child = Bun.spawn(command, {
+    cwd: root,
+    env: { ...process.env, ...env },
+    stdout: 'pipe',
+    stderr: 'inherit',
+  })
+  children.push(child)
+  const reader = child.stdout.getReader()
+  const decoder = new TextDecoder()
+  let seen = ''
+  const deadline = Date.now() + 30_000
+  while (Date.now() < deadline) {
+    const { value, done } = await reader.read()
+    if (done) break
+    seen += decoder.decode(value)
+    const port = listening.exec(seen)?.[1]
+    if (port) {
+      // Keep draining its output so that a chatty server never blocks on a full pipe.
+      void (async () => {
+        while (!(await reader.read()).done) {}
+      })()
+      return { process: child, base: `http://127.0.0.1:${port}` }
+    }
+  }
+  throw new Error(`${command.join(' ')} did not start; its output:\n${seen}`)
+}
+
+async function ensureDatabase(url: string): Promise<void> {
+  const name = decodeURIComponent(new URL(url).pathname.slice(1))
+  const maintenance = new URL(url)
+  maintenance.pathname = '/postgres'
+  const sql = postgres(maintenance.toString(), { max: 1, onnotice: () => {}, connect_timeout: 5 })
+  try {
+    const [found] = await sql`select 1 as found from pg_database where datname = ${name}`
+    if (!found) {
+      await sql.unsafe(`create database "${name.replaceAll('"', '""')}"`)
+      console.log(`created database ${name}`)
+    }
+  } finally {
+    await sql.end({ timeout: 5 })
+  }
+}
+
+async function createKey(base: string, adminToken: string): Promise<string> {
+  const post = async (path: string, body: unknown) => {
+    const response = await fetch(`${base}/admin/v0${path}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${adminToken}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    })
+    const text = await response.text()
+    if (response.status !== 201) throw new Error(`POST ${path} answered ${response.status}: ${text}`)
+    return JSON.parse(text) as Record<string, unknown>
+  }
+  const business = await post('/businesses', { name: 'bench' })
+  const created = await post(`/businesses/${String(business.id)}/keys`, {
+    type: 'public',
+    name: 'bench',
+    scopes: ['ANALYTICS_WRITE'],
+    allowedOrigins: [ALLOWED_ORIGIN],
+    createdBy: 'bench',
+  })
+  if (typeof created.key !== 'string') throw new Error('the key create answer holds no key')
+  return created.key
+}
+
+/** One request that must answer exactly 200 with a whoami body: a fast error path must not pass for speed. */
+async function expectOk(target: Target): Promise<void> {
+  const response = await fetch(target.url, { headers: target.headers })
+  const body = await response.text()
+  if (response.status !== 200 || !body.includes('"keyType":"public"')) {
+    throw new Error(`${target.label} answered ${response.status}: ${body}`)
+  }
+}
+
+async function runWrk(onCore: (core: number, command: string[]) => string[], target: Target, seconds: number) {
+  const headerArgs = Object.entries(target.headers).flatMap(([name, value]) => ['-H', `${name}: ${value}`])
+  const command = onCore(1, [
+    'wrk', '-t1', `-c${CONNECTIONS}`, `-d${seconds}s`, '--latency',
+    '-s', join(root, 'bench', 'wrk-report.lua'), ...headerArgs, target.url,
+  ])
+  const text = await output(command)
+  const line = text.split('\n').find((l) => l.startsWith('{"requests"'))
+  if (!line) throw new Error(`wrk printed no report:\n${text}`)
+  return { report: JSON.parse(line) as WrkReport, text }
+}
+
+async function output(command: string[]): Promise<string> {
+  const child = Bun.spawn(command, { stdout: 'pipe', stderr: 'pipe' })
+  const [stdout, stderr, code] = await Promise.all([
+    new Response(child.stdout).text(),
+    new Response(child.stderr).text(),
+    child.exited,
+  ])
+  if (code !== 0) throw new Error(`${command.join(' ')} exited ${code}: ${stderr}`)
+  return stdout + stderr
+}
+
+/** `wrk --version` prints its version and exits 1. */
+function wrkVersion(): string {
+  const result = Bun.spawnSync(['wrk', '--version'])
+  const text = result.stdout.toString() + result.stderr.toString()
+  return text.split('\n')[0]!.replace(/\s+Copyright.*/, '').trim()
+}
+
+/** utime + stime of a process and all its threads, in seconds (Linux /proc). */
+function cpuSeconds(pid: number): number | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+    // Fields after the command name, which is in parentheses and may hold spaces.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+    const ticks = Number(fields[11]) + Number(fields[12])
+    return ticks / CLOCK_TICKS
+  } catch {
+    return null
+  }
+}
+// sysconf(_SC_CLK_TCK) is 100 on every Linux architecture Bun runs on.
+const CLOCK_TICKS = 100
+
+function summarise(runs: Measurement[]) {
+  return {
+    requestsPerSecond: median(runs.map((r) => r.requestsPerSecond)),
+    p99Us: median(runs.map((r) => r.p99Us)),
+    cpuUsPerRequest: runs.some((r) => r.cpuUsPerRequest === null) ? null : median(runs.map((r) => r.cpuUsPerRequest!)),
+  }
+}
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b)
+  const middle = Math.floor(sorted.length / 2)
+  return sorted.length % 2 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2
+}
+
+function failures(r: WrkReport): number {
+  return r.statusErrors + r.connectErrors + r.readErrors + r.writeErrors + r.timeouts
+}
+
+function format(n: number): string {
+  return Math.round(n).toLocaleString('en-US')
+}
+
+try {
+  process.exitCode = await main()
+} finally {
+  for (const child of children) child.kill()
+}

@@ -1,0 +1,146 @@
+/**
+ * The CLI's view of `/admin/v0` (contract section 7): one HTTP call per method, errors
+ * turned into values the CLI can print. Knows nothing about terminals.
+ */
+
+/** The server refused: its `error.code` and message, as the error envelope carries them. */
+export class AdminApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    readonly requestId: string | null,
+  ) {
+    super(message)
+  }
+}
+
+/** No HTTP answer at all: wrong URL, server down, timeout. */
+export class ConnectionError extends Error {}
+
+export interface Business {
+  id: string
+  name: string
+  createdAt: string
+}
+
+export interface KeyRecord {
+  id: string
+  businessId: string
+  type: 'public' | 'private'
+  name: string
+  description: string | null
+  keyHint: string
+  allowedOrigins: string[]
+  scopes: string[]
+  expiresAt: string | null
+  lastUsedAt: string | null
+  createdAt: string
+  createdBy: string
+  revokedAt: string | null
+}
+
+export interface CreatedKey extends KeyRecord {
+  key: string
+}
+
+export interface Flow {
+  id: string
+  businessId: string
+  name: string
+  createdAt: string
+}
+
+export interface NewKey {
+  type: 'public' | 'private'
+  name: string
+  description?: string
+  allowedOrigins?: string[]
+  scopes: string[]
+  expiresAt?: string
+  createdBy: string
+}
+
+export interface KeyChanges {
+  name?: string
+  description?: string | null
+  allowedOrigins?: string[]
+  scopes?: string[]
+  expiresAt?: string | null
+}
+
+const TIMEOUT_MS = 30_000
+
+export function createAdminClient(baseUrl: string, token: string) {
+  const root = baseUrl.replace(/\/+$/, '') + '/admin/v0'
+
+  async function request<T>(method: string, path: string, body?: unknown): Promise<T> {
+    const url = root + path
+    let response: Response
+    try {
+      response = await fetch(url, {
+        method,
+        headers: {
+          authorization: `Bearer ${token}`,
+          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+        },
+        body: body === undefined ? undefined : JSON.stringify(body),
+        signal: AbortSignal.timeout(TIMEOUT_MS),
+      })
+    } catch (error) {
+      const reason = error instanceof Error ? error.message : String(error)
+      throw new ConnectionError(`cannot reach keygate at ${baseUrl} (${reason}). Check --url or KEYGATE_URL.`)
+    }
+    if (response.status === 204) return undefined as T
+    const text = await response.text()
+    const parsed = parseJson(text)
+    if (!response.ok) throw toApiError(response, parsed, text)
+    if (parsed === undefined) {
+      throw new ConnectionError(`${baseUrl} answered ${response.status} without JSON: is it a keygate server?`)
+    }
+    return parsed as T
+  }
+
+  const id = encodeURIComponent
+  return {
+    createBusiness: (name: string) => request<Business>('POST', '/businesses', { name }),
+    listBusinesses: () => request<{ data: Business[] }>('GET', '/businesses'),
+    createKey: (businessId: string, key: NewKey) =>
+      request<CreatedKey>('POST', `/businesses/${id(businessId)}/keys`, key),
+    listKeys: (businessId: string) => request<{ data: KeyRecord[] }>('GET', `/businesses/${id(businessId)}/keys`),
+    getKey: (keyId: string) => request<KeyRecord>('GET', `/keys/${id(keyId)}`),
+    updateKey: (keyId: string, changes: KeyChanges) => request<KeyRecord>('PATCH', `/keys/${id(keyId)}`, changes),
+    revokeKey: (keyId: string) => request<void>('DELETE', `/keys/${id(keyId)}`),
+    createFlow: (businessId: string, name: string) =>
+      request<Flow>('POST', `/businesses/${id(businessId)}/flows`, { name }),
+  }
+}
+
+export type AdminClient = ReturnType<typeof createAdminClient>
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text)
+  } catch {
+    return undefined
+  }
+}
+
+function toApiError(response: Response, parsed: unknown, text: string): AdminApiError {
+  const error = envelopeOf(parsed)
+  if (error) return new AdminApiError(response.status, error.code, error.message, error.requestId)
+  // Not our envelope (a proxy, another server): show the start of what came back.
+  const excerpt = text.trim().slice(0, 200) || response.statusText
+  return new AdminApiError(response.status, `http_${response.status}`, excerpt, response.headers.get('x-request-id'))
+}
+
+/** `{"error": {"code", "message", "requestId"}}`, checked field by field. */
+function envelopeOf(value: unknown): { code: string; message: string; requestId: string | null } | null {
+  if (typeof value !== 'object' || value === null || !('error' in value)) return null
+  const error = value.error
+  if (typeof error !== 'object' || error === null || !('code' in error) || !('message' in error)) return null
+  const { code, message } = error
+  if (typeof code !== 'string' || typeof message !== 'string') return null
+  const requestId = 'requestId' in error && typeof error.requestId === 'string' ? error.requestId : null
+  return { code, message, requestId }
+}

@@ -1,0 +1,279 @@
+import { readFileSync } from 'node:fs'
+import { userInfo } from 'node:os'
+import { PUBLIC_KEY_SCOPES, SCOPES } from '../access/scopes.ts'
+import type { AdminClient, KeyChanges } from './admin-client.ts'
+import { businessDetails, businessTable, flowDetails, keyDetails, keyTable, recordLines } from './output.ts'
+
+/** A mistake in the command line itself: the CLI answers with the help and exit status 2. */
+export class UsageError extends Error {}
+
+export interface OptionSpec {
+  type: 'string' | 'boolean'
+  multiple?: boolean
+  short?: string
+}
+
+export type OptionValues = Record<string, string | boolean | (string | boolean)[] | undefined>
+
+export interface CommandInput {
+  options: OptionValues
+  /** The command's one positional argument (a key id), when it takes one. */
+  target: string | undefined
+  api: AdminClient
+}
+
+/** What a command answers: the JSON for `--json` and the text for people. */
+export interface CommandResult {
+  json: unknown
+  text: string
+}
+
+export interface Command {
+  name: string
+  /** Usage after the name, as shown in the help. */
+  usage: string
+  summary: string
+  target?: string
+  options: Record<string, OptionSpec>
+  required: string[]
+  run(input: CommandInput): Promise<CommandResult>
+}
+
+const keySettingOptions = {
+  name: { type: 'string' },
+  description: { type: 'string' },
+  origin: { type: 'string', multiple: true },
+  scope: { type: 'string', multiple: true },
+  expires: { type: 'string' },
+} satisfies Record<string, OptionSpec>
+
+export const commands: Command[] = [
+  {
+    name: 'businesses create',
+    usage: '--name NAME',
+    summary: 'Create a business.',
+    options: { name: { type: 'string' } },
+    required: ['name'],
+    async run({ options, api }) {
+      const business = await api.createBusiness(text(options, 'name')!)
+      return { json: business, text: `Created business "${business.name}".\n${businessDetails(business)}` }
+    },
+  },
+  {
+    name: 'businesses list',
+    usage: '',
+    summary: 'List every business, newest first.',
+    options: {},
+    required: [],
+    async run({ api }) {
+      const { data } = await api.listBusinesses()
+      return { json: data, text: businessTable(data) }
+    },
+  },
+  {
+    name: 'keys create',
+    usage:
+      '--business ID --type public|private --name NAME [--description TEXT]\n' +
+      '    [--origin ORIGIN]... [--scope SCOPE]... [--expires ISO-8601] [--created-by WHO]',
+    summary: 'Create a key and print it, this once.',
+    options: { business: { type: 'string' }, type: { type: 'string' }, 'created-by': { type: 'string' }, ...keySettingOptions },
+    required: ['business', 'type', 'name'],
+    async run({ options, api }) {
+      const type = text(options, 'type')
+      if (type !== 'public' && type !== 'private') {
+        throw new UsageError(`--type must be "public" or "private", not "${type}".`)
+      }
+      const description = text(options, 'description')
+      const expires = text(options, 'expires')
+      const created = await api.createKey(text(options, 'business')!, {
+        type,
+        name: text(options, 'name')!,
+        ...(description ? { description } : {}),
+        allowedOrigins: texts(options, 'origin'),
+        scopes: scopesOf(options),
+        ...(expires && expires !== 'never' ? { expiresAt: expires } : {}),
+        createdBy: text(options, 'created-by') ?? currentUser(),
+      })
+      const { key, ...record } = created
+      return {
+        json: created,
+        text: [
+          `Created ${record.type} key "${record.name}".`,
+          keyDetails(record),
+          '',
+          recordLines([['KEY', key]]),
+          '',
+          'Save this key now: it will not be shown again.',
+        ].join('\n'),
+      }
+    },
+  },
+  {
+    name: 'keys list',
+    usage: '--business ID',
+    summary: "List a business's keys (hints only, never the keys).",
+    options: { business: { type: 'string' } },
+    required: ['business'],
+    async run({ options, api }) {
+      const { data } = await api.listKeys(text(options, 'business')!)
+      return { json: data, text: keyTable(data) }
+    },
+  },
+  {
+    name: 'keys show',
+    usage: 'KEY_ID',
+    summary: 'Show one key.',
+    target: 'KEY_ID',
+    options: {},
+    required: [],
+    async run({ target, api }) {
+      const key = await api.getKey(target!)
+      return { json: key, text: keyDetails(key) }
+    },
+  },
+  {
+    name: 'keys update',
+    usage:
+      'KEY_ID [--name NAME] [--description TEXT] [--origin ORIGIN]... [--scope SCOPE]...\n' +
+      '    [--expires ISO-8601|never]',
+    summary: 'Change a key; origins and scopes given replace the current lists. Effective on its next request.',
+    target: 'KEY_ID',
+    options: keySettingOptions,
+    required: [],
+    async run({ options, target, api }) {
+      const changes: KeyChanges = {}
+      const name = text(options, 'name')
+      if (name !== undefined) changes.name = name
+      const description = text(options, 'description')
+      // An empty description clears it.
+      if (description !== undefined) changes.description = description === '' ? null : description
+      if (options.origin !== undefined) changes.allowedOrigins = texts(options, 'origin')
+      if (options.scope !== undefined) changes.scopes = scopesOf(options)
+      const expires = text(options, 'expires')
+      if (expires !== undefined) changes.expiresAt = expires === 'never' ? null : expires
+      if (Object.keys(changes).length === 0) {
+        throw new UsageError('keys update needs at least one change: --name, --description, --origin, --scope or --expires.')
+      }
+      const key = await api.updateKey(target!, changes)
+      return { json: key, text: `Updated key "${key.name}".\n${keyDetails(key)}` }
+    },
+  },
+  {
+    name: 'keys revoke',
+    usage: 'KEY_ID',
+    summary: 'Revoke a key: refused from its next request on; the record and its data are kept.',
+    target: 'KEY_ID',
+    options: {},
+    required: [],
+    async run({ target, api }) {
+      await api.revokeKey(target!)
+      const key = await api.getKey(target!)
+      return { json: key, text: `Revoked key "${key.name}".\n${keyDetails(key)}` }
+    },
+  },
+  {
+    name: 'flows create',
+    usage: '--business ID --name NAME',
+    summary: 'Define a flow that keys with FLOW_TRIGGER can trigger.',
+    options: { business: { type: 'string' }, name: { type: 'string' } },
+    required: ['business', 'name'],
+    async run({ options, api }) {
+      const flow = await api.createFlow(text(options, 'business')!, text(options, 'name')!)
+      return { json: flow, text: `Created flow "${flow.name}".\n${flowDetails(flow)}` }
+    },
+  },
+]
+
+export const globalOptions = {
+  url: { type: 'string' },
+  token: { type: 'string' },
+  json: { type: 'boolean' },
+  help: { type: 'boolean', short: 'h' },
+} satisfies Record<string, OptionSpec>
+
+export function commandHelp(command: Command): string {
+  return `Usage: bun run cli ${command.name}${command.usage ? ' ' + command.usage : ''} [--json]\n  ${command.summary}`
+}
+
+export function helpText(): string {
+  const usage = commands.map((c) => `  ${c.name}${c.usage ? ' ' + c.usage : ''}\n      ${c.summary}`)
+  return `keygate operator CLI: businesses, keys and flows through the admin API (/admin/v0).
+
+Usage: bun run cli <command> [options]
+
+Commands:
+${usage.join('\n')}
+  help
+      Show this help.
+
+Options for every command:
+  --url URL     the service's base URL (env KEYGATE_URL; default http://localhost:3000)
+  --token TOKEN the operator token the service runs with (env ADMIN_TOKEN; prefer the
+                variable: arguments are visible to other users in the process list)
+  --json        print the server's JSON answer instead of text
+  -h, --help    show this help
+
+Scopes: repeat --scope or separate them with commas. The 13 scopes:
+${wrap(SCOPES.join(', '), '  ')}
+A public key may hold only
+${wrap(PUBLIC_KEY_SCOPES.join(', '), '  ')}
+and needs at least one --origin: *, example.com (and its subdomains), app.example.com,
+https://app.example.com:8443 or localhost:3000. A private key takes no --origin.
+--created-by defaults to the operating-system user.
+
+Exit status: 0 done, 1 the server refused (its error code and message are printed) or
+could not be reached, 2 a usage error.`
+}
+
+function wrap(words: string, indent: string, width = 88): string {
+  const lines: string[] = []
+  let line = indent
+  for (const word of words.split(' ')) {
+    if (line.length + word.length > width && line.trim() !== '') {
+      lines.push(line.trimEnd())
+      line = indent
+    }
+    line += word + ' '
+  }
+  lines.push(line.trimEnd())
+  return lines.join('\n')
+}
+
+function text(options: OptionValues, name: string): string | undefined {
+  const value = options[name]
+  return typeof value === 'string' ? value : undefined
+}
+
+function texts(options: OptionValues, name: string): string[] {
+  const value = options[name]
+  if (!Array.isArray(value)) return typeof value === 'string' ? [value] : []
+  return value.filter((item): item is string => typeof item === 'string')
+}
+
+function scopesOf(options: OptionValues): string[] {
+  return texts(options, 'scope')
+    .flatMap((value) => value.split(','))
+    .map((scope) => scope.trim())
+    .filter((scope) => scope !== '')
+}
+
+/** The operating-system user, for `createdBy`. */
+function currentUser(): string {
+  const fromEnv = process.env.USER || process.env.LOGNAME || process.env.USERNAME
+  if (fromEnv) return fromEnv
+  // Bun's os.userInfo() answers "unknown" when USER is unset: read the passwd entry.
+  try {
+    const uid = String(process.getuid?.())
+    const entry = readFileSync('/etc/passwd', 'utf8')
+      .split('\n')
+      .find((line) => line.split(':')[2] === uid)
+    if (entry) return entry.split(':')[0]!
+  } catch {
+    // No /etc/passwd (Windows, minimal containers).
+  }
+  try {
+    return userInfo().username
+  } catch {
+    return 'unknown'
+  }
+}

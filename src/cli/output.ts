@@ -1,0 +1,91 @@
+import type { Business, Flow, KeyRecord } from './admin-client.ts'
+
+/**
+ * Human output of the CLI: aligned "label  value" lines for one record, a table for
+ * lists. Key records carry only the hint (`pk_…abcd`): the full key appears in the create
+ * answer and nowhere else.
+ */
+
+export function recordLines(fields: [label: string, value: string][]): string {
+  const width = Math.max(...fields.map(([label]) => label.length))
+  return fields.map(([label, value]) => `${label.padEnd(width)}  ${value}`).join('\n')
+}
+
+export function table(headers: string[], rows: string[][]): string {
+  const widths = headers.map((header, i) => Math.max(header.length, ...rows.map((row) => row[i]!.length)))
+  const line = (cells: string[]) =>
+    cells
+      .map((cell, i) => (i === cells.length - 1 ? cell : cell.padEnd(widths[i]!)))
+      .join('  ')
+      .trimEnd()
+  return [line(headers), ...rows.map(line)].join('\n')
+}
+
+/** ISO-8601 without milliseconds: `2026-11-21T06:17:03Z`. */
+export function time(iso: string | null, none = 'never'): string {
+  return iso === null ? none : iso.replace(/\.\d{3}Z$/, 'Z')
+}
+
+export function keyStatus(key: KeyRecord, now = Date.now()): string {
+  if (key.revokedAt) return `revoked ${time(key.revokedAt)}`
+  if (key.expiresAt && Date.parse(key.expiresAt) <= now) return `expired ${time(key.expiresAt)}`
+  return 'active'
+}
+
+export function keyDetails(key: KeyRecord): string {
+  return recordLines([
+    ['id', key.id],
+    ['business', key.businessId],
+    ['type', key.type],
+    ['name', key.name],
+    ['description', key.description ?? '-'],
+    ['key', `${key.keyHint} (hint only)`],
+    ['origins', key.allowedOrigins.join(', ') || '-'],
+    ['scopes', key.scopes.join(', ')],
+    ['expires', time(key.expiresAt)],
+    ['last used', time(key.lastUsedAt)],
+    ['created', `${time(key.createdAt)} by ${key.createdBy}`],
+    ['status', keyStatus(key)],
+  ])
+}
+
+export function keyTable(keys: KeyRecord[]): string {
+  if (keys.length === 0) return 'No keys.'
+  return table(
+    ['ID', 'TYPE', 'NAME', 'KEY', 'SCOPES', 'LAST USED', 'STATUS'],
+    keys.map((key) => [
+      key.id,
+      key.type,
+      key.name,
+      key.keyHint,
+      key.scopes.join(','),
+      time(key.lastUsedAt),
+      keyStatus(key),
+    ]),
+  )
+}
+
+export function businessTable(businesses: Business[]): string {
+  if (businesses.length === 0) return 'No businesses.'
+  return table(
+    ['ID', 'NAME', 'CREATED'],
+    businesses.map((b) => [b.id, b.name, time(b.createdAt)]),
+  )
+}
+
+export function businessDetails(business: Business): string {
+  return recordLines([
+    ['id', business.id],
+    ['name', business.name],
+    ['created', time(business.createdAt)],
+  ])
+}
+
+export function flowDetails(flow: Flow): string {
+  return recordLines([
+    ['id', flow.id],
+    ['business', flow.businessId],
+    ['name', flow.name],
+    ['created', time(flow.createdAt)],
+  ])
+}

@@ -1,0 +1,362 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { join } from 'node:path'
+import type { Service } from '../src/app.ts'
+import { ADMIN_TOKEN, admin, seedBusiness, seedKey, testService } from './support/service.ts'
+
+// The CLI runs as operators run it: a separate process talking HTTP to a real server.
+let service: Service
+let baseUrl: string
+const repoRoot = join(import.meta.dir, '..')
+
+beforeAll(async () => {
+  service = await testService()
+  service.app.listen({ port: 0, hostname: '127.0.0.1' })
+  baseUrl = `http://127.0.0.1:${service.app.server!.port}`
+})
+
+afterAll(async () => {
+  await service.app.server?.stop(true)
+  await service.drain()
+})
+
+interface CliResult {
+  code: number
+  stdout: string
+  stderr: string
+}
+
+async function cli(args: string[], env: Record<string, string | undefined> = {}): Promise<CliResult> {
+  const child = Bun.spawn([process.execPath, 'src/cli.ts', ...args], {
+    cwd: repoRoot,
+    env: { ...process.env, KEYGATE_URL: baseUrl, ADMIN_TOKEN, USER: 'ops-alice', ...env },
+    stdout: 'pipe',
+    stderr: 'pipe',
+  })
+  const timer = setTimeout(() => child.kill(), 20_000)
+  const [stdout, stderr, code] = await Promise.all([
+    new Response(child.stdout).text(),
+    new Response(child.stderr).text(),
+    child.exited,
+  ])
+  clearTimeout(timer)
+  return { code, stdout, stderr }
+}
+
+async function cliJson<T>(args: string[]): Promise<T> {
+  const result = await cli([...args, '--json'])
+  expect(result.stderr).toBe('')
+  expect(result.code).toBe(0)
+  return JSON.parse(result.stdout) as T
+}
+
+/** `whoami` through the listening server, as a browser or backend would call it. */
+function whoami(key: string, origin?: string): Promise<Response> {
+  return fetch(`${baseUrl}/api/v0/whoami`, {
+    headers: { authorization: `Bearer ${key}`, ...(origin ? { origin } : {}) },
+  })
+}
+
+interface KeyJson {
+  id: string
+  businessId: string
+  type: string
+  name: string
+  description: string | null
+  keyHint: string
+  allowedOrigins: string[]
+  scopes: string[]
+  expiresAt: string | null
+  createdBy: string
+  revokedAt: string | null
+  key?: string
+}
+
+const FULL_KEY = /\b[ps]k_[A-Za-z0-9]{20,40}\b/
+
+describe('cli businesses', () => {
+  test('create prints the new business and stores it', async () => {
+    const result = await cli(['businesses', 'create', '--name', 'Acme Corp'])
+    expect(result.code).toBe(0)
+    expect(result.stdout).toContain('Created business "Acme Corp".')
+    const id = /^id\s+(\S+)$/m.exec(result.stdout)?.[1]
+    const listed = (await (await admin(service, '/businesses')).json()) as { data: { id: string; name: string }[] }
+    expect(listed.data).toEqual([expect.objectContaining({ id, name: 'Acme Corp' })])
+  })
+
+  test('list prints a table of the businesses', async () => {
+    const acme = await seedBusiness(service, 'Acme')
+    const globex = await seedBusiness(service, 'Globex')
+    const result = await cli(['businesses', 'list'])
+    expect(result.code).toBe(0)
+    const lines = result.stdout.trim().split('\n')
+    expect(lines[0]).toMatch(/^ID\s+NAME\s+CREATED$/)
+    expect(lines).toHaveLength(3)
+    expect(result.stdout).toMatch(new RegExp(`${acme}\\s+Acme\\s`))
+    expect(result.stdout).toMatch(new RegExp(`${globex}\\s+Globex\\s`))
+  })
+
+  test('list --json prints the server records', async () => {
+    const acme = await seedBusiness(service, 'Acme')
+    const businesses = await cliJson<{ id: string; name: string; createdAt: string }[]>(['businesses', 'list'])
+    expect(businesses).toEqual([{ id: acme, name: 'Acme', createdAt: expect.any(String) }])
+  })
+})
+
+describe('cli keys create', () => {
+  test('prints a public key once, with a warning, and the key answers whoami from its origin', async () => {
+    const businessId = await seedBusiness(service)
+    const result = await cli([
+      'keys', 'create', '--business', businessId, '--type', 'public', '--name', 'Website',
+      '--origin', 'example.com', '--scope', 'ANALYTICS_WRITE',
+    ])
+    expect(result.code).toBe(0)
+    const keys = result.stdout.match(new RegExp(FULL_KEY, 'g')) ?? []
+    expect(keys).toHaveLength(1)
+    expect(keys[0]).toStartWith('pk_')
+    expect(result.stdout).toContain('it will not be shown again')
+
+    const response = await whoami(keys[0]!, 'https://www.example.com')
+    expect(response.status).toBe(200)
+    expect(await response.json()).toMatchObject({ businessId, keyType: 'public', allowedOrigins: ['example.com'] })
+  })
+
+  test('--json answers the record with the key, created by the OS user', async () => {
+    const businessId = await seedBusiness(service)
+    const created = await cliJson<KeyJson>([
+      'keys', 'create', '--business', businessId, '--type', 'private', '--name', 'Backend',
+      '--description', 'nightly sync', '--scope', 'ANALYTICS_READ,MEMORY_READ', '--scope', 'BLOG_WRITE',
+    ])
+    expect(created).toMatchObject({
+      businessId,
+      type: 'private',
+      name: 'Backend',
+      description: 'nightly sync',
+      allowedOrigins: [],
+      expiresAt: null,
+      createdBy: 'ops-alice',
+    })
+    expect([...created.scopes].sort()).toEqual(['ANALYTICS_READ', 'BLOG_WRITE', 'MEMORY_READ'])
+    expect(created.key).toMatch(/^sk_[A-Za-z0-9]{32}$/)
+    expect((await whoami(created.key!)).status).toBe(200)
+  })
+
+  test('--created-by and --expires are stored', async () => {
+    const businessId = await seedBusiness(service)
+    const expires = new Date(Date.now() + 86_400_000).toISOString()
+    const created = await cliJson<KeyJson>([
+      'keys', 'create', '--business', businessId, '--type', 'private', '--name', 'Temp',
+      '--scope', 'ANALYTICS_READ', '--expires', expires, '--created-by', 'deploy-bot',
+    ])
+    const stored = await service.services.keys.get(null, created.id)
+    expect(stored.createdBy).toBe('deploy-bot')
+    expect(stored.expiresAt?.toISOString()).toBe(expires)
+  })
+
+  test("a refused key prints the server's code and message on stderr and exits 1", async () => {
+    const businessId = await seedBusiness(service)
+    const result = await cli([
+      'keys', 'create', '--business', businessId, '--type', 'public', '--name', 'No origin', '--scope', 'ANALYTICS_WRITE',
+    ])
+    expect(result.code).toBe(1)
+    expect(result.stdout).toBe('')
+    expect(result.stderr).toStartWith('error: invalid_request: ')
+    expect(result.stderr).toContain('allowedOrigins')
+    expect(await service.services.keys.list(businessId)).toEqual([])
+  })
+
+  test('an unknown --type is a usage error (exit 2) and sends nothing', async () => {
+    const businessId = await seedBusiness(service)
+    const result = await cli([
+      'keys', 'create', '--business', businessId, '--type', 'secret', '--name', 'X', '--scope', 'ANALYTICS_READ',
+    ])
+    expect(result.code).toBe(2)
+    expect(result.stderr).toContain('Usage: bun run cli keys create')
+    expect(result.stderr).toContain('error: --type must be "public" or "private", not "secret".')
+    expect(await service.services.keys.list(businessId)).toEqual([])
+  })
+
+  test('a missing required option is a usage error naming it', async () => {
+    const result = await cli(['keys', 'create', '--type', 'private', '--name', 'X'])
+    expect(result.code).toBe(2)
+    expect(result.stderr).toContain('error: keys create needs --business.')
+  })
+})
+
+describe('cli keys list and show', () => {
+  test('list prints hints, never a full key', async () => {
+    const businessId = await seedBusiness(service)
+    const web = await seedKey(service, businessId, { name: 'Web' })
+    const backend = await seedKey(service, businessId, { type: 'private', name: 'Backend' })
+    const result = await cli(['keys', 'list', '--business', businessId])
+    expect(result.code).toBe(0)
+    expect(result.stdout).not.toMatch(FULL_KEY)
+    expect(result.stdout).toMatch(new RegExp(`${web.record.id}\\s+public\\s+Web\\s+pk_…${web.key.slice(-4)}\\s`))
+    expect(result.stdout).toMatch(new RegExp(`${backend.record.id}\\s+private\\s+Backend\\s+sk_…${backend.key.slice(-4)}\\s`))
+  })
+
+  test('list --json carries no key', async () => {
+    const businessId = await seedBusiness(service)
+    const { record } = await seedKey(service, businessId)
+    const result = await cli(['keys', 'list', '--business', businessId, '--json'])
+    expect(result.stdout).not.toMatch(FULL_KEY)
+    expect(JSON.parse(result.stdout)).toEqual([expect.objectContaining({ id: record.id, keyHint: record.keyHint })])
+  })
+
+  test('list of an unknown business answers not_found', async () => {
+    const result = await cli(['keys', 'list', '--business', crypto.randomUUID()])
+    expect(result.code).toBe(1)
+    expect(result.stderr).toStartWith('error: not_found: ')
+  })
+
+  test('show prints the key record without the key', async () => {
+    const businessId = await seedBusiness(service)
+    const { record } = await seedKey(service, businessId, { name: 'Web', allowedOrigins: ['example.com', 'localhost:3000'] })
+    const result = await cli(['keys', 'show', record.id])
+    expect(result.code).toBe(0)
+    expect(result.stdout).not.toMatch(FULL_KEY)
+    expect(result.stdout).toMatch(/^name\s+Web$/m)
+    expect(result.stdout).toMatch(/^origins\s+example\.com, localhost:3000$/m)
+    expect(result.stdout).toMatch(/^status\s+active$/m)
+    expect(result.stdout).toMatch(new RegExp(`^key\\s+${record.keyHint} \\(hint only\\)$`, 'm'))
+  })
+
+  test('show takes exactly one key id', async () => {
+    const result = await cli(['keys', 'show'])
+    expect(result.code).toBe(2)
+    expect(result.stderr).toContain('error: keys show takes one KEY_ID.')
+  })
+})
+
+describe('cli keys update', () => {
+  test('replaces origins and scopes, effective on the next request', async () => {
+    const businessId = await seedBusiness(service)
+    const { key, record } = await seedKey(service, businessId, { allowedOrigins: ['example.com'] })
+    expect((await whoami(key, 'https://app.other.org')).status).toBe(403)
+
+    const updated = await cliJson<KeyJson>([
+      'keys', 'update', record.id, '--name', 'Renamed', '--origin', 'https://app.other.org', '--scope', 'BLOG_READ',
+    ])
+    expect(updated).toMatchObject({ name: 'Renamed', allowedOrigins: ['https://app.other.org'], scopes: ['BLOG_READ'] })
+    expect((await whoami(key, 'https://app.other.org')).status).toBe(200)
+    expect((await whoami(key, 'https://www.example.com')).status).toBe(403)
+  })
+
+  test('--expires never clears the expiry and an empty --description clears it', async () => {
+    const businessId = await seedBusiness(service)
+    const { record } = await seedKey(service, businessId, {
+      type: 'private',
+      expiresAt: new Date(Date.now() + 3_600_000).toISOString(),
+    })
+    await service.services.keys.update(null, record.id, { description: 'old' })
+    const result = await cli(['keys', 'update', record.id, '--expires', 'never', '--description', ''])
+    expect(result.code).toBe(0)
+    expect(result.stdout).toMatch(/^expires\s+never$/m)
+    const stored = await service.services.keys.get(null, record.id)
+    expect(stored.expiresAt).toBeNull()
+    expect(stored.description).toBeNull()
+  })
+
+  test('without any change is a usage error', async () => {
+    const businessId = await seedBusiness(service)
+    const { record } = await seedKey(service, businessId)
+    const result = await cli(['keys', 'update', record.id])
+    expect(result.code).toBe(2)
+    expect(result.stderr).toContain('keys update needs at least one change')
+  })
+
+  test('a past expiry is refused by the server with exit 1', async () => {
+    const businessId = await seedBusiness(service)
+    const { record } = await seedKey(service, businessId)
+    const result = await cli(['keys', 'update', record.id, '--expires', '2020-01-01T00:00:00Z'])
+    expect(result.code).toBe(1)
+    expect(result.stderr).toStartWith('error: invalid_request: ')
+    expect((await service.services.keys.get(null, record.id)).expiresAt).toBeNull()
+  })
+})
+
+describe('cli keys revoke', () => {
+  test('revokes: the key is refused on its next request and the record is kept', async () => {
+    const businessId = await seedBusiness(service)
+    const { key, record } = await seedKey(service, businessId, { type: 'private' })
+    expect((await whoami(key)).status).toBe(200)
+
+    const result = await cli(['keys', 'revoke', record.id])
+    expect(result.code).toBe(0)
+    expect(result.stdout).toMatch(/^status\s+revoked \d{4}-/m)
+
+    const response = await whoami(key)
+    expect(response.status).toBe(401)
+    expect(((await response.json()) as { error: { code: string } }).error.code).toBe('invalid_api_key')
+    expect((await service.services.keys.get(null, record.id)).revokedAt).toBeInstanceOf(Date)
+  })
+
+  test('--json answers the revoked record', async () => {
+    const businessId = await seedBusiness(service)
+    const { record } = await seedKey(service, businessId)
+    const revoked = await cliJson<KeyJson>(['keys', 'revoke', record.id])
+    expect(revoked).toMatchObject({ id: record.id, revokedAt: expect.any(String) })
+    expect(revoked.key).toBeUndefined()
+  })
+})
+
+describe('cli flows create', () => {
+  test('creates a flow of the business', async () => {
+    const businessId = await seedBusiness(service)
+    const flow = await cliJson<{ id: string; businessId: string; name: string }>([
+      'flows', 'create', '--business', businessId, '--name', 'Welcome series',
+    ])
+    expect(flow).toMatchObject({ businessId, name: 'Welcome series' })
+    expect(flow.id).toMatch(/^[0-9a-f-]{36}$/)
+  })
+})
+
+describe('cli connection and usage', () => {
+  test('--url and --token take precedence over the environment', async () => {
+    await seedBusiness(service, 'Acme')
+    const result = await cli(['businesses', 'list', '--url', baseUrl, '--token', ADMIN_TOKEN], {
+      KEYGATE_URL: 'http://127.0.0.1:1',
+      ADMIN_TOKEN: 'wrong-token-0123456789',
+    })
+    expect(result.code).toBe(0)
+    expect(result.stdout).toContain('Acme')
+  })
+
+  test('a wrong admin token prints unauthorized and exits 1', async () => {
+    const result = await cli(['businesses', 'list'], { ADMIN_TOKEN: 'wrong-token-0123456789' })
+    expect(result.code).toBe(1)
+    expect(result.stderr).toStartWith('error: unauthorized: ')
+  })
+
+  test('no admin token at all is a usage error', async () => {
+    const result = await cli(['businesses', 'list'], { ADMIN_TOKEN: undefined })
+    expect(result.code).toBe(2)
+    expect(result.stderr).toContain('error: No admin token')
+  })
+
+  test('an unreachable server exits 1 naming the URL', async () => {
+    const result = await cli(['businesses', 'list'], { KEYGATE_URL: 'http://127.0.0.1:1' })
+    expect(result.code).toBe(1)
+    expect(result.stderr).toStartWith('error: cannot reach keygate at http://127.0.0.1:1')
+  })
+
+  test('help prints every command on stdout', async () => {
+    const result = await cli(['help'])
+    expect(result.code).toBe(0)
+    for (const command of ['businesses create', 'businesses list', 'keys create', 'keys list', 'keys show', 'keys update', 'keys revoke', 'flows create']) {
+      expect(result.stdout).toContain(`  ${command}`)
+    }
+  })
+
+  test('an unknown command exits 2 with the help', async () => {
+    const result = await cli(['keys', 'rotate', 'x'])
+    expect(result.code).toBe(2)
+    expect(result.stderr).toContain('Commands:')
+    expect(result.stderr).toContain('error: Unknown command "keys rotate".')
+  })
+
+  test('an unknown option exits 2', async () => {
+    const result = await cli(['businesses', 'list', '--all'])
+    expect(result.code).toBe(2)
+    expect(result.stderr).toContain("error: Unknown option '--all'.")
+  })
+})
