@@ -3,6 +3,7 @@ import { applyMigrations } from '../db/migrate.ts'
 import { MAX_BODY_BYTES } from './access/plugin.ts'
 import { createApp } from './app.ts'
 import { loadConfig } from './config.ts'
+import { bootstrapFirstOwner } from './dashboard/bootstrap.ts'
 
 // config -> database -> migrations -> app -> listen; stop gracefully on SIGTERM/SIGINT.
 const config = loadConfig()
@@ -22,6 +23,8 @@ console.log(`keygate listening on http://localhost:${server.port} with ${where}`
 if (config.adminTokenGenerated) {
   console.log(`admin token for this run (set ADMIN_TOKEN to choose one): ${config.adminToken}`)
 }
+// An empty database gets a first business and owner, with a one-time sign-in link printed once.
+await bootstrapFirstOwner(database.db, { baseUrl: `http://localhost:${server.port}` })
 
 let stopping = false
 async function stop(signal: string) {

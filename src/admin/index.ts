@@ -6,6 +6,7 @@ import { ApiError } from '../errors.ts'
 import { toKeyRecord, type KeyService } from '../keys/service.ts'
 import { createAdminGuard } from './auth.ts'
 import { IdParams, KeyChanges, KeyRecordSchema, NewBusiness, NewFlow, NewKey } from './model.ts'
+import { memberRoutes } from './members.ts'
 
 /**
  * The operators' API (contract section 7). The token is checked in `parse` and
@@ -18,6 +19,7 @@ export function adminRoutes(deps: { db: Db; keys: KeyService; adminToken: string
   return new Elysia({ name: 'admin', prefix: '/admin/v0', detail: { tags: ['admin'], security: [{ adminToken: [] }] } })
     .onParse(requireAdmin)
     .onTransform(requireAdmin)
+    .use(memberRoutes({ db, adminToken: deps.adminToken }))
     .post(
       '/businesses',
       async ({ body, set }) => {
@@ -25,7 +27,7 @@ export function adminRoutes(deps: { db: Db; keys: KeyService; adminToken: string
         set.status = 201
         return { id: row!.id, name: row!.name, createdAt: row!.createdAt.toISOString() }
       },
-      { body: NewBusiness, detail: { summary: 'Create a business' } },
+      { body: NewBusiness, parse: 'json', detail: { summary: 'Create a business' } },
     )
     .get(
       '/businesses',
@@ -45,6 +47,7 @@ export function adminRoutes(deps: { db: Db; keys: KeyService; adminToken: string
       {
         params: IdParams,
         body: NewKey,
+        parse: 'json',
         response: { 201: t.Composite([KeyRecordSchema, t.Object({ key: t.String() })]) },
         detail: { summary: 'Create a key; the answer is the only place the key ever appears' },
       },
@@ -64,6 +67,7 @@ export function adminRoutes(deps: { db: Db; keys: KeyService; adminToken: string
     .patch('/keys/:id', ({ params, body }) => keys.update(null, params.id, body), {
       params: IdParams,
       body: KeyChanges,
+      parse: 'json',
       detail: { summary: 'Change a key; effective on its next request' },
     })
     .delete(
@@ -83,7 +87,7 @@ export function adminRoutes(deps: { db: Db; keys: KeyService; adminToken: string
         set.status = 201
         return { id: row!.id, businessId: row!.businessId, name: row!.name, createdAt: row!.createdAt.toISOString() }
       },
-      { params: IdParams, body: NewFlow, detail: { summary: 'Define a flow' } },
+      { params: IdParams, body: NewFlow, parse: 'json', detail: { summary: 'Define a flow' } },
     )
 }
 

@@ -1,13 +1,416 @@
 import { Elysia } from 'elysia'
 import type { Db } from '../../db/client.ts'
-import type { KeyService } from '../keys/service.ts'
+import { compileOriginMatcher, parseAllowedOrigin } from '../access/origin.ts'
+import { ApiError } from '../errors.ts'
+import { checkKeySettings } from '../keys/rules.ts'
+import { toKeyRecord, type ApiKeyRow, type KeyService } from '../keys/service.ts'
+import { DASHBOARD_CSS, DASHBOARD_JS } from './assets.ts'
+import { formatDate } from './format.ts'
+import { formErrorsOf, keySettingsOf, readKeyForm } from './forms.ts'
+import { html } from './html.ts'
+import {
+  clearCookie,
+  clientAddress,
+  COOKIE_PATH,
+  crossSiteReason,
+  htmlPage,
+  json,
+  publicOrigin,
+  readCookie,
+  readForm,
+  redirect,
+  SESSION_COOKIE,
+  setCookie,
+  SIGN_IN_CSRF_COOKIE,
+} from './http.ts'
+import {
+  formValuesOf,
+  keyFormPage,
+  keyListPage,
+  keyPage,
+  keyPath,
+  keyState,
+  revokePage,
+  type KeyFormValues,
+} from './key-views.ts'
+import { createMemberService, normalizeEmail, passwordProblem, PASSWORD_MAX_LENGTH } from './members.ts'
+import { createSessionStore, SESSION_MAX_MS, type SignedIn } from './sessions.ts'
+import { createSignInThrottle, type SignInLimits } from './throttle.ts'
+import { randomToken, sameSecret } from './tokens.ts'
+import { choosePasswordPage, KEYS_PATH, messagePage, signInPage } from './views.ts'
 
 export interface DashboardDeps {
   db: Db
   keys: KeyService
+  /** Failed sign-ins allowed per email and per address; defaults in src/dashboard/throttle.ts. */
+  signInLimits?: SignInLimits
 }
 
-// Placeholder until the dashboard lands.
-export function dashboardRoutes(_deps: DashboardDeps) {
-  return new Elysia({ name: 'dashboard' })
+const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+const SIGN_IN_PATH = '/dashboard/sign-in'
+const NEW_KEY_DEFAULTS: KeyFormValues = { name: '', description: '', origins: '', scopes: ['ANALYTICS_WRITE'], expiresOn: '' }
+
+/**
+ * The members' dashboard (docs/dashboard.md): server-rendered pages under /dashboard,
+ * signed in with a session cookie. Every key is looked up within the member's business,
+ * so another business's key answers 404 on every route, exactly like a missing one.
+ * Handlers return whole Responses: the pages answer in HTML, including their errors, and
+ * forms are read by hand so that a bad field re-renders the form instead of a JSON 400.
+ */
+export function dashboardRoutes({ db, keys, signInLimits }: DashboardDeps) {
+  const members = createMemberService(db)
+  const sessions = createSessionStore(db)
+  const throttle = createSignInThrottle(db, signInLimits)
+
+  async function signedInAs(request: Request): Promise<SignedIn | null> {
+    const token = readCookie(request, SESSION_COOKIE)
+    return token ? sessions.authenticate(token) : null
+  }
+
+  function toSignIn(request: Request): Response {
+    const url = new URL(request.url)
+    return redirect(`${SIGN_IN_PATH}?next=${encodeURIComponent(url.pathname + url.search)}`)
+  }
+
+  /** A page for signed-in members only; others are sent to sign in and brought back. */
+  function page(handle: (who: SignedIn, request: Request, params: Record<string, string>, url: URL) => Promise<Response>) {
+    return async ({ request, params }: { request: Request; params: Record<string, string> }) => {
+      const who = await signedInAs(request)
+      if (!who) return toSignIn(request)
+      return handle(who, request, params, new URL(request.url))
+    }
+  }
+
+  /**
+   * A state-changing form post: signed in, sent by one of our pages (Origin and
+   * Sec-Fetch-Site), and carrying the session's CSRF token. Anything else changes nothing.
+   */
+  function action(handle: (who: SignedIn, form: URLSearchParams, request: Request, params: Record<string, string>) => Promise<Response>) {
+    return async ({ request, params }: { request: Request; params: Record<string, string> }) => {
+      const who = await signedInAs(request)
+      if (!who) return redirect(SIGN_IN_PATH)
+      const crossSite = crossSiteReason(request)
+      if (crossSite) return refused(who, crossSite)
+      const form = await readForm(request)
+      const csrf = form.get('csrf')
+      if (!csrf || !sameSecret(csrf, who.csrfToken)) {
+        return refused(who, 'its security token is missing or belongs to another session')
+      }
+      return handle(who, form, request, params)
+    }
+  }
+
+  /** A JSON helper endpoint of the pages' script; signed-in members only. */
+  function api(handle: (who: SignedIn, url: URL, params: Record<string, string>) => Promise<Response>) {
+    return async ({ request, params }: { request: Request; params: Record<string, string> }) => {
+      const who = await signedInAs(request)
+      if (!who) return json(401, { error: { code: 'unauthorized', message: 'Sign in to the dashboard first.' } })
+      return handle(who, new URL(request.url), params)
+    }
+  }
+
+  function refused(who: SignedIn, why: string): Response {
+    return htmlPage(
+      403,
+      messagePage({
+        title: 'Form refused',
+        who,
+        message: `Nothing was changed: ${why}. Go back, reload the page and try again.`,
+      }),
+    )
+  }
+
+  function notFound(who: SignedIn): Response {
+    return htmlPage(
+      404,
+      messagePage({
+        title: 'Key not found',
+        who,
+        message: html`${who.businessName} has no such key. Check the address, or find the key in the list.`,
+      }),
+    )
+  }
+
+  /** The key, if it exists and belongs to the member's business; another business's key is null too. */
+  async function ownKey(who: SignedIn, id: string | undefined): Promise<ApiKeyRow | null> {
+    if (!id || !UUID_RE.test(id)) return null
+    try {
+      return await keys.get(who.businessId, id)
+    } catch (error) {
+      if (error instanceof ApiError && error.code === 'not_found') return null
+      throw error
+    }
+  }
+
+  function cannotEdit(who: SignedIn, key: ApiKeyRow): Response | null {
+    if (key.revokedAt) {
+      return htmlPage(409, messagePage({ title: 'Key revoked', who, message: 'A revoked key cannot be changed; create a new key instead.' }))
+    }
+    if (key.type === 'private') {
+      return htmlPage(
+        409,
+        messagePage({ title: 'Private key', who, message: 'Private keys are created and changed by operators through the admin API; here they can be revoked.' }),
+      )
+    }
+    return null
+  }
+
+  /** The sign-in form's double-submit token: reused while its cookie lives, so two tabs both work. */
+  function signInForm(request: Request, status: number, state: { email?: string; next?: string; error?: string }, headers?: Record<string, string>) {
+    const existing = readCookie(request, SIGN_IN_CSRF_COOKIE)
+    const csrf = existing && /^[A-Za-z0-9_-]{43}$/.test(existing) ? existing : randomToken()
+    const response = htmlPage(status, signInPage({ csrf, ...state }), [setCookie(request, SIGN_IN_CSRF_COOKIE, csrf, 3600)])
+    for (const [name, value] of Object.entries(headers ?? {})) response.headers.set(name, value)
+    return response
+  }
+
+  async function startSession(request: Request, memberId: string, location: string): Promise<Response> {
+    const session = await sessions.create(memberId)
+    return redirect(location, [
+      setCookie(request, SESSION_COOKIE, session.token, Math.floor(SESSION_MAX_MS / 1000)),
+      clearCookie(request, SIGN_IN_CSRF_COOKIE),
+    ])
+  }
+
+  return (
+    new Elysia({ name: 'dashboard', prefix: '/dashboard' })
+      .get('/', () => redirect(KEYS_PATH))
+      .get('/assets/dashboard.css', () => asset(DASHBOARD_CSS, 'text/css; charset=utf-8'))
+      .get('/assets/dashboard.js', () => asset(DASHBOARD_JS, 'text/javascript; charset=utf-8'))
+
+      // Signing in and out
+      .get('/sign-in', async ({ request }) => {
+        const next = safeNext(new URL(request.url).searchParams.get('next'))
+        if (await signedInAs(request)) return redirect(next ?? KEYS_PATH)
+        return signInForm(request, 200, { next: next ?? undefined })
+      })
+      .post(
+        '/sign-in',
+        async ({ request, server }) => {
+          const form = await readForm(request)
+          const email = normalizeEmail(form.get('email') ?? '').slice(0, 254)
+          const password = (form.get('password') ?? '').slice(0, PASSWORD_MAX_LENGTH + 1)
+          const next = safeNext(form.get('next')) ?? undefined
+          const cookieToken = readCookie(request, SIGN_IN_CSRF_COOKIE)
+          const formToken = form.get('csrf')
+          if (crossSiteReason(request) || !cookieToken || !formToken || !sameSecret(cookieToken, formToken)) {
+            return signInForm(request, 403, { email, next, error: 'The sign-in form expired or came from another site. Please sign in again.' })
+          }
+          const address = clientAddress(request, server?.requestIP(request)?.address)
+          const throttled = await throttle.check(email, address)
+          if (!throttled.ok) {
+            const minutes = Math.ceil(throttled.retryAfterSeconds / 60)
+            const subject = throttled.by === 'email' ? 'for this email' : 'from your network'
+            return signInForm(
+              request,
+              429,
+              {
+                email,
+                next,
+                error: `Too many failed sign-ins ${subject}. Wait ${minutes} minute${minutes === 1 ? '' : 's'} and try again; an operator can send you a new sign-in link if you forgot your password.`,
+              },
+              { 'retry-after': String(throttled.retryAfterSeconds) },
+            )
+          }
+          const member = email && password ? await members.verifyPassword(email, password) : null
+          if (!member) {
+            await throttle.recordFailure(email, address)
+            return signInForm(request, 401, { email, next, error: 'That email and password do not match a member. Check both and try again.' })
+          }
+          await throttle.forgiveEmail(email)
+          return startSession(request, member.id, next ?? KEYS_PATH)
+        },
+        { parse: 'none' },
+      )
+      .post(
+        '/sign-out',
+        action(async (_who, _form, request) => {
+          const token = readCookie(request, SESSION_COOKIE)
+          if (token) await sessions.destroy(token)
+          return redirect(SIGN_IN_PATH, [clearCookie(request, SESSION_COOKIE)])
+        }),
+        { parse: 'none' },
+      )
+      .get('/sign-in/link', async ({ request }) => {
+        const token = new URL(request.url).searchParams.get('token') ?? ''
+        const member = token ? await members.findByLink(token) : null
+        if (!member) return linkGone()
+        return htmlPage(200, choosePasswordPage({ token, email: member.email, businessName: member.businessName }))
+      })
+      .post(
+        '/sign-in/link',
+        async ({ request }) => {
+          // No session yet: the link's token is the secret, and the origin checks still apply.
+          if (crossSiteReason(request)) return htmlPage(403, messagePage({ title: 'Form refused', message: 'The form came from another site; open your sign-in link again.' }))
+          const form = await readForm(request)
+          const token = form.get('token') ?? ''
+          const member = token ? await members.findByLink(token) : null
+          if (!member) return linkGone()
+          const password = form.get('password') ?? ''
+          const problem = passwordProblem(password) ?? (password === form.get('confirm') ? null : 'The two passwords differ; type the same password twice.')
+          if (problem) {
+            return htmlPage(400, choosePasswordPage({ token, email: member.email, businessName: member.businessName, error: problem }))
+          }
+          const redeemed = await members.redeemLink(token, password)
+          if (!redeemed) return linkGone()
+          return startSession(request, redeemed.id, KEYS_PATH)
+        },
+        { parse: 'none' },
+      )
+
+      // Settings > Developers > API keys
+      .get(
+        '/settings/developers/api-keys',
+        page(async (who, _request, _params, url) => {
+          const now = new Date()
+          const flash = url.searchParams.has('revoked')
+            ? html`<div class="alert success" role="status">The key was revoked: requests made with it are now refused.</div>`
+            : undefined
+          return htmlPage(200, keyListPage(who, await keys.list(who.businessId), now, flash))
+        }),
+      )
+      .get(
+        '/settings/developers/api-keys/new',
+        page(async (who) => htmlPage(200, keyFormPage(who, { kind: 'create' }, NEW_KEY_DEFAULTS, {}, formatDate(new Date())))),
+      )
+      .post(
+        '/settings/developers/api-keys',
+        action(async (who, form) => {
+          const now = new Date()
+          const values = readKeyForm(form)
+          const { input, problems } = keySettingsOf(values)
+          const checked = checkKeySettings('public', input, now)
+          const all = [...problems, ...(checked.ok ? [] : checked.problems)]
+          if (all.length > 0) {
+            return htmlPage(400, keyFormPage(who, { kind: 'create' }, values, formErrorsOf(all, values.expiresOn), formatDate(now)))
+          }
+          const created = await keys.create(who.businessId, { ...input, type: 'public', createdBy: who.email }, now)
+          return redirect(`${keyPath(created.record.id)}?created=1`)
+        }),
+        { parse: 'none' },
+      )
+      .get(
+        '/settings/developers/api-keys/:id',
+        page(async (who, request, params, url) => {
+          const row = await ownKey(who, params.id)
+          if (!row) return notFound(who)
+          const tested = url.searchParams.get('origin')
+          const origin = tested?.trim() ?? ''
+          return htmlPage(
+            200,
+            keyPage(who, toKeyRecord(row), {
+              now: new Date(),
+              publicKey: row.publicKey,
+              serviceOrigin: publicOrigin(request),
+              created: url.searchParams.has('created'),
+              flash: url.searchParams.has('saved')
+                ? html`<div class="alert success" role="status">Changes saved. They apply from the key's next request.</div>`
+                : undefined,
+              test: tested === null ? undefined : { origin, match: compileOriginMatcher(row.allowedOrigins).match(origin || null) },
+            }),
+          )
+        }),
+      )
+      .get(
+        '/settings/developers/api-keys/:id/origin-test',
+        api(async (who, url, params) => {
+          const row = await ownKey(who, params.id)
+          if (!row) return json(404, { error: { code: 'not_found', message: `No key with id ${params.id}.` } })
+          const origin = (url.searchParams.get('origin') ?? '').trim()
+          const match = compileOriginMatcher(row.allowedOrigins).match(origin || null)
+          return json(200, { origin, ...match, keyState: keyState(toKeyRecord(row), new Date()) })
+        }),
+      )
+      .get(
+        '/settings/developers/api-keys/:id/edit',
+        page(async (who, _request, params) => {
+          const row = await ownKey(who, params.id)
+          if (!row) return notFound(who)
+          const key = toKeyRecord(row)
+          return cannotEdit(who, row) ?? htmlPage(200, keyFormPage(who, { kind: 'edit', key }, formValuesOf(key), {}, formatDate(new Date())))
+        }),
+      )
+      .post(
+        '/settings/developers/api-keys/:id/edit',
+        action(async (who, form, _request, params) => {
+          const row = await ownKey(who, params.id)
+          if (!row) return notFound(who)
+          const blocked = cannotEdit(who, row)
+          if (blocked) return blocked
+          const now = new Date()
+          const key = toKeyRecord(row)
+          const values = readKeyForm(form)
+          const { input, problems } = keySettingsOf(values, key)
+          const checked = checkKeySettings('public', input, now)
+          const all = [...problems, ...(checked.ok ? [] : checked.problems)]
+          if (all.length > 0) {
+            return htmlPage(400, keyFormPage(who, { kind: 'edit', key }, values, formErrorsOf(all, values.expiresOn), formatDate(now)))
+          }
+          try {
+            await keys.update(who.businessId, row.id, input, now)
+          } catch (error) {
+            if (error instanceof ApiError && error.code === 'conflict') return cannotEdit(who, { ...row, revokedAt: now })!
+            throw error
+          }
+          return redirect(`${keyPath(row.id)}?saved=1`)
+        }),
+        { parse: 'none' },
+      )
+      .get(
+        '/settings/developers/api-keys/:id/revoke',
+        page(async (who, _request, params) => {
+          const row = await ownKey(who, params.id)
+          if (!row) return notFound(who)
+          if (row.revokedAt) return redirect(keyPath(row.id))
+          return htmlPage(200, revokePage(who, toKeyRecord(row)))
+        }),
+      )
+      .post(
+        '/settings/developers/api-keys/:id/revoke',
+        action(async (who, _form, _request, params) => {
+          const row = await ownKey(who, params.id)
+          if (!row) return notFound(who)
+          await keys.revoke(who.businessId, row.id)
+          return redirect(`${KEYS_PATH}?revoked=1`)
+        }),
+        { parse: 'none' },
+      )
+
+      // Helpers of the pages' script
+      .get(
+        '/api/check-origins',
+        api(async (_who, url) => {
+          const entries = url.searchParams.getAll('entry').slice(0, 100)
+          return json(200, {
+            results: entries.map((value) => {
+              const parsed = parseAllowedOrigin(value)
+              return parsed.ok ? { value, ok: true, entry: parsed.entry } : { value, ok: false, reason: parsed.reason }
+            }),
+          })
+        }),
+      )
+  )
+}
+
+function asset(body: string, type: string): Response {
+  // Versioned URLs (?v=) let browsers keep them; a day is plenty for a few kilobytes.
+  return new Response(body, {
+    headers: { 'content-type': type, 'cache-control': 'public, max-age=86400', 'x-content-type-options': 'nosniff' },
+  })
+}
+
+function linkGone(): Response {
+  return htmlPage(
+    410,
+    messagePage({
+      title: 'Sign-in link expired',
+      message: 'This sign-in link has expired or was already used. Sign in with your password, or ask an operator for a new link.',
+    }),
+  )
+}
+
+/** Only a dashboard path of this site: never another site (an open redirect) nor `//host`. */
+function safeNext(next: string | null): string | null {
+  if (!next || !next.startsWith(`${COOKIE_PATH}/`) || next.startsWith('//') || /[\\\s]/.test(next)) return null
+  return next
 }

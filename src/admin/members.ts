@@ -1,0 +1,91 @@
+import { Elysia, t } from 'elysia'
+import type { Db } from '../../db/client.ts'
+import { createMemberService, PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH, signInLinkUrl, type SignInLink } from '../dashboard/members.ts'
+import { publicOrigin } from '../dashboard/http.ts'
+import { createAdminGuard } from './auth.ts'
+import { IdParams } from './model.ts'
+
+const NewMember = t.Object({
+  email: t.String({ minLength: 3, maxLength: 254, error: 'must be an email address, e.g. name@example.com' }),
+  password: t.Optional(
+    t.String({
+      minLength: PASSWORD_MIN_LENGTH,
+      maxLength: PASSWORD_MAX_LENGTH,
+      error: `must be ${PASSWORD_MIN_LENGTH} to ${PASSWORD_MAX_LENGTH} characters; leave it out to get a one-time sign-in link instead`,
+    }),
+  ),
+  role: t.Union([t.Literal('owner'), t.Literal('member')], { error: 'must be "owner" or "member"' }),
+})
+
+const MemberSchema = t.Object({
+  id: t.String(),
+  businessId: t.String(),
+  email: t.String(),
+  role: t.Union([t.Literal('owner'), t.Literal('member')]),
+  passwordSet: t.Boolean({ description: 'false until the member chose a password through a sign-in link' }),
+  createdAt: t.String(),
+})
+
+const SignInLinkSchema = t.Object(
+  { url: t.String(), expiresAt: t.String() },
+  { description: 'Works once, until expiresAt; the member chooses a password on it. Shown only in this answer.' },
+)
+
+/**
+ * Operators manage dashboard members (docs/dashboard.md). Mounted inside adminRoutes,
+ * which gives the /admin/v0 prefix; the token is checked here too, so these routes stay
+ * closed even if mounted elsewhere.
+ */
+export function memberRoutes(deps: { db: Db; adminToken: string }) {
+  const members = createMemberService(deps.db)
+  const requireAdmin = createAdminGuard(deps.adminToken)
+  const linkOf = (request: Request, link: SignInLink) => ({
+    url: signInLinkUrl(publicOrigin(request), link.token),
+    expiresAt: link.expiresAt.toISOString(),
+  })
+
+  return new Elysia({ name: 'admin/members', detail: { tags: ['admin'], security: [{ adminToken: [] }] } })
+    .onParse(requireAdmin)
+    .onTransform(requireAdmin)
+    .post(
+      '/businesses/:id/members',
+      async ({ params, body, request, set }) => {
+        const created = await members.create(params.id, body)
+        set.status = 201
+        return { ...created.member, ...(created.signInLink ? { signInLink: linkOf(request, created.signInLink) } : {}) }
+      },
+      {
+        params: IdParams,
+        body: NewMember,
+        response: { 201: t.Composite([MemberSchema, t.Object({ signInLink: t.Optional(SignInLinkSchema) })]) },
+        detail: {
+          summary: 'Add a dashboard member; without a password the answer carries a one-time sign-in link',
+        },
+      },
+    )
+    .get('/businesses/:id/members', async ({ params }) => ({ data: await members.list(params.id) }), {
+      params: IdParams,
+      detail: { summary: "List a business's dashboard members" },
+    })
+    .post(
+      '/members/:id/sign-in-link',
+      async ({ params, request, set }) => {
+        const link = await members.issueSignInLink(params.id)
+        set.status = 201
+        return { signInLink: linkOf(request, link) }
+      },
+      {
+        params: IdParams,
+        detail: { summary: 'Issue a new one-time sign-in link, e.g. for a forgotten password (it ends their sessions when used)' },
+      },
+    )
+    .delete(
+      '/members/:id',
+      async ({ params, set }) => {
+        await members.remove(params.id)
+        set.status = 204
+        return null
+      },
+      { params: IdParams, detail: { summary: 'Remove a member; their sessions end at once' } },
+    )
+}

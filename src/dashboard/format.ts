@@ -1,0 +1,29 @@
+const relative = new Intl.RelativeTimeFormat('en', { numeric: 'always' })
+
+const UNITS: [Intl.RelativeTimeFormatUnit, number][] = [
+  ['year', 365 * 24 * 3600],
+  ['month', 30 * 24 * 3600],
+  ['week', 7 * 24 * 3600],
+  ['day', 24 * 3600],
+  ['hour', 3600],
+  ['minute', 60],
+]
+
+/** "3 minutes ago", "in 2 days"; under a minute either way: "just now". */
+export function relativeTime(at: Date, now: Date): string {
+  const seconds = (at.getTime() - now.getTime()) / 1000
+  for (const [unit, size] of UNITS) {
+    if (Math.abs(seconds) >= size) return relative.format(Math.trunc(seconds / size), unit)
+  }
+  return 'just now'
+}
+
+/** "2026-05-01 14:03 UTC": unambiguous for a team spread over time zones. */
+export function formatDateTime(at: Date): string {
+  return `${at.toISOString().slice(0, 16).replace('T', ' ')} UTC`
+}
+
+/** "2026-05-01" (UTC), the value of an `<input type="date">`. */
+export function formatDate(at: Date): string {
+  return at.toISOString().slice(0, 10)
+}

@@ -1,0 +1,80 @@
+import { PUBLIC_KEY_SCOPES } from '../access/scopes.ts'
+import type { FieldProblem, KeySettingsInput } from '../keys/rules.ts'
+import type { KeyFormErrors, KeyFormValues } from './key-views.ts'
+
+/** The entries of the origins box: one per line, blank lines ignored. */
+export function originLines(text: string): string[] {
+  return text
+    .split(/\r\n|\r|\n/)
+    .map((line) => line.trim())
+    .filter((line) => line !== '')
+}
+
+export function readKeyForm(form: URLSearchParams): KeyFormValues {
+  return {
+    name: form.get('name') ?? '',
+    description: form.get('description') ?? '',
+    origins: form.get('origins') ?? '',
+    scopes: form.getAll('scopes'),
+    expiresOn: (form.get('expiresOn') ?? '').trim(),
+  }
+}
+
+/** `2027-01-31` -> the ISO instant 00:00 UTC that day; '' -> null (no expiry). */
+export function expiresAtOf(expiresOn: string): { ok: true; value: string | null } | { ok: false; message: string } {
+  if (expiresOn === '') return { ok: true, value: null }
+  const at = /^\d{4}-\d{2}-\d{2}$/.test(expiresOn) ? new Date(`${expiresOn}T00:00:00.000Z`) : null
+  if (!at || Number.isNaN(at.getTime()) || at.toISOString().slice(0, 10) !== expiresOn) {
+    return { ok: false, message: `"${expiresOn}" is not a date; pick a day, written like 2027-01-31, or leave the field empty.` }
+  }
+  return { ok: true, value: at.toISOString() }
+}
+
+/**
+ * The settings the form asks for, in the shape of src/keys/rules.ts, plus the problems
+ * found before those rules run (a date that is not a date). `current` is the key being
+ * edited: its expiry is left alone while the date field still shows the same day, so that
+ * an expiry set to the second through the admin API survives an edit of the name.
+ */
+export function keySettingsOf(
+  values: KeyFormValues,
+  current?: { expiresAt: string | null },
+): { input: KeySettingsInput & { name: string; scopes: string[] }; problems: FieldProblem[] } {
+  const input: KeySettingsInput & { name: string; scopes: string[] } = {
+    name: values.name,
+    description: values.description.trim() === '' ? null : values.description,
+    allowedOrigins: originLines(values.origins),
+    scopes: values.scopes,
+  }
+  const problems: FieldProblem[] = []
+  const unchanged = current !== undefined && (current.expiresAt?.slice(0, 10) ?? '') === values.expiresOn
+  if (!unchanged) {
+    const expiry = expiresAtOf(values.expiresOn)
+    if (expiry.ok) input.expiresAt = expiry.value
+    else problems.push({ field: 'expiresAt', message: expiry.message })
+  }
+  return { input, problems }
+}
+
+/**
+ * The rules' field problems, placed next to the form's fields. Origin problems already name
+ * the entry and say why; the others are rephrased for a form rather than a JSON body.
+ */
+export function formErrorsOf(problems: readonly FieldProblem[], expiresOn: string): KeyFormErrors {
+  const errors: KeyFormErrors = {}
+  for (const { field, message } of problems) {
+    if (field === 'name') errors.name = 'Enter a name of 1 to 100 characters.'
+    else if (field === 'description') errors.description = 'The description can have at most 1000 characters.'
+    else if (field === 'scopes') {
+      errors.scopes = `Choose at least one scope; a public key can hold ${PUBLIC_KEY_SCOPES.join(', ')}.`
+    } else if (field === 'allowedOrigins') {
+      ;(errors.origins ??= []).push('Enter at least one allowed origin, e.g. example.com or localhost:3000.')
+    } else if (field.startsWith('allowedOrigins[')) (errors.origins ??= []).push(message)
+    else if (field === 'expiresAt') {
+      errors.expiresOn = message.startsWith('expiresAt')
+        ? `${expiresOn} has already begun (in UTC); choose a later day, or leave the field empty for a key that does not expire.`
+        : message
+    }
+  }
+  return errors
+}

@@ -1,0 +1,151 @@
+import { html, type Html } from './html.ts'
+import { PASSWORD_MIN_LENGTH } from './members.ts'
+import type { SignedIn } from './sessions.ts'
+
+export const KEYS_PATH = '/dashboard/settings/developers/api-keys'
+export const ASSET_VERSION = '1'
+
+export interface Crumb {
+  label: string
+  href?: string
+}
+
+const KEY_CRUMBS: Crumb[] = [{ label: 'Settings' }, { label: 'Developers' }, { label: 'API keys', href: KEYS_PATH }]
+
+/** The Settings > Developers > API keys trail, then the page's own crumbs. */
+export function keyCrumbs(...more: Crumb[]): Crumb[] {
+  return [...KEY_CRUMBS, ...more]
+}
+
+export function layout(page: { title: string; who?: SignedIn; crumbs?: Crumb[]; content: Html }): Html {
+  const { who } = page
+  return html`<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${page.title} · keygate</title>
+<link rel="stylesheet" href="/dashboard/assets/dashboard.css?v=${ASSET_VERSION}">
+<script src="/dashboard/assets/dashboard.js?v=${ASSET_VERSION}" defer></script>
+</head>
+<body>
+<a class="skip-link" href="#main">Skip to content</a>
+<header class="topbar">
+  <a class="brand" href="/dashboard">keygate</a>
+  ${who
+    ? html`<div class="account">
+    <span class="business">${who.businessName}</span>
+    <span class="who">${who.email} · ${who.role}</span>
+    <form method="post" action="/dashboard/sign-out">
+      ${csrfField(who)}
+      <button type="submit" class="button small">Sign out</button>
+    </form>
+  </div>`
+    : null}
+</header>
+<div class="${who ? 'shell' : 'shell single'}">
+  ${who
+    ? html`<nav class="sidenav" aria-label="Settings">
+    <p class="nav-heading">Settings</p>
+    <p class="nav-group">Developers</p>
+    <ul>
+      <li><a href="${KEYS_PATH}" aria-current="${page.crumbs?.at(-1)?.href === KEYS_PATH ? 'page' : 'true'}">API keys</a></li>
+    </ul>
+  </nav>`
+    : null}
+  <main id="main" tabindex="-1">
+    ${page.crumbs ? breadcrumb(page.crumbs) : null}
+    ${page.content}
+  </main>
+</div>
+</body>
+</html>
+`
+}
+
+function breadcrumb(crumbs: Crumb[]): Html {
+  return html`<nav class="breadcrumb" aria-label="Breadcrumb"><ol>${crumbs.map(
+    (c, i) =>
+      html`<li>${c.href && i < crumbs.length - 1 ? html`<a href="${c.href}">${c.label}</a>` : html`<span${i === crumbs.length - 1 ? html` aria-current="page"` : null}>${c.label}</span>`}</li>`,
+  )}</ol></nav>`
+}
+
+export function csrfField(who: SignedIn): Html {
+  return html`<input type="hidden" name="csrf" value="${who.csrfToken}">`
+}
+
+export function signInPage(state: {
+  csrf: string
+  email?: string
+  next?: string
+  error?: string
+}): Html {
+  return layout({
+    title: 'Sign in',
+    content: html`<div class="narrow">
+  <h1>Sign in</h1>
+  <p class="lead">Manage your business's API keys.</p>
+  ${state.error ? html`<div class="alert error" role="alert" id="sign-in-error">${state.error}</div>` : null}
+  <form method="post" action="/dashboard/sign-in" class="stack">
+    <input type="hidden" name="csrf" value="${state.csrf}">
+    ${state.next ? html`<input type="hidden" name="next" value="${state.next}">` : null}
+    <div class="field">
+      <label for="email">Email</label>
+      <input id="email" name="email" type="email" autocomplete="username" required value="${state.email ?? ''}"
+        ${state.error ? html`aria-describedby="sign-in-error"` : null} ${state.email ? null : html`autofocus`}>
+    </div>
+    <div class="field">
+      <label for="password">Password</label>
+      <input id="password" name="password" type="password" autocomplete="current-password" required
+        ${state.email ? html`autofocus` : null}>
+    </div>
+    <button type="submit" class="button primary">Sign in</button>
+  </form>
+  <p class="hint">First start? The service printed a one-time sign-in link in its output (the line starting
+  with <q>keygate first start</q>). Operators add members and issue new links through the admin API.</p>
+</div>`,
+  })
+}
+
+export function choosePasswordPage(state: {
+  token: string
+  email: string
+  businessName: string
+  error?: string
+}): Html {
+  return layout({
+    title: 'Choose a password',
+    content: html`<div class="narrow">
+  <h1>Choose a password</h1>
+  <p class="lead">You are signing in as <strong>${state.email}</strong> to <strong>${state.businessName}</strong>.
+  This link works once; afterwards sign in with your email and this password.</p>
+  ${state.error ? html`<div class="alert error" role="alert" id="password-error">${state.error}</div>` : null}
+  <form method="post" action="/dashboard/sign-in/link" class="stack">
+    <input type="hidden" name="token" value="${state.token}">
+    <input type="text" name="email" value="${state.email}" autocomplete="username" hidden>
+    <div class="field">
+      <label for="password">New password</label>
+      <p class="hint" id="password-hint">At least ${PASSWORD_MIN_LENGTH} characters.</p>
+      <input id="password" name="password" type="password" autocomplete="new-password" required
+        minlength="${PASSWORD_MIN_LENGTH}" aria-describedby="password-hint${state.error ? ' password-error' : ''}" autofocus>
+    </div>
+    <div class="field">
+      <label for="confirm">Repeat the password</label>
+      <input id="confirm" name="confirm" type="password" autocomplete="new-password" required minlength="${PASSWORD_MIN_LENGTH}">
+    </div>
+    <button type="submit" class="button primary">Save password and sign in</button>
+  </form>
+</div>`,
+  })
+}
+
+export function messagePage(page: { title: string; who?: SignedIn; message: Html | string; crumbs?: Crumb[] }): Html {
+  return layout({
+    title: page.title,
+    who: page.who,
+    crumbs: page.crumbs,
+    content: html`<h1>${page.title}</h1>
+<p>${page.message}</p>
+<p><a href="${page.who ? KEYS_PATH : '/dashboard/sign-in'}">${page.who ? 'Back to API keys' : 'Go to sign-in'}</a></p>`,
+  })
+}

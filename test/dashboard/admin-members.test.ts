@@ -1,0 +1,129 @@
+import { describe, expect, test } from 'bun:test'
+import { eq } from 'drizzle-orm'
+import { members, memberSessions } from '../../db/schema/index.ts'
+import { testDatabase } from '../support/database.ts'
+import { admin, call, errorOf, seedBusiness, testService } from '../support/service.ts'
+import { PASSWORD, postForm, signIn } from './support.ts'
+
+const db = async () => (await testDatabase()).db
+
+describe('POST /admin/v0/businesses/:id/members', () => {
+  test('with a password: 201 with the member, who can sign in at once', async () => {
+    const service = await testService()
+    const businessId = await seedBusiness(service)
+    const response = await admin(service, `/businesses/${businessId}/members`, {
+      body: { email: ' Ada@Example.com', password: PASSWORD, role: 'owner' },
+    })
+    expect(response.status).toBe(201)
+    const body = (await response.json()) as Record<string, unknown>
+    expect(body).toMatchObject({ businessId, email: 'ada@example.com', role: 'owner', passwordSet: true })
+    expect(body.signInLink).toBeUndefined()
+    expect(body).not.toHaveProperty('passwordHash')
+    const [row] = await (await db()).select().from(members)
+    expect(row!.passwordHash).not.toContain(PASSWORD)
+    expect((await signIn(service, 'ada@example.com')).cookie).toStartWith('keygate_session=')
+  })
+
+  test('without a password: 201 with a one-time sign-in link on which the member chooses one', async () => {
+    const service = await testService()
+    const businessId = await seedBusiness(service)
+    const response = await admin(service, `/businesses/${businessId}/members`, {
+      body: { email: 'bob@example.com', role: 'member' },
+      headers: { 'x-forwarded-proto': 'https', host: 'keys.example.com' },
+    })
+    expect(response.status).toBe(201)
+    const body = (await response.json()) as { passwordSet: boolean; signInLink: { url: string; expiresAt: string } }
+    expect(body.passwordSet).toBe(false)
+    expect(body.signInLink.url).toStartWith('https://keys.example.com/dashboard/sign-in/link?token=')
+    const token = new URL(body.signInLink.url).searchParams.get('token')!
+    const chosen = await postForm(service, '/dashboard/sign-in/link', { token, password: PASSWORD, confirm: PASSWORD })
+    expect(chosen.status).toBe(303)
+  })
+
+  test('an email that is already a member answers 409', async () => {
+    const service = await testService()
+    const businessId = await seedBusiness(service)
+    const other = await seedBusiness(service, 'Other')
+    await admin(service, `/businesses/${businessId}/members`, { body: { email: 'ada@example.com', role: 'owner' } })
+    const response = await admin(service, `/businesses/${other}/members`, { body: { email: 'ADA@example.com', role: 'member' } })
+    expect(response.status).toBe(409)
+    expect((await errorOf(response)).message).toContain('ada@example.com already exists')
+  })
+
+  test('a bad role, email or short password answers 400 naming the field', async () => {
+    const service = await testService()
+    const businessId = await seedBusiness(service)
+    const role = await admin(service, `/businesses/${businessId}/members`, { body: { email: 'a@example.com', role: 'admin' } })
+    expect(role.status).toBe(400)
+    expect((await errorOf(role)).message).toContain('role')
+    const email = await admin(service, `/businesses/${businessId}/members`, { body: { email: 'not an email', role: 'member' } })
+    expect(email.status).toBe(400)
+    expect((await errorOf(email)).message).toContain('is not an email address')
+    const short = await admin(service, `/businesses/${businessId}/members`, { body: { email: 'a@example.com', password: 'short', role: 'member' } })
+    expect(short.status).toBe(400)
+    expect((await errorOf(short)).message).toContain('password')
+    expect(await (await db()).select().from(members)).toHaveLength(0)
+  })
+
+  test('an unknown business answers 404', async () => {
+    const service = await testService()
+    const response = await admin(service, '/businesses/00000000-0000-4000-8000-000000000000/members', {
+      body: { email: 'a@example.com', role: 'member' },
+    })
+    expect(response.status).toBe(404)
+  })
+
+  test('needs the admin token', async () => {
+    const service = await testService()
+    const businessId = await seedBusiness(service)
+    const response = await call(service, `/admin/v0/businesses/${businessId}/members`, {
+      body: { email: 'a@example.com', role: 'owner' },
+    })
+    expect(response.status).toBe(401)
+    expect(await (await db()).select().from(members)).toHaveLength(0)
+  })
+})
+
+describe('other member routes', () => {
+  test('GET lists the business members without secrets', async () => {
+    const service = await testService()
+    const businessId = await seedBusiness(service)
+    await admin(service, `/businesses/${businessId}/members`, { body: { email: 'ada@example.com', password: PASSWORD, role: 'owner' } })
+    const response = await admin(service, `/businesses/${businessId}/members`)
+    expect(response.status).toBe(200)
+    const body = (await response.json()) as { data: Record<string, unknown>[] }
+    expect(body.data).toHaveLength(1)
+    expect(body.data[0]).toMatchObject({ email: 'ada@example.com', role: 'owner' })
+    expect(JSON.stringify(body)).not.toContain('argon2')
+  })
+
+  test('a new sign-in link replaces a forgotten password and ends other sessions', async () => {
+    const service = await testService()
+    const businessId = await seedBusiness(service)
+    const created = (await (
+      await admin(service, `/businesses/${businessId}/members`, { body: { email: 'ada@example.com', password: PASSWORD, role: 'owner' } })
+    ).json()) as { id: string }
+    await signIn(service, 'ada@example.com')
+    const response = await admin(service, `/members/${created.id}/sign-in-link`, { method: 'POST' })
+    expect(response.status).toBe(201)
+    const { signInLink } = (await response.json()) as { signInLink: { url: string } }
+    const token = new URL(signInLink.url).searchParams.get('token')!
+    const fresh = 'a brand new passphrase'
+    expect((await postForm(service, '/dashboard/sign-in/link', { token, password: fresh, confirm: fresh })).status).toBe(303)
+    expect(await (await db()).select().from(memberSessions)).toHaveLength(1)
+    expect((await signIn(service, 'ada@example.com', fresh)).cookie).toStartWith('keygate_session=')
+  })
+
+  test('DELETE removes the member and ends their sessions', async () => {
+    const service = await testService()
+    const businessId = await seedBusiness(service)
+    const created = (await (
+      await admin(service, `/businesses/${businessId}/members`, { body: { email: 'ada@example.com', password: PASSWORD, role: 'owner' } })
+    ).json()) as { id: string }
+    const session = await signIn(service, 'ada@example.com')
+    expect((await admin(service, `/members/${created.id}`, { method: 'DELETE' })).status).toBe(204)
+    expect(await (await db()).select().from(members).where(eq(members.id, created.id))).toHaveLength(0)
+    const page = await call(service, '/dashboard/settings/developers/api-keys', { headers: { cookie: session.cookie } })
+    expect(page.status).toBe(303)
+  })
+})

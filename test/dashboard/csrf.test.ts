@@ -1,0 +1,107 @@
+import { describe, expect, test } from 'bun:test'
+import { eq } from 'drizzle-orm'
+import { apiKeys, memberSessions } from '../../db/schema/index.ts'
+import { testDatabase } from '../support/database.ts'
+import { seedBusiness, seedKey, testService } from '../support/service.ts'
+import { addMember, cookieFrom, hiddenValue, KEYS, memberOf, PASSWORD, postForm, signIn, signInForm } from './support.ts'
+
+const newKey = { name: 'Site', origins: 'example.com', scopes: 'ANALYTICS_WRITE' }
+
+async function keyCount() {
+  return (await (await testDatabase()).db.select().from(apiKeys)).length
+}
+
+describe('CSRF protection of dashboard forms', () => {
+  test('a form without the session token is refused with 403 and changes nothing', async () => {
+    const service = await testService()
+    const { session } = await memberOf(service)
+    const response = await postForm(service, KEYS, newKey, { cookie: session.cookie })
+    expect(response.status).toBe(403)
+    expect(await response.text()).toContain('Nothing was changed')
+    expect(await keyCount()).toBe(0)
+  })
+
+  test("another session's token is refused", async () => {
+    const service = await testService()
+    const { session } = await memberOf(service)
+    await addMember(await seedBusiness(service, 'Other'), { email: 'bob@example.com' })
+    const other = await signIn(service, 'bob@example.com')
+    const response = await postForm(service, KEYS, { ...newKey, csrf: other.csrf }, { cookie: session.cookie })
+    expect(response.status).toBe(403)
+    expect(await keyCount()).toBe(0)
+  })
+
+  test('a post from another site is refused even with the right token', async () => {
+    const service = await testService()
+    const { session } = await memberOf(service)
+    const response = await postForm(service, KEYS, { ...newKey, csrf: session.csrf }, {
+      cookie: session.cookie,
+      headers: { origin: 'https://evil.example' },
+    })
+    expect(response.status).toBe(403)
+    expect(await response.text()).toContain('https://evil.example')
+    expect(await keyCount()).toBe(0)
+  })
+
+  test('a post the browser marks cross-site (no Origin sent) is refused', async () => {
+    const service = await testService()
+    const { session } = await memberOf(service)
+    const response = await postForm(service, KEYS, { ...newKey, csrf: session.csrf }, {
+      cookie: session.cookie,
+      headers: { origin: '', 'sec-fetch-site': 'cross-site' },
+    })
+    expect(response.status).toBe(403)
+    expect(await response.text()).toContain('came from a cross-site page')
+    expect(await keyCount()).toBe(0)
+  })
+
+  test('the same post with the token, from the dashboard itself, is accepted', async () => {
+    const service = await testService()
+    const { session } = await memberOf(service)
+    const response = await postForm(service, KEYS, { ...newKey, csrf: session.csrf }, { cookie: session.cookie })
+    expect(response.status).toBe(303)
+    expect(await keyCount()).toBe(1)
+  })
+
+  test('revoking without the token leaves the key active', async () => {
+    const service = await testService()
+    const { businessId, session } = await memberOf(service)
+    const { record } = await seedKey(service, businessId)
+    const response = await postForm(service, `${KEYS}/${record.id}/revoke`, {}, { cookie: session.cookie })
+    expect(response.status).toBe(403)
+    const [row] = await (await testDatabase()).db.select().from(apiKeys).where(eq(apiKeys.id, record.id))
+    expect(row!.revokedAt).toBeNull()
+  })
+
+  test('sign-out without the token keeps the session', async () => {
+    const service = await testService()
+    const { session } = await memberOf(service)
+    const response = await postForm(service, '/dashboard/sign-out', {}, { cookie: session.cookie })
+    expect(response.status).toBe(403)
+    expect(await (await testDatabase()).db.select().from(memberSessions)).toHaveLength(1)
+  })
+
+  test("sign-in needs the form's own token (login CSRF)", async () => {
+    const service = await testService()
+    await addMember(await seedBusiness(service))
+    const form = await signInForm(service)
+    const response = await postForm(service, '/dashboard/sign-in', { csrf: form.csrf, email: 'ada@example.com', password: PASSWORD })
+    expect(response.status).toBe(403)
+    expect(cookieFrom(response, 'keygate_session')).toBeNull()
+    expect(hiddenValue(await response.text(), 'csrf')).toHaveLength(43)
+  })
+
+  test('sign-in from another site is refused', async () => {
+    const service = await testService()
+    await addMember(await seedBusiness(service))
+    const form = await signInForm(service)
+    const response = await postForm(
+      service,
+      '/dashboard/sign-in',
+      { csrf: form.csrf, email: 'ada@example.com', password: PASSWORD },
+      { cookie: form.cookie, headers: { origin: 'https://evil.example' } },
+    )
+    expect(response.status).toBe(403)
+    expect(cookieFrom(response, 'keygate_session')).toBeNull()
+  })
+})

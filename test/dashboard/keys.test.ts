@@ -1,0 +1,315 @@
+import { describe, expect, test } from 'bun:test'
+import { eq } from 'drizzle-orm'
+import { apiKeys } from '../../db/schema/index.ts'
+import { testDatabase } from '../support/database.ts'
+import { call, errorOf, seedKey, testService } from '../support/service.ts'
+import { getPage, KEYS, memberOf, postForm, type Session } from './support.ts'
+
+const db = async () => (await testDatabase()).db
+
+async function stored(id: string) {
+  const [row] = await (await db()).select().from(apiKeys).where(eq(apiKeys.id, id))
+  return row!
+}
+
+async function onlyKey() {
+  const rows = await (await db()).select().from(apiKeys)
+  expect(rows).toHaveLength(1)
+  return rows[0]!
+}
+
+function create(service: Awaited<ReturnType<typeof testService>>, session: Session, fields: Record<string, string | string[]>) {
+  return postForm(service, KEYS, { csrf: session.csrf, ...fields }, { cookie: session.cookie })
+}
+
+const VALID = { name: 'Marketing site', description: 'www and blog', origins: 'Example.com\n\nlocalhost:3000\n', scopes: ['ANALYTICS_WRITE', 'BLOG_READ'] }
+
+describe('the key list', () => {
+  test('shows each key with its hint, scopes, origins, expiry, last use, creator and state, never a private key', async () => {
+    const service = await testService()
+    const { businessId, session } = await memberOf(service)
+    const pub = await seedKey(service, businessId, { name: 'Web', allowedOrigins: ['example.com'] })
+    const priv = await seedKey(service, businessId, { name: 'Backend', type: 'private' })
+    const old = await seedKey(service, businessId, { name: 'Old web' })
+    const lapsed = await seedKey(service, businessId, { name: 'Lapsed' })
+    await (await db()).update(apiKeys).set({ lastUsedAt: new Date(Date.now() - 3 * 60_000 - 5000) }).where(eq(apiKeys.id, pub.record.id))
+    await (await db()).update(apiKeys).set({ expiresAt: new Date(Date.now() - 60_000) }).where(eq(apiKeys.id, lapsed.record.id))
+    await service.services.keys.revoke(businessId, old.record.id)
+
+    const response = await getPage(service, KEYS, session)
+    expect(response.status).toBe(200)
+    expect(response.headers.get('cache-control')).toBe('no-store')
+    const page = await response.text()
+    for (const text of ['Web', 'Backend', 'Old web', 'Lapsed', pub.record.keyHint, priv.record.keyHint, 'ANALYTICS_WRITE', 'example.com', '3 minutes ago', 'never', 'by test', 'Revoked', 'expired']) {
+      expect(page).toContain(text)
+    }
+    expect(page).not.toContain(priv.key)
+    expect(page).not.toContain(pub.key)
+  })
+
+  test('escapes what members typed', async () => {
+    const service = await testService()
+    const { businessId, session } = await memberOf(service)
+    await seedKey(service, businessId, { name: '<script>alert(1)</script>' })
+    const page = await (await getPage(service, KEYS, session)).text()
+    expect(page).not.toContain('<script>alert(1)</script>')
+    expect(page).toContain('&lt;script&gt;alert(1)&lt;/script&gt;')
+  })
+})
+
+describe('creating a public key', () => {
+  test('stores it with canonical origins and the member as creator, then shows the key and its snippet', async () => {
+    const service = await testService()
+    const { businessId, session } = await memberOf(service)
+    const response = await create(service, session, { ...VALID, expiresOn: '2099-12-31' })
+    expect(response.status).toBe(303)
+    const row = await onlyKey()
+    expect(response.headers.get('location')).toBe(`${KEYS}/${row.id}?created=1`)
+    expect(row).toMatchObject({
+      businessId,
+      type: 'public',
+      name: 'Marketing site',
+      description: 'www and blog',
+      allowedOrigins: ['example.com', 'localhost:3000'],
+      scopes: ['ANALYTICS_WRITE', 'BLOG_READ'],
+      createdBy: 'ada@example.com',
+    })
+    expect(row.expiresAt!.toISOString()).toBe('2099-12-31T00:00:00.000Z')
+    const page = await (await getPage(service, response.headers.get('location')!, session)).text()
+    expect(page).toContain('Your public key is ready')
+    expect(page).toContain(`value="${row.publicKey}"`)
+    expect(page).toContain(`&lt;script async src=&quot;http://localhost/sdk/v0.js&quot; data-key=&quot;${row.publicKey}&quot;&gt;&lt;/script&gt;`)
+  })
+
+  test('the new key works from an allowed origin', async () => {
+    const service = await testService()
+    const { session } = await memberOf(service)
+    await create(service, session, VALID)
+    const row = await onlyKey()
+    const whoami = await call(service, '/api/v0/whoami', { key: row.publicKey!, origin: 'https://www.example.com' })
+    expect(whoami.status).toBe(200)
+  })
+
+  test('an invalid origin is explained next to the field, values are kept, and nothing is stored', async () => {
+    const service = await testService()
+    const { session } = await memberOf(service)
+    const response = await create(service, session, { ...VALID, origins: 'example.com\n*.example.com\ncom' })
+    expect(response.status).toBe(400)
+    const page = await response.text()
+    expect(page).toContain('2 fields need a fix')
+    expect(page).toContain('&quot;*.example.com&quot;: wildcards are not supported')
+    expect(page).toContain('&quot;com&quot;: &quot;com&quot; is a public suffix')
+    expect(page).toContain('value="Marketing site"')
+    expect(page).toMatch(/<textarea id="origins"[^>]*aria-invalid="true"[^>]*>example.com\n\*.example.com\ncom<\/textarea>/)
+    expect(await (await db()).select().from(apiKeys)).toHaveLength(0)
+  })
+
+  test('no origin at all is refused', async () => {
+    const service = await testService()
+    const { session } = await memberOf(service)
+    const response = await create(service, session, { ...VALID, origins: '  \n ' })
+    expect(response.status).toBe(400)
+    expect(await response.text()).toContain('Enter at least one allowed origin')
+  })
+
+  test('a missing name and no scope are refused', async () => {
+    const service = await testService()
+    const { session } = await memberOf(service)
+    const response = await create(service, session, { name: '   ', origins: 'example.com' })
+    expect(response.status).toBe(400)
+    const page = await response.text()
+    expect(page).toContain('Enter a name of 1 to 100 characters.')
+    expect(page).toContain('Choose at least one scope')
+    expect(await (await db()).select().from(apiKeys)).toHaveLength(0)
+  })
+
+  test('a scope public endpoints do not use is refused even if the form was tampered with', async () => {
+    const service = await testService()
+    const { session } = await memberOf(service)
+    const response = await create(service, session, { ...VALID, scopes: ['ANALYTICS_WRITE', 'MEMORY_READ'] })
+    expect(response.status).toBe(400)
+    expect(await (await db()).select().from(apiKeys)).toHaveLength(0)
+  })
+
+  test('an expiry date that has begun is refused', async () => {
+    const service = await testService()
+    const { session } = await memberOf(service)
+    const today = new Date().toISOString().slice(0, 10)
+    const response = await create(service, session, { ...VALID, expiresOn: today })
+    expect(response.status).toBe(400)
+    expect(await response.text()).toContain(`${today} has already begun`)
+  })
+
+  test('a date that is not a date is refused', async () => {
+    const service = await testService()
+    const { session } = await memberOf(service)
+    const response = await create(service, session, { ...VALID, expiresOn: '2099-02-30' })
+    expect(response.status).toBe(400)
+    expect(await response.text()).toContain('&quot;2099-02-30&quot; is not a date')
+  })
+})
+
+describe('editing a key', () => {
+  test('changes name, description, origins, scopes and expiry', async () => {
+    const service = await testService()
+    const { businessId, session } = await memberOf(service)
+    const { record, key } = await seedKey(service, businessId, { name: 'Web', allowedOrigins: ['example.com'] })
+    const form = await getPage(service, `${KEYS}/${record.id}/edit`, session)
+    expect(form.status).toBe(200)
+    expect(await form.text()).toContain('value="Web"')
+    const response = await postForm(
+      service,
+      `${KEYS}/${record.id}/edit`,
+      { csrf: session.csrf, name: 'Shop', description: 'the shop', origins: 'shop.example.org', scopes: ['FLOW_TRIGGER'], expiresOn: '2099-01-01' },
+      { cookie: session.cookie },
+    )
+    expect(response.status).toBe(303)
+    expect(response.headers.get('location')).toBe(`${KEYS}/${record.id}?saved=1`)
+    const row = await stored(record.id)
+    expect(row).toMatchObject({ name: 'Shop', description: 'the shop', allowedOrigins: ['shop.example.org'], scopes: ['FLOW_TRIGGER'] })
+    expect(row.expiresAt!.toISOString()).toBe('2099-01-01T00:00:00.000Z')
+    expect((await call(service, '/api/v0/whoami', { key, origin: 'https://example.com' })).status).toBe(403)
+  })
+
+  test('keeps an expiry set to the second when its day is left as it was', async () => {
+    const service = await testService()
+    const { businessId, session } = await memberOf(service)
+    const { record } = await seedKey(service, businessId, { expiresAt: '2099-06-01T13:45:00.000Z' })
+    const response = await postForm(
+      service,
+      `${KEYS}/${record.id}/edit`,
+      { csrf: session.csrf, name: 'Renamed', origins: 'example.com', scopes: 'ANALYTICS_WRITE', expiresOn: '2099-06-01' },
+      { cookie: session.cookie },
+    )
+    expect(response.status).toBe(303)
+    expect((await stored(record.id)).expiresAt!.toISOString()).toBe('2099-06-01T13:45:00.000Z')
+  })
+
+  test('refuses an invalid origin on the server too', async () => {
+    const service = await testService()
+    const { businessId, session } = await memberOf(service)
+    const { record } = await seedKey(service, businessId)
+    const response = await postForm(
+      service,
+      `${KEYS}/${record.id}/edit`,
+      { csrf: session.csrf, name: 'Web', origins: 'example.com:8080', scopes: 'ANALYTICS_WRITE' },
+      { cookie: session.cookie },
+    )
+    expect(response.status).toBe(400)
+    expect(await response.text()).toContain('a port needs a scheme')
+    expect((await stored(record.id)).allowedOrigins).toEqual(['example.com'])
+  })
+
+  test('is not offered for private keys, whose plaintext is never shown', async () => {
+    const service = await testService()
+    const { businessId, session } = await memberOf(service)
+    const { record, key } = await seedKey(service, businessId, { type: 'private' })
+    const page = await getPage(service, `${KEYS}/${record.id}`, session)
+    const text = await page.text()
+    expect(page.status).toBe(200)
+    expect(text).not.toContain(key)
+    expect(text).toContain('cannot be shown again')
+    expect((await getPage(service, `${KEYS}/${record.id}/edit`, session)).status).toBe(409)
+  })
+})
+
+describe('revoking a key', () => {
+  test('asks for confirmation, then revokes; the next API call is refused', async () => {
+    const service = await testService()
+    const { businessId, session } = await memberOf(service)
+    const { record, key } = await seedKey(service, businessId, { name: 'Web' })
+    const confirm = await getPage(service, `${KEYS}/${record.id}/revoke`, session)
+    expect(confirm.status).toBe(200)
+    expect(await confirm.text()).toContain('Revoke <q>Web</q>?')
+    expect((await stored(record.id)).revokedAt).toBeNull()
+    const response = await postForm(service, `${KEYS}/${record.id}/revoke`, { csrf: session.csrf }, { cookie: session.cookie })
+    expect(response.status).toBe(303)
+    expect(response.headers.get('location')).toBe(`${KEYS}?revoked=1`)
+    expect((await stored(record.id)).revokedAt).not.toBeNull()
+    const refused = await call(service, '/api/v0/whoami', { key, origin: 'https://example.com' })
+    expect(refused.status).toBe(401)
+    expect((await errorOf(refused)).code).toBe('invalid_api_key')
+  })
+
+  test('works for private keys too', async () => {
+    const service = await testService()
+    const { businessId, session } = await memberOf(service)
+    const { record } = await seedKey(service, businessId, { type: 'private' })
+    const response = await postForm(service, `${KEYS}/${record.id}/revoke`, { csrf: session.csrf }, { cookie: session.cookie })
+    expect(response.status).toBe(303)
+    expect((await stored(record.id)).revokedAt).not.toBeNull()
+  })
+})
+
+describe('the origin tester', () => {
+  test('names the entry that matched', async () => {
+    const service = await testService()
+    const { businessId, session } = await memberOf(service)
+    const { record } = await seedKey(service, businessId, { allowedOrigins: ['example.com', 'localhost:3000'] })
+    const page = await (await getPage(service, `${KEYS}/${record.id}?origin=${encodeURIComponent('https://shop.example.com')}`, session)).text()
+    expect(page).toContain('<strong>Accepted.</strong> The entry <code>example.com</code> matches <code>https://shop.example.com</code>')
+  })
+
+  test("gives the matcher's reason when nothing matched", async () => {
+    const service = await testService()
+    const { businessId, session } = await memberOf(service)
+    const { record } = await seedKey(service, businessId, { allowedOrigins: ['example.com'] })
+    const response = await getPage(service, `${KEYS}/${record.id}/origin-test?origin=${encodeURIComponent('http://example.com')}`, session)
+    expect(response.status).toBe(200)
+    const body = (await response.json()) as { allowed: boolean; reason: string; keyState: string }
+    expect(body.allowed).toBe(false)
+    expect(body.reason).toContain('Origin "http://example.com" is not allowed')
+    expect(body.keyState).toBe('active')
+  })
+
+  test('treats an empty origin as a request without an Origin header', async () => {
+    const service = await testService()
+    const { businessId, session } = await memberOf(service)
+    const { record } = await seedKey(service, businessId, { allowedOrigins: ['*'] })
+    const response = await getPage(service, `${KEYS}/${record.id}/origin-test?origin=`, session)
+    expect(await response.json()).toMatchObject({ origin: '', allowed: true, entry: '*' })
+  })
+})
+
+describe('the origin check behind the form', () => {
+  test('answers each entry with its canonical form or the reason it is refused', async () => {
+    const service = await testService()
+    const { session } = await memberOf(service)
+    const response = await getPage(service, '/dashboard/api/check-origins?entry=Example.com&entry=https%3A%2F%2F', session)
+    expect(response.status).toBe(200)
+    expect(await response.json()).toEqual({
+      results: [
+        { value: 'Example.com', ok: true, entry: 'example.com' },
+        { value: 'https://', ok: false, reason: expect.stringContaining('is a protocol alone') },
+      ],
+    })
+  })
+
+  test('needs a session', async () => {
+    const service = await testService()
+    const response = await call(service, '/dashboard/api/check-origins?entry=example.com')
+    expect(response.status).toBe(401)
+  })
+})
+
+describe('pages', () => {
+  test('carry a strict content security policy and refuse framing', async () => {
+    const service = await testService()
+    const response = await call(service, '/dashboard/sign-in')
+    expect(response.headers.get('content-security-policy')).toContain("script-src 'self'")
+    expect(response.headers.get('content-security-policy')).toContain("frame-ancestors 'none'")
+    expect(response.headers.get('x-frame-options')).toBe('DENY')
+  })
+
+  test('label every input', async () => {
+    const service = await testService()
+    const { businessId, session } = await memberOf(service)
+    const { record } = await seedKey(service, businessId)
+    for (const path of [`${KEYS}/new`, `${KEYS}/${record.id}`, `${KEYS}/${record.id}/edit`]) {
+      const page = await (await getPage(service, path, session)).text()
+      const ids = [...page.matchAll(/<(?:input|textarea)(?![^>]*type="hidden")[^>]*\bid="([^"]+)"/g)].map((m) => m[1]!)
+      expect(ids.length).toBeGreaterThan(0)
+      for (const id of ids) expect(page).toContain(`<label for="${id}"`)
+    }
+  })
+})

@@ -1,0 +1,106 @@
+import { expect } from 'bun:test'
+import type { Service } from '../../src/app.ts'
+import { createMemberService, type MemberRole } from '../../src/dashboard/members.ts'
+import { call, seedBusiness } from '../support/service.ts'
+import { testDatabase } from '../support/database.ts'
+
+export const KEYS = '/dashboard/settings/developers/api-keys'
+export const PASSWORD = 'correct horse battery staple'
+
+export interface Session {
+  cookie: string
+  csrf: string
+}
+
+export async function addMember(
+  businessId: string,
+  options: { email?: string; password?: string; role?: MemberRole } = {},
+) {
+  const members = createMemberService((await testDatabase()).db)
+  const created = await members.create(businessId, {
+    email: options.email ?? 'ada@example.com',
+    password: options.password ?? PASSWORD,
+    role: options.role ?? 'owner',
+  })
+  return created.member
+}
+
+/** The `name=value` of a Set-Cookie header of `response` for cookie `name`, or null. */
+export function cookieFrom(response: Response, name: string): string | null {
+  for (const header of response.headers.getSetCookie()) {
+    const [pair] = header.split(';')
+    if (pair!.startsWith(`${name}=`)) return pair!
+  }
+  return null
+}
+
+export function setCookieHeader(response: Response, name: string): string | undefined {
+  return response.headers.getSetCookie().find((h) => h.startsWith(`${name}=`))
+}
+
+export function hiddenValue(page: string, name: string): string {
+  const match = new RegExp(`<input type="hidden" name="${name}" value="([^"]*)"`).exec(page)
+  if (!match) throw new Error(`no hidden field ${name} in the page`)
+  return match[1]!
+}
+
+/** A form POST as a browser on this dashboard sends it (same Origin). */
+export function postForm(
+  service: Service,
+  path: string,
+  fields: Record<string, string | string[]>,
+  options: { cookie?: string; headers?: Record<string, string> } = {},
+): Promise<Response> {
+  const body = new URLSearchParams()
+  for (const [name, value] of Object.entries(fields)) {
+    for (const v of Array.isArray(value) ? value : [value]) body.append(name, v)
+  }
+  const headers: Record<string, string> = {
+    'content-type': 'application/x-www-form-urlencoded',
+    origin: 'http://localhost',
+    'sec-fetch-site': 'same-origin',
+    ...(options.cookie ? { cookie: options.cookie } : {}),
+    ...options.headers,
+  }
+  // An empty value in `options.headers` means: the browser sent no such header.
+  for (const name of Object.keys(headers)) if (headers[name] === '') delete headers[name]
+  return call(service, path, { method: 'POST', body: body.toString(), headers })
+}
+
+export function getPage(service: Service, path: string, session?: Session | { cookie: string }, headers: Record<string, string> = {}) {
+  return call(service, path, { headers: { ...(session ? { cookie: session.cookie } : {}), ...headers } })
+}
+
+/** The sign-in form's token and cookie, as a browser gets them. */
+export async function signInForm(service: Service): Promise<{ cookie: string; csrf: string }> {
+  const response = await call(service, '/dashboard/sign-in')
+  expect(response.status).toBe(200)
+  return { cookie: cookieFrom(response, 'keygate_sign_in')!, csrf: hiddenValue(await response.text(), 'csrf') }
+}
+
+export async function trySignIn(
+  service: Service,
+  email: string,
+  password: string,
+  headers: Record<string, string> = {},
+): Promise<Response> {
+  const form = await signInForm(service)
+  return postForm(service, '/dashboard/sign-in', { csrf: form.csrf, email, password }, { cookie: form.cookie, headers })
+}
+
+/** Signs in and reads the session's CSRF token from the key list. */
+export async function signIn(service: Service, email = 'ada@example.com', password = PASSWORD): Promise<Session> {
+  const response = await trySignIn(service, email, password)
+  expect(response.status).toBe(303)
+  const cookie = cookieFrom(response, 'keygate_session')
+  if (!cookie) throw new Error('sign-in set no session cookie')
+  const list = await getPage(service, KEYS, { cookie })
+  expect(list.status).toBe(200)
+  return { cookie, csrf: hiddenValue(await list.text(), 'csrf') }
+}
+
+export async function memberOf(service: Service, name = 'Acme', email = 'ada@example.com') {
+  const businessId = await seedBusiness(service, name)
+  await addMember(businessId, { email })
+  return { businessId, session: await signIn(service, email) }
+}
