@@ -1,40 +1,44 @@
-import { openDatabase } from '../db/client.ts'
+import { openDatabase, type Database } from '../db/client.ts'
 import { applyMigrations } from '../db/migrate.ts'
 import { MAX_BODY_BYTES } from './access/plugin.ts'
-import { createApp } from './app.ts'
+import { createApp, type Service } from './app.ts'
 import { loadConfig } from './config.ts'
 import { bootstrapFirstOwner } from './dashboard/bootstrap.ts'
 
 // config -> database -> migrations -> app -> listen; stop gracefully on SIGTERM/SIGINT.
-const config = loadConfig()
-const database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir })
-await applyMigrations(database.db)
-const service = createApp({ database, adminToken: config.adminToken })
-
-service.app.listen({
-  port: config.port,
-  // A little over the API's 1 MiB so that the API, not the socket, answers 413 with a body.
-  maxRequestBodySize: MAX_BODY_BYTES + 64 * 1024,
-})
-const server = service.app.server!
-
-const where = config.databaseUrl ? 'PostgreSQL (DATABASE_URL)' : `embedded PGlite in ${config.dataDir}`
-console.log(`keygate listening on http://localhost:${server.port} with ${where}`)
-if (config.adminTokenGenerated) {
-  console.log(`admin token for this run (set ADMIN_TOKEN to choose one): ${config.adminToken}`)
-}
-// An empty database gets a first business and owner, with a one-time sign-in link printed once.
-await bootstrapFirstOwner(database.db, { baseUrl: `http://localhost:${server.port}` })
-
+// The signal handlers come first: a stop during a slow start closes what was opened.
+let database: Database | undefined
+let service: Service | undefined
 let stopping = false
+
 async function stop(signal: string) {
   if (stopping) return
   stopping = true
   console.log(`${signal}: finishing in-flight requests`)
-  await server.stop(false)
-  await service.drain()
-  await database.close()
+  await service?.app.server?.stop(false)
+  await service?.drain()
+  await database?.close()
   process.exit(0)
 }
 process.on('SIGTERM', () => void stop('SIGTERM'))
 process.on('SIGINT', () => void stop('SIGINT'))
+
+const config = loadConfig()
+database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir })
+await applyMigrations(database.db)
+service = createApp({ database, adminToken: config.adminToken })
+if (!stopping) {
+  service.app.listen({
+    port: config.port,
+    // A little over the API's 1 MiB so that the API, not the socket, answers 413 with a body.
+    maxRequestBodySize: MAX_BODY_BYTES + 64 * 1024,
+  })
+  const port = service.app.server!.port
+  const where = config.databaseUrl ? 'PostgreSQL (DATABASE_URL)' : `embedded PGlite in ${config.dataDir}`
+  console.log(`keygate listening on http://localhost:${port} with ${where}`)
+  if (config.adminTokenGenerated) {
+    console.log(`admin token for this run (set ADMIN_TOKEN to choose one): ${config.adminToken}`)
+  }
+  // An empty database gets a first business and owner, with a one-time sign-in link printed once.
+  await bootstrapFirstOwner(database.db, { baseUrl: `http://localhost:${port}` })
+}
