@@ -2,6 +2,12 @@ import { parseArgs } from 'node:util'
 import { AdminApiError, ConnectionError, createAdminClient } from './cli/admin-client.ts'
 import { commandHelp, commands, globalOptions, helpText, UsageError, type Command, type OptionSpec } from './cli/commands.ts'
 
+export interface CliIo {
+  out: (line: string) => void
+  err: (line: string) => void
+  readStdin: () => Promise<string>
+}
+
 /**
  * `bun run cli <command>`: the operators' CLI over `/admin/v0` (contract section 7).
  * Exit status 0 done, 1 refused by the server or unreachable, 2 usage error.
@@ -9,7 +15,11 @@ import { commandHelp, commands, globalOptions, helpText, UsageError, type Comman
 export async function runCli(
   argv: string[],
   env: Record<string, string | undefined>,
-  io = { out: (line: string) => console.log(line), err: (line: string) => console.error(line) },
+  io: CliIo = {
+    out: (line) => console.log(line),
+    err: (line) => console.error(line),
+    readStdin: () => Bun.stdin.text(),
+  },
 ): Promise<number> {
   let command: Command | undefined
   try {
@@ -48,7 +58,7 @@ export async function runCli(
       throw new UsageError('No admin token: set ADMIN_TOKEN (or pass --token) to the token the service runs with.')
     }
 
-    const result = await command.run({ options: values, target: rest[0], api: createAdminClient(url, token) })
+    const result = await command.run({ options: values, target: rest[0], api: createAdminClient(url, token), readStdin: io.readStdin })
     io.out(values.json === true ? JSON.stringify(result.json, null, 2) : result.text)
     return 0
   } catch (error) {

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { join } from 'node:path'
 import type { Service } from '../src/app.ts'
 import { ADMIN_TOKEN, admin, seedBusiness, seedKey, testService } from './support/service.ts'
+import { addMember, cookieFrom, getPage, KEYS, PASSWORD, trySignIn } from './dashboard/support.ts'
 
 // The CLI runs as operators run it: a separate process talking HTTP to a real server.
 let service: Service
@@ -25,10 +26,12 @@ interface CliResult {
   stderr: string
 }
 
-async function cli(args: string[], env: Record<string, string | undefined> = {}): Promise<CliResult> {
+/** `stdin`, when given, is piped to the CLI as its standard input. */
+async function cli(args: string[], env: Record<string, string | undefined> = {}, stdin?: string): Promise<CliResult> {
   const child = Bun.spawn([process.execPath, 'src/cli.ts', ...args], {
     cwd: repoRoot,
     env: { ...process.env, KEYGATE_URL: baseUrl, ADMIN_TOKEN, USER: 'ops-alice', ...env },
+    stdin: stdin === undefined ? 'ignore' : new Blob([stdin]),
     stdout: 'pipe',
     stderr: 'pipe',
   })
@@ -42,8 +45,8 @@ async function cli(args: string[], env: Record<string, string | undefined> = {})
   return { code, stdout, stderr }
 }
 
-async function cliJson<T>(args: string[]): Promise<T> {
-  const result = await cli([...args, '--json'])
+async function cliJson<T>(args: string[], stdin?: string): Promise<T> {
+  const result = await cli([...args, '--json'], {}, stdin)
   expect(result.stderr).toBe('')
   expect(result.code).toBe(0)
   return JSON.parse(result.stdout) as T
@@ -310,6 +313,277 @@ describe('cli flows create', () => {
   })
 })
 
+interface MemberJson {
+  id: string
+  businessId: string
+  email: string
+  role: string
+  passwordSet: boolean
+  createdAt: string
+  signInLink?: { url: string; expiresAt: string }
+}
+
+const SIGN_IN_LINK = /http:\/\/\S+\/dashboard\/sign-in\/link\?token=\S+/g
+
+/** The one sign-in link in the CLI's output; fails the test unless there is exactly one. */
+function linkIn(stdout: string): string {
+  const links = stdout.match(SIGN_IN_LINK) ?? []
+  expect(links).toHaveLength(1)
+  return links[0]!
+}
+
+/** What the member's browser sees on opening a sign-in link. */
+async function openLink(url: string): Promise<{ status: number; page: string }> {
+  const response = await fetch(url)
+  return { status: response.status, page: await response.text() }
+}
+
+async function storedMembers(businessId: string): Promise<MemberJson[]> {
+  const response = await admin(service, `/businesses/${businessId}/members`)
+  return ((await response.json()) as { data: MemberJson[] }).data
+}
+
+describe('cli members create', () => {
+  test('without a password prints a one-time sign-in link once, with its expiry, that opens the set-password page', async () => {
+    const businessId = await seedBusiness(service, 'Acme')
+    const result = await cli(['members', 'create', '--business', businessId, '--email', 'Ada@Example.com', '--role', 'owner'])
+    expect(result.code).toBe(0)
+    expect(result.stderr).toBe('')
+    expect(result.stdout).toContain('Created owner ada@example.com.')
+    expect(result.stdout).toMatch(/^password\s+not set yet/m)
+    const expires = /^expires\s+(\S+)$/m.exec(result.stdout)?.[1]
+    expect(Date.parse(expires!)).toBeGreaterThan(Date.now())
+    expect(result.stdout).toContain(`it is shown once, works once, and expires at ${expires}.`)
+
+    const { status, page } = await openLink(linkIn(result.stdout))
+    expect(status).toBe(200)
+    expect(page).toContain('Choose a password')
+    expect(page).toContain('ada@example.com')
+    expect(await storedMembers(businessId)).toEqual([
+      expect.objectContaining({ email: 'ada@example.com', role: 'owner', passwordSet: false }),
+    ])
+  })
+
+  test('--json answers the member with its sign-in link; --role defaults to member', async () => {
+    const businessId = await seedBusiness(service)
+    const created = await cliJson<MemberJson>(['members', 'create', '--business', businessId, '--email', 'bob@example.com'])
+    expect(created).toMatchObject({ businessId, email: 'bob@example.com', role: 'member', passwordSet: false })
+    expect(created.signInLink!.url).toStartWith(`${baseUrl}/dashboard/sign-in/link?token=`)
+    expect(Date.parse(created.signInLink!.expiresAt)).toBeGreaterThan(Date.now())
+    expect((await openLink(created.signInLink!.url)).status).toBe(200)
+  })
+
+  test('--password-stdin reads the password from standard input, prints no link and never the password', async () => {
+    const businessId = await seedBusiness(service)
+    const result = await cli(
+      ['members', 'create', '--business', businessId, '--email', 'ada@example.com', '--password-stdin'],
+      {},
+      `${PASSWORD}\n`,
+    )
+    expect(result.code).toBe(0)
+    expect(result.stdout).toMatch(/^password\s+set$/m)
+    expect(result.stdout).not.toMatch(SIGN_IN_LINK)
+    expect(result.stdout + result.stderr).not.toContain(PASSWORD)
+    // The trailing newline of `echo` is not part of the password.
+    const response = await trySignIn(service, 'ada@example.com', PASSWORD)
+    expect(response.status).toBe(303)
+    expect(cookieFrom(response, 'keygate_session')).toStartWith('keygate_session=')
+  })
+
+  test('--password-stdin --json answers no password and no link', async () => {
+    const businessId = await seedBusiness(service)
+    const result = await cli(
+      ['members', 'create', '--business', businessId, '--email', 'ada@example.com', '--password-stdin', '--json'],
+      {},
+      PASSWORD,
+    )
+    expect(result.code).toBe(0)
+    expect(result.stdout).not.toContain(PASSWORD)
+    const created = JSON.parse(result.stdout) as MemberJson
+    expect(created).toMatchObject({ email: 'ada@example.com', passwordSet: true })
+    expect(Object.keys(created).sort()).toEqual(['businessId', 'createdAt', 'email', 'id', 'passwordSet', 'role'])
+  })
+
+  test('a password given as an argument is refused (exit 2) without echoing it, and nothing is created', async () => {
+    const businessId = await seedBusiness(service)
+    for (const args of [['--password', PASSWORD], [`--password=${PASSWORD}`]]) {
+      const result = await cli(['members', 'create', '--business', businessId, '--email', 'ada@example.com', ...args])
+      expect(result.code).toBe(2)
+      expect(result.stdout).toBe('')
+      expect(result.stderr).toContain('error: members create takes no --password')
+      expect(result.stderr).toContain('--password-stdin')
+      expect(result.stderr).not.toContain(PASSWORD)
+    }
+    expect(await storedMembers(businessId)).toEqual([])
+  })
+
+  test('--password-stdin with nothing on standard input is a usage error', async () => {
+    const businessId = await seedBusiness(service)
+    const result = await cli(
+      ['members', 'create', '--business', businessId, '--email', 'ada@example.com', '--password-stdin'],
+      {},
+      '\n',
+    )
+    expect(result.code).toBe(2)
+    expect(result.stderr).toContain('error: --password-stdin read no password from standard input.')
+    expect(await storedMembers(businessId)).toEqual([])
+  })
+
+  test('a too short password is refused by the server (exit 1) without echoing it', async () => {
+    const businessId = await seedBusiness(service)
+    const result = await cli(
+      ['members', 'create', '--business', businessId, '--email', 'ada@example.com', '--password-stdin'],
+      {},
+      'tiny-secret\n',
+    )
+    expect(result.code).toBe(1)
+    expect(result.stdout).toBe('')
+    expect(result.stderr).toStartWith('error: invalid_request: ')
+    expect(result.stderr).toContain('password')
+    expect(result.stderr).not.toContain('tiny-secret')
+    expect(await storedMembers(businessId)).toEqual([])
+  })
+
+  test('an unknown --role is a usage error and sends nothing', async () => {
+    const businessId = await seedBusiness(service)
+    const result = await cli(['members', 'create', '--business', businessId, '--email', 'ada@example.com', '--role', 'admin'])
+    expect(result.code).toBe(2)
+    expect(result.stderr).toContain('Usage: bun run cli members create')
+    expect(result.stderr).toContain('error: --role must be "owner" or "member", not "admin".')
+    expect(await storedMembers(businessId)).toEqual([])
+  })
+
+  test('an email that is already a member answers conflict with exit 1', async () => {
+    const businessId = await seedBusiness(service)
+    await addMember(businessId, { email: 'ada@example.com' })
+    const result = await cli(['members', 'create', '--business', businessId, '--email', 'ADA@example.com'])
+    expect(result.code).toBe(1)
+    expect(result.stdout).toBe('')
+    expect(result.stderr).toStartWith('error: conflict: ')
+    expect(result.stderr).toContain('ada@example.com already exists')
+    expect(await storedMembers(businessId)).toHaveLength(1)
+  })
+
+  test('a missing --email is a usage error naming it', async () => {
+    const businessId = await seedBusiness(service)
+    const result = await cli(['members', 'create', '--business', businessId])
+    expect(result.code).toBe(2)
+    expect(result.stderr).toContain('error: members create needs --email.')
+  })
+})
+
+describe('cli members list', () => {
+  test('prints a table of id, email, role and created, and no password', async () => {
+    const businessId = await seedBusiness(service)
+    const ada = await addMember(businessId, { email: 'ada@example.com', role: 'owner' })
+    const bob = await addMember(businessId, { email: 'bob@example.com', role: 'member' })
+    const other = await seedBusiness(service, 'Other')
+    await addMember(other, { email: 'eve@example.com' })
+    const result = await cli(['members', 'list', '--business', businessId])
+    expect(result.code).toBe(0)
+    const lines = result.stdout.trim().split('\n')
+    expect(lines[0]).toMatch(/^ID\s+EMAIL\s+ROLE\s+CREATED$/)
+    expect(lines).toHaveLength(3)
+    expect(result.stdout).toMatch(new RegExp(`^${ada.id}\\s+ada@example\\.com\\s+owner\\s+\\d{4}-\\d\\d-\\d\\dT\\S+Z$`, 'm'))
+    expect(result.stdout).toMatch(new RegExp(`^${bob.id}\\s+bob@example\\.com\\s+member\\s+\\d{4}-`, 'm'))
+    expect(result.stdout).not.toContain('eve@example.com')
+    expect(result.stdout).not.toContain(PASSWORD)
+    expect(result.stdout).not.toContain('$argon2')
+  })
+
+  test('--json prints the member records without password hashes', async () => {
+    const businessId = await seedBusiness(service)
+    const ada = await addMember(businessId, { email: 'ada@example.com' })
+    const listed = await cliJson<MemberJson[]>(['members', 'list', '--business', businessId])
+    expect(listed).toEqual([
+      { id: ada.id, businessId, email: 'ada@example.com', role: 'owner', passwordSet: true, createdAt: expect.any(String) },
+    ])
+  })
+
+  test('a business without members says so', async () => {
+    const businessId = await seedBusiness(service)
+    const result = await cli(['members', 'list', '--business', businessId])
+    expect(result.code).toBe(0)
+    expect(result.stdout.trim()).toBe('No members.')
+  })
+})
+
+describe('cli members link', () => {
+  test('prints a new one-time link, shown once with its expiry, that opens the set-password page', async () => {
+    const businessId = await seedBusiness(service, 'Acme')
+    const ada = await addMember(businessId, { email: 'ada@example.com' })
+    const result = await cli(['members', 'link', ada.id])
+    expect(result.code).toBe(0)
+    expect(result.stdout).toContain(`New sign-in link for member ${ada.id}.`)
+    const expires = /^expires\s+(\S+)$/m.exec(result.stdout)?.[1]
+    expect(result.stdout).toContain(`it is shown once, works once, and expires at ${expires}.`)
+    const { status, page } = await openLink(linkIn(result.stdout))
+    expect(status).toBe(200)
+    expect(page).toContain('Choose a password')
+    expect(page).toContain('ada@example.com')
+  })
+
+  test('--json answers the link', async () => {
+    const businessId = await seedBusiness(service)
+    const ada = await addMember(businessId)
+    const answer = await cliJson<{ signInLink: { url: string; expiresAt: string } }>(['members', 'link', ada.id])
+    expect(answer.signInLink.url).toStartWith(`${baseUrl}/dashboard/sign-in/link?token=`)
+    expect(Date.parse(answer.signInLink.expiresAt)).toBeGreaterThan(Date.now())
+    expect((await openLink(answer.signInLink.url)).status).toBe(200)
+  })
+
+  test('an unknown member answers not_found with exit 1', async () => {
+    const result = await cli(['members', 'link', crypto.randomUUID()])
+    expect(result.code).toBe(1)
+    expect(result.stdout).toBe('')
+    expect(result.stderr).toStartWith('error: not_found: ')
+  })
+
+  test('takes exactly one member id', async () => {
+    const result = await cli(['members', 'link'])
+    expect(result.code).toBe(2)
+    expect(result.stderr).toContain('error: members link takes one MEMBER_ID.')
+  })
+})
+
+describe('cli members remove', () => {
+  test('removes the member: gone from members list, their session and sign-in link end', async () => {
+    const businessId = await seedBusiness(service)
+    const ada = await addMember(businessId, { email: 'ada@example.com' })
+    const bob = await addMember(businessId, { email: 'bob@example.com', role: 'member' })
+    const signedIn = await trySignIn(service, 'ada@example.com', PASSWORD)
+    const cookie = cookieFrom(signedIn, 'keygate_session')!
+    expect((await getPage(service, KEYS, { cookie })).status).toBe(200)
+    const link = linkIn((await cli(['members', 'link', ada.id])).stdout)
+
+    const result = await cli(['members', 'remove', ada.id])
+    expect(result.code).toBe(0)
+    expect(result.stderr).toBe('')
+    expect(result.stdout).toContain(`Removed member ${ada.id}`)
+
+    const listed = await cli(['members', 'list', '--business', businessId])
+    expect(listed.stdout).not.toContain(ada.id)
+    expect(listed.stdout).toContain(bob.id)
+    const afterRemoval = await getPage(service, KEYS, { cookie })
+    expect(afterRemoval.status).toBe(303)
+    expect(afterRemoval.headers.get('location')).toStartWith('/dashboard/sign-in?')
+    expect((await openLink(link)).status).toBe(410)
+  })
+
+  test('--json acknowledges the removal', async () => {
+    const businessId = await seedBusiness(service)
+    const ada = await addMember(businessId)
+    expect(await cliJson(['members', 'remove', ada.id])).toEqual({ id: ada.id, removed: true })
+    expect(await storedMembers(businessId)).toEqual([])
+  })
+
+  test('an unknown member answers not_found with exit 1', async () => {
+    const result = await cli(['members', 'remove', crypto.randomUUID()])
+    expect(result.code).toBe(1)
+    expect(result.stderr).toStartWith('error: not_found: ')
+  })
+})
+
 describe('cli connection and usage', () => {
   test('--url and --token take precedence over the environment', async () => {
     await seedBusiness(service, 'Acme')
@@ -342,7 +616,10 @@ describe('cli connection and usage', () => {
   test('help prints every command on stdout', async () => {
     const result = await cli(['help'])
     expect(result.code).toBe(0)
-    for (const command of ['businesses create', 'businesses list', 'keys create', 'keys list', 'keys show', 'keys update', 'keys revoke', 'flows create']) {
+    for (const command of [
+      'businesses create', 'businesses list', 'keys create', 'keys list', 'keys show', 'keys update', 'keys revoke',
+      'flows create', 'members create', 'members list', 'members link', 'members remove',
+    ]) {
       expect(result.stdout).toContain(`  ${command}`)
     }
   })

@@ -51,6 +51,32 @@ export interface Flow {
   createdAt: string
 }
 
+export interface Member {
+  id: string
+  businessId: string
+  email: string
+  role: 'owner' | 'member'
+  passwordSet: boolean
+  createdAt: string
+}
+
+/** Works once, until expiresAt; the member chooses a password on it. */
+export interface SignInLink {
+  url: string
+  expiresAt: string
+}
+
+/** The create answer: a sign-in link when no password was given. */
+export interface CreatedMember extends Member {
+  signInLink?: SignInLink
+}
+
+export interface NewMember {
+  email: string
+  password?: string
+  role: 'owner' | 'member'
+}
+
 export interface NewKey {
   type: 'public' | 'private'
   name: string
@@ -113,6 +139,12 @@ export function createAdminClient(baseUrl: string, token: string) {
     revokeKey: (keyId: string) => request<void>('DELETE', `/keys/${id(keyId)}`),
     createFlow: (businessId: string, name: string) =>
       request<Flow>('POST', `/businesses/${id(businessId)}/flows`, { name }),
+    createMember: (businessId: string, member: NewMember) =>
+      request<CreatedMember>('POST', `/businesses/${id(businessId)}/members`, member),
+    listMembers: (businessId: string) => request<{ data: Member[] }>('GET', `/businesses/${id(businessId)}/members`),
+    issueSignInLink: (memberId: string) =>
+      request<{ signInLink: SignInLink }>('POST', `/members/${id(memberId)}/sign-in-link`),
+    removeMember: (memberId: string) => request<void>('DELETE', `/members/${id(memberId)}`),
   }
 }
 

@@ -2,7 +2,17 @@ import { readFileSync } from 'node:fs'
 import { userInfo } from 'node:os'
 import { PUBLIC_KEY_SCOPES, SCOPES } from '../access/scopes.ts'
 import type { AdminClient, KeyChanges } from './admin-client.ts'
-import { businessDetails, businessTable, flowDetails, keyDetails, keyTable, recordLines } from './output.ts'
+import {
+  businessDetails,
+  businessTable,
+  flowDetails,
+  keyDetails,
+  keyTable,
+  memberDetails,
+  memberTable,
+  recordLines,
+  signInLinkLines,
+} from './output.ts'
 
 /** A mistake in the command line itself: the CLI answers with the help and exit status 2. */
 export class UsageError extends Error {}
@@ -17,9 +27,11 @@ export type OptionValues = Record<string, string | boolean | (string | boolean)[
 
 export interface CommandInput {
   options: OptionValues
-  /** The command's one positional argument (a key id), when it takes one. */
+  /** The command's one positional argument (a key or member id), when it takes one. */
   target: string | undefined
   api: AdminClient
+  /** All of standard input, read only by a command that asks for it. */
+  readStdin: () => Promise<string>
 }
 
 /** What a command answers: the JSON for `--json` and the text for people. */
@@ -182,6 +194,86 @@ export const commands: Command[] = [
       return { json: flow, text: `Created flow "${flow.name}".\n${flowDetails(flow)}` }
     },
   },
+  {
+    name: 'members create',
+    usage: '--business ID --email EMAIL [--role owner|member] [--password-stdin]',
+    summary: 'Add a dashboard member; without a password, print a one-time sign-in link.',
+    // `password` exists only to refuse it with advice instead of "Unknown option".
+    options: {
+      business: { type: 'string' },
+      email: { type: 'string' },
+      role: { type: 'string' },
+      'password-stdin': { type: 'boolean' },
+      password: { type: 'string' },
+    },
+    required: ['business', 'email'],
+    async run({ options, api, readStdin }) {
+      if (options.password !== undefined) {
+        throw new UsageError(
+          'members create takes no --password: arguments are visible to other users in the process list. ' +
+            'Pipe it in with --password-stdin, or leave it out to get a one-time sign-in link.',
+        )
+      }
+      const role = text(options, 'role') ?? 'member'
+      if (role !== 'owner' && role !== 'member') {
+        throw new UsageError(`--role must be "owner" or "member", not "${role}".`)
+      }
+      let password: string | undefined
+      if (options['password-stdin'] === true) {
+        password = withoutLineEnd(await readStdin())
+        if (password === '') throw new UsageError('--password-stdin read no password from standard input.')
+      }
+      const created = await api.createMember(text(options, 'business')!, {
+        email: text(options, 'email')!,
+        role,
+        ...(password === undefined ? {} : { password }),
+      })
+      const { signInLink, ...member } = created
+      return {
+        json: created,
+        text: [
+          `Created ${member.role} ${member.email}.`,
+          memberDetails(member),
+          ...(signInLink ? ['', signInLinkLines(signInLink)] : ['', 'They sign in with their email and the password given.']),
+        ].join('\n'),
+      }
+    },
+  },
+  {
+    name: 'members list',
+    usage: '--business ID',
+    summary: "List a business's dashboard members, oldest first.",
+    options: { business: { type: 'string' } },
+    required: ['business'],
+    async run({ options, api }) {
+      const { data } = await api.listMembers(text(options, 'business')!)
+      return { json: data, text: memberTable(data) }
+    },
+  },
+  {
+    name: 'members link',
+    usage: 'MEMBER_ID',
+    summary: 'Print a new one-time sign-in link, e.g. for a forgotten password.',
+    target: 'MEMBER_ID',
+    options: {},
+    required: [],
+    async run({ target, api }) {
+      const { signInLink } = await api.issueSignInLink(target!)
+      return { json: { signInLink }, text: `New sign-in link for member ${target}.\n${signInLinkLines(signInLink)}` }
+    },
+  },
+  {
+    name: 'members remove',
+    usage: 'MEMBER_ID',
+    summary: 'Remove a dashboard member; their sessions and sign-in links end at once.',
+    target: 'MEMBER_ID',
+    options: {},
+    required: [],
+    async run({ target, api }) {
+      await api.removeMember(target!)
+      return { json: { id: target, removed: true }, text: `Removed member ${target}; their sessions and sign-in links ended.` }
+    },
+  },
 ]
 
 export const globalOptions = {
@@ -197,7 +289,7 @@ export function commandHelp(command: Command): string {
 
 export function helpText(): string {
   const usage = commands.map((c) => `  ${c.name}${c.usage ? ' ' + c.usage : ''}\n      ${c.summary}`)
-  return `keygate operator CLI: businesses, keys and flows through the admin API (/admin/v0).
+  return `keygate operator CLI: businesses, keys, flows and dashboard members, through /admin/v0.
 
 Usage: bun run cli <command> [options]
 
@@ -221,6 +313,13 @@ and needs at least one --origin: *, example.com (and its subdomains), app.exampl
 https://app.example.com:8443 or localhost:3000. A private key takes no --origin.
 --created-by defaults to the operating-system user.
 
+Members: --role defaults to member. A password is never an argument: --password-stdin
+reads it from standard input (one trailing newline is dropped), e.g.
+  bun run cli members create --business ID --email ada@example.com --password-stdin < pw.txt
+Without it the answer carries a one-time sign-in link on which the member chooses a
+password. A link is shown once, works once and expires at the time printed with it;
+members link issues another (using one ends the member's other dashboard sessions).
+
 Exit status: 0 done, 1 the server refused (its error code and message are printed) or
 could not be reached, 2 a usage error.`
 }
@@ -237,6 +336,11 @@ function wrap(words: string, indent: string, width = 88): string {
   }
   lines.push(line.trimEnd())
   return lines.join('\n')
+}
+
+/** `echo secret |` and files end with a newline that is not part of the password. */
+function withoutLineEnd(input: string): string {
+  return input.replace(/\r?\n$/, '')
 }
 
 function text(options: OptionValues, name: string): string | undefined {

@@ -1,4 +1,4 @@
-import type { Business, Flow, KeyRecord } from './admin-client.ts'
+import type { Business, Flow, KeyRecord, Member, SignInLink } from './admin-client.ts'
 
 /**
  * Human output of the CLI: aligned "label  value" lines for one record, a table for
@@ -88,4 +88,36 @@ export function flowDetails(flow: Flow): string {
     ['name', flow.name],
     ['created', time(flow.createdAt)],
   ])
+}
+
+export function memberDetails(member: Member): string {
+  return recordLines([
+    ['id', member.id],
+    ['business', member.businessId],
+    ['email', member.email],
+    ['role', member.role],
+    ['password', member.passwordSet ? 'set' : 'not set yet (chosen on a sign-in link)'],
+    ['created', time(member.createdAt)],
+  ])
+}
+
+export function memberTable(members: Member[]): string {
+  if (members.length === 0) return 'No members.'
+  return table(
+    ['ID', 'EMAIL', 'ROLE', 'CREATED'],
+    members.map((m) => [m.id, m.email, m.role, time(m.createdAt)]),
+  )
+}
+
+/** The link and the warning that goes with it: nothing else ever shows it again. */
+export function signInLinkLines(link: SignInLink): string {
+  return [
+    recordLines([
+      ['SIGN-IN LINK', link.url],
+      ['expires', time(link.expiresAt)],
+    ]),
+    '',
+    `Send this link to the member now: it is shown once, works once, and expires at ${time(link.expiresAt)}.`,
+    'On it they choose their password. Lost or expired? Issue another: bun run cli members link MEMBER_ID',
+  ].join('\n')
 }
