@@ -92,13 +92,16 @@ export function createAccessPlugin(deps: {
 /**
  * 413 and 415 come after the key checks (an anonymous caller learns nothing) and before
  * parsing. A body with a Content-Length is left to Elysia's parser; one without (chunked)
- * is read here, stopping at the limit, and its parsed value becomes the body.
+ * is read here, stopping at the limit, and its parsed value becomes the body. No body
+ * at all becomes null.
  */
-function screenBody(request: Request): undefined | Promise<unknown> {
-  if (request.body === null) return undefined
+function screenBody(request: Request): null | undefined | Promise<unknown> {
+  // No body at all: answer null so the JSON parser named after this hook is not run on
+  // nothing (it would refuse an empty body even where the route takes none).
+  if (request.body === null) return null
   const length = request.headers.get('content-length')
   if (length !== null && Number(length) > MAX_BODY_BYTES) throw tooLarge(`${length} bytes`)
-  if (length === '0') return undefined
+  if (length === '0') return null
   const type = request.headers.get('content-type')
   if (type === null || !/^application\/json\s*(;|$)/i.test(type)) {
     throw new ApiError(
