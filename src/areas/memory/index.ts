@@ -1,7 +1,91 @@
 import { Elysia } from 'elysia'
 import type { AreaDeps } from '../deps.ts'
+import { assertStorableJson, IdParams, strictBody } from '../blog/validation.ts'
+import {
+  DocumentChanges,
+  ListQuery,
+  MAX_METADATA_BYTES,
+  MEMORY_PAGE_DEFAULT,
+  MemoryDocument,
+  MemoryPage,
+  NewDocument,
+} from './model.ts'
+import { createDocument, deleteDocument, getDocument, listDocuments, updateDocument } from './service.ts'
 
-// Placeholder until the area lands: no routes yet.
-export function memoryRoutes({ access }: AreaDeps) {
-  return new Elysia({ name: 'area/memory', prefix: '/api/v0' }).use(access)
+const READ = { scope: 'MEMORY_READ', public: false } as const
+const WRITE = { scope: 'MEMORY_WRITE', public: false } as const
+
+const newDocument = strictBody(NewDocument)
+const documentChanges = strictBody(DocumentChanges)
+
+/** The checks of the body as sent, then the limits a schema cannot state for free-form JSON. */
+function checkBody(strict: typeof newDocument | typeof documentChanges) {
+  return (context: { body: unknown }) => {
+    strict.transform(context)
+    const { metadata } = context.body as { metadata?: unknown }
+    if (metadata !== undefined) assertStorableJson(metadata, 'metadata', MAX_METADATA_BYTES)
+  }
+}
+
+/**
+ * Memory documents: text a backend stores and finds again by full-text search. Private
+ * keys only (no route here is in the public set); every query is scoped to the key's
+ * business.
+ */
+export function memoryRoutes({ db, access }: AreaDeps) {
+  return new Elysia({ name: 'area/memory', prefix: '/api/v0/memory', detail: { tags: ['memory'] } })
+    .use(access)
+    .post(
+      '',
+      async ({ body, set, access: { key } }) => {
+        const document = await createDocument(db, key.businessId, body)
+        set.status = 201
+        return document
+      },
+      {
+        access: WRITE,
+        body: newDocument.schema,
+        transform: checkBody(newDocument),
+        response: { 201: MemoryDocument },
+        detail: { summary: 'Store a document' },
+      },
+    )
+    .get(
+      '',
+      ({ query, access: { key } }) =>
+        listDocuments(db, key.businessId, {
+          q: query.q,
+          cursor: query.cursor,
+          limit: query.limit === undefined ? MEMORY_PAGE_DEFAULT : Number(query.limit),
+        }),
+      {
+        access: READ,
+        query: ListQuery,
+        response: MemoryPage,
+        detail: { summary: 'List documents, newest first, or search them with `q` (ranked by relevance)' },
+      },
+    )
+    .get('/:id', ({ params, access: { key } }) => getDocument(db, key.businessId, params.id), {
+      access: READ,
+      params: IdParams,
+      response: MemoryDocument,
+      detail: { summary: 'Show a document' },
+    })
+    .patch('/:id', ({ params, body, access: { key } }) => updateDocument(db, key.businessId, params.id, body), {
+      access: WRITE,
+      params: IdParams,
+      body: documentChanges.schema,
+      transform: checkBody(documentChanges),
+      response: MemoryDocument,
+      detail: { summary: 'Change a document; metadata, when sent, replaces the stored object' },
+    })
+    .delete(
+      '/:id',
+      async ({ params, set, access: { key } }) => {
+        await deleteDocument(db, key.businessId, params.id)
+        set.status = 204
+        return null
+      },
+      { access: WRITE, params: IdParams, detail: { summary: 'Delete a document' } },
+    )
 }

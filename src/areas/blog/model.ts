@@ -1,0 +1,122 @@
+import { t } from 'elysia'
+import { CursorQuery, describe, limitQuery, pageSchema, Text, Uuid } from './validation.ts'
+
+export const BLOG_PAGE_DEFAULT = 20
+export const MAX_TAGS_PER_BLOG = 20
+
+/**
+ * A slug: lower-case words joined by single hyphens. A slug shaped like a UUID is refused,
+ * so that `/blog/blogs/:id` can take either an id or a slug without ambiguity.
+ */
+export const Slug = t.String({
+  minLength: 1,
+  maxLength: 100,
+  pattern: '^(?![0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$)[a-z0-9]+(?:-[a-z0-9]+)*$',
+  error: 'must be 1-100 characters of lower-case letters and digits in words joined by single hyphens, like "hello-world" (not shaped like a UUID)',
+})
+
+/** A path or body reference by id or slug. */
+export const IdOrSlug = t.String({
+  minLength: 1,
+  maxLength: 100,
+  pattern: '^[A-Za-z0-9-]+$',
+  error: 'must be an id (UUID) or a slug like "hello-world"',
+})
+
+export const IdOrSlugParams = t.Object({ id: IdOrSlug })
+
+const Status = t.Union([t.Literal('draft'), t.Literal('published')], { error: 'must be "draft" or "published"' })
+const DateTime = t.String({ format: 'date-time', error: 'must be an ISO-8601 date-time like "2025-01-31T09:00:00Z"' })
+
+const blogFields = {
+  slug: Slug,
+  title: Text({ minLength: 1, maxLength: 200 }),
+  excerpt: t.Optional(Text({ maxLength: 1000, description: 'A short summary for lists; "" when left out.' })),
+  content: Text({ maxLength: 100_000, description: 'The post body, as you render it (Markdown, HTML...).' }),
+  authorId: t.Optional(t.Nullable(describe(Uuid, 'An author of this business, or null.'))),
+  tags: t.Optional(
+    t.Array(IdOrSlug, {
+      maxItems: MAX_TAGS_PER_BLOG,
+      error: `must be a list of at most ${MAX_TAGS_PER_BLOG} tag ids or slugs`,
+      description: 'Tags of this business, by id or slug, in display order; they must exist.',
+    }),
+  ),
+  status: t.Optional(Status),
+  publishedAt: t.Optional(
+    t.Nullable(
+      describe(
+        DateTime,
+        'When the post is (or was) published. Set to now when a post is published without one. Public keys see a published post only once this time has come.',
+      ),
+    ),
+  ),
+}
+
+export const NewBlog = t.Object(blogFields)
+export const BlogChanges = t.Partial(t.Object(blogFields), {
+  minProperties: 1,
+  error: 'must change at least one field (slug, title, excerpt, content, authorId, tags, status, publishedAt)',
+})
+
+const authorFields = {
+  name: Text({ minLength: 1, maxLength: 200 }),
+  slug: Slug,
+  bio: t.Optional(t.Nullable(Text({ maxLength: 5000 }))),
+}
+export const NewAuthor = t.Object(authorFields)
+export const AuthorChanges = t.Partial(t.Object(authorFields), {
+  minProperties: 1,
+  error: 'must change at least one field (name, slug, bio)',
+})
+
+const tagFields = { name: Text({ minLength: 1, maxLength: 100 }), slug: Slug }
+export const NewTag = t.Object(tagFields)
+export const TagChanges = t.Partial(t.Object(tagFields), {
+  minProperties: 1,
+  error: 'must change at least one field (name, slug)',
+})
+
+export const BlogListQuery = t.Object({
+  tag: t.Optional(describe(Slug, 'Only posts carrying the tag with this slug.')),
+  author: t.Optional(describe(Slug, 'Only posts by the author with this slug.')),
+  status: t.Optional(describe(Status, 'Filter by status (private keys); public keys see published posts only.')),
+  limit: limitQuery(BLOG_PAGE_DEFAULT),
+  cursor: CursorQuery,
+})
+
+export const PageQuery = t.Object({ limit: limitQuery(BLOG_PAGE_DEFAULT), cursor: CursorQuery })
+
+const Ref = t.Object({ id: t.String(), slug: t.String(), name: t.String() })
+
+export const Author = t.Object({
+  id: t.String(),
+  name: t.String(),
+  slug: t.String(),
+  bio: t.Nullable(t.String()),
+  createdAt: t.String(),
+  updatedAt: t.String(),
+})
+
+export const Tag = t.Object({ id: t.String(), name: t.String(), slug: t.String(), createdAt: t.String(), updatedAt: t.String() })
+
+export const Blog = t.Object({
+  id: t.String(),
+  slug: t.String(),
+  title: t.String(),
+  excerpt: t.String(),
+  content: t.String(),
+  status: Status,
+  publishedAt: t.Nullable(t.String()),
+  authorId: t.Nullable(t.String()),
+  author: t.Nullable(Ref),
+  tags: t.Array(Ref),
+  createdAt: t.String(),
+  updatedAt: t.String(),
+})
+
+export const BlogPage = pageSchema(Blog)
+export const AuthorPage = pageSchema(Author)
+export const TagPage = pageSchema(Tag)
+
+export type NewBlogInput = typeof NewBlog.static
+export type BlogChangesInput = typeof BlogChanges.static

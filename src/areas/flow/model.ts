@@ -1,0 +1,45 @@
+import { t } from 'elysia'
+import { FLOW_RUN_STATUSES } from '../../../db/schema/index.ts'
+import { describe, Uuid } from '../blog/validation.ts'
+
+export const MAX_INPUT_BYTES = 64 * 1024
+
+export const FlowParams = t.Object({ id: describe(Uuid, 'The flow id the operator got from POST /admin/v0/businesses/:id/flows.') })
+export const RunParams = t.Object({ id: Uuid, runId: Uuid })
+
+/** The trigger's body; it may also be left out entirely. */
+export const TriggerBody = t.Object({
+  input: t.Optional(
+    t.Record(t.String(), t.Unknown(), {
+      maxProperties: 100,
+      error: 'must be a JSON object with at most 100 properties',
+      description: `Whatever the flow needs: a JSON object, at most 100 top-level properties, 8 levels deep, ${MAX_INPUT_BYTES / 1024} KiB.`,
+    }),
+  ),
+})
+
+export const TriggerHeaders = t.Object({
+  'idempotency-key': t.Optional(
+    t.String({
+      minLength: 1,
+      maxLength: 255,
+      pattern: '^[\\x20-\\x7E]+$',
+      error: 'must be 1-255 printable ASCII characters',
+      description: 'A retry with the same key within 24 h answers the first run instead of starting another.',
+    }),
+  ),
+})
+
+const Status = t.UnionEnum(FLOW_RUN_STATUSES)
+
+export const Triggered = t.Object({ runId: t.String(), status: Status })
+
+export const FlowRun = t.Object({
+  id: t.String(),
+  flowId: t.String(),
+  status: Status,
+  input: t.Nullable(t.Record(t.String(), t.Unknown())),
+  idempotencyKey: t.Nullable(t.String()),
+  keyId: t.String({ description: 'The API key that triggered the run.' }),
+  createdAt: t.String(),
+})
