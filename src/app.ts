@@ -12,7 +12,7 @@ import { preflight, type RouteShape } from './http/cors.ts'
 import { errorHandling } from './http/errors.ts'
 import { healthRoutes } from './http/health.ts'
 import { apiReference } from './http/openapi.ts'
-import { requestContext } from './http/request-context.ts'
+import { stampRequestId } from './http/request-context.ts'
 import { createKeyService } from './keys/service.ts'
 
 export interface AppOptions {
@@ -41,16 +41,18 @@ export function createApp(options: AppOptions) {
 
   // The preflight answers with each route's methods: it reads the final route list.
   let routes: readonly RouteShape[] = []
-  const app = new Elysia()
-    .use(requestContext)
-    .use(errorHandling(options.log))
+  // Everything outside /api/v0 gets its request id from one local hook; API routes stamp
+  // theirs in the access chain's first hook.
+  const surfaces = new Elysia({ name: 'surfaces' })
+    .onTransform(stampRequestId)
     .use(healthRoutes(options.database.ping))
     .use(apiReference)
     .use(preflight(() => routes))
     .use(adminRoutes({ db, keys, adminToken: options.adminToken }))
-    .use(apiAreas(area))
     .use(sdkRoutes())
     .use(dashboardRoutes({ db, keys }))
+
+  const app = new Elysia().use(errorHandling(options.log)).use(surfaces).use(apiAreas(area))
 
   routes = app.routes
 

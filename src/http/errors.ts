@@ -1,5 +1,6 @@
 import { Elysia, ValidationError } from 'elysia'
 import { ApiError, errorBody, type ErrorCode } from '../errors.ts'
+import { API_PREFIX, stampApiAnswer, stampRequestId } from './request-context.ts'
 
 /** Paths the seed mentions that are not routes, with the canonical path to use instead. */
 const VARIANT_PATHS: Record<string, string> = {
@@ -16,8 +17,11 @@ export function errorHandling(log: (line: string) => void = console.error) {
   return new Elysia({ name: 'error-handling' }).onError(
     { as: 'global' },
     function renderError({ code, error, set, request, path }) {
+      // A failure before any route hook (an unknown path, say) is not stamped yet.
+      if (path.startsWith(API_PREFIX)) stampApiAnswer(set, request.headers.get('origin'))
+      else stampRequestId({ set })
       const headers = set.headers as Record<string, string>
-      const requestId = headers['x-request-id'] ?? ''
+      const requestId = headers['x-request-id']!
       const failure = describe(code, error, request.method, path)
       if (failure.code === 'internal_error') {
         log(`request ${requestId} ${request.method} ${path} failed: ${summarise(error)}`)

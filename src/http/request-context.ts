@@ -1,5 +1,3 @@
-import { Elysia } from 'elysia'
-
 // Unique across instances (random per process), cheap per request (a counter).
 const processTag = Buffer.from(crypto.getRandomValues(new Uint8Array(6))).toString('base64url')
 let counter = 0
@@ -12,29 +10,32 @@ export function nextRequestId(): string {
 export const EXPOSED_HEADERS =
   'X-Request-Id, Retry-After, RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset, Idempotent-Replayed'
 
-const API_PREFIX = '/api/v0/'
+export const API_PREFIX = '/api/v0/'
+
+type HeaderSet = { headers: Record<string, string | number> }
 
 /**
- * Every answer carries X-Request-Id. API answers, errors included, echo the Origin so page
- * code can read them: CORS only makes answers readable; who may call is decided by the
- * key's allowed origins (src/access/origin.ts). No credentials are ever allowed.
- * Written by hand rather than with @elysiajs/cors: see README, "Why CORS is hand-written".
+ * Every answer carries X-Request-Id. Routes stamp it in their first hook rather than in a
+ * global onRequest: a global hook costs every request, and measured with wrk it took the
+ * whoami ratio against bare Elysia from 0.69 down to 0.53 (see bench/README.md).
+ * src/http/errors.ts stamps what a failure before any hook left unstamped.
  */
-export const requestContext = new Elysia({ name: 'request-context' }).onRequest(
-  function stampRequest({ request, set }) {
-    const headers = set.headers as Record<string, string>
-    headers['x-request-id'] = nextRequestId()
-    const origin = request.headers.get('origin')
-    if (origin !== null && isApiUrl(request.url)) {
-      headers['access-control-allow-origin'] = origin
-      headers['access-control-expose-headers'] = EXPOSED_HEADERS
-      headers.vary = 'Origin'
-    }
-  },
-)
+export function stampRequestId({ set }: { set: HeaderSet }): void {
+  set.headers['x-request-id'] ??= nextRequestId()
+}
 
-function isApiUrl(url: string): boolean {
-  // The path starts after "scheme://host"; avoid building a URL object per request.
-  const pathStart = url.indexOf('/', url.indexOf('//') + 2)
-  return pathStart !== -1 && url.startsWith(API_PREFIX, pathStart)
+/**
+ * API answers, errors included, also echo the Origin so page code can read them: CORS
+ * only makes answers readable; who may call is decided by the key's allowed origins
+ * (src/access/origin.ts). No credentials are ever allowed. Written by hand rather than
+ * with @elysiajs/cors: see README, "Why CORS is hand-written".
+ */
+export function stampApiAnswer(set: HeaderSet, origin: string | null): void {
+  const headers = set.headers
+  headers['x-request-id'] ??= nextRequestId()
+  if (origin !== null) {
+    headers['access-control-allow-origin'] = origin
+    headers['access-control-expose-headers'] = EXPOSED_HEADERS
+    headers.vary = 'Origin'
+  }
 }

@@ -3,7 +3,6 @@ import { createKeyStore, type KeyStoreOptions } from '../../src/access/key-store
 import { createLastUsedRecorder } from '../../src/access/last-used.ts'
 import { createAccessPlugin } from '../../src/access/plugin.ts'
 import { errorHandling } from '../../src/http/errors.ts'
-import { requestContext } from '../../src/http/request-context.ts'
 import { createKeyService } from '../../src/keys/service.ts'
 import { testDatabase } from './database.ts'
 
@@ -20,7 +19,6 @@ export async function chainApp(options: { now?: () => number; keyCache?: KeyStor
   const access = createAccessPlugin({ keys: keyStore, lastUsed, now: options.now })
   const reached: string[] = []
   const app = new Elysia()
-    .use(requestContext)
     .use(errorHandling(options.log ?? (() => {})))
     .use(access)
     .get('/api/v0/public-read', ({ access }) => (reached.push('public-read'), { keyId: access.key.id }), {
