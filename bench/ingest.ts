@@ -13,7 +13,7 @@
  * over the time until then. `count(distinct xmin)` tells how many transactions (group
  * commits) wrote the rows.
  *
- * Environment: DATABASE_URL (default postgres://postgres@127.0.0.1:5432/h_audience),
+ * Environment: DATABASE_URL (default postgres://postgres@127.0.0.1:5432/bench),
  * BENCH_SECONDS (measured seconds per level), BENCH_EVENTS (events per request, default 1).
  * Every wait is bounded: a run that never completes its budget ends at its wrk deadline
  * and is reported as such.
@@ -31,7 +31,7 @@ const ORIGIN = 'https://shop.example.com'
 const ALLOWED_ORIGIN = 'example.com'
 
 const root = join(import.meta.dir, '..')
-const databaseUrl = process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/h_audience'
+const databaseUrl = process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/bench'
 
 // Counters are globals so that done() can read them from every thread with thread:get().
 const WRK_SCRIPT = `
