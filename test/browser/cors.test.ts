@@ -1,3 +1,4 @@
+import { chromiumMissing } from '../support/chromium.ts'
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'bun:test'
 import { seedBusiness, seedKey } from '../support/service.ts'
 import { BROWSER_TEST_TIMEOUT, blankPage, openPage, startHarness, type Harness, type OpenedPage } from './support.ts'
@@ -10,11 +11,12 @@ let harness: Harness
 let opened: OpenedPage | undefined
 
 beforeAll(async () => {
+  if (chromiumMissing) return
   harness = await startHarness()
   harness.setPage('/blank', blankPage)
 }, BROWSER_TEST_TIMEOUT)
 
-beforeEach(() => harness.resetClock())
+beforeEach(() => harness?.resetClock())
 
 afterAll(async () => {
   await opened?.close()
@@ -60,7 +62,7 @@ async function publicKey(options: { expiresAt?: string } = {}) {
   return { key, keyId: record.id, businessId }
 }
 
-describe('CORS from a real page (headless Chromium)', () => {
+describe.skipIf(chromiumMissing)('CORS from a real page (headless Chromium)', () => {
   test('an allowed page reads the 200 JSON body of whoami', async () => {
     const { key, keyId, businessId } = await publicKey()
     const page = await openBlank(harness.allowedOrigin)

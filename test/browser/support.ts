@@ -1,5 +1,6 @@
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core'
+import type { Browser, BrowserContext, Page } from 'playwright-core'
 import type { Service } from '../../src/app.ts'
+import { launchChromium } from '../support/chromium.ts'
 import { testService } from '../support/service.ts'
 
 /**
@@ -8,16 +9,6 @@ import { testService } from '../support/service.ts'
  * Debian's headless Chromium driven by playwright-core.
  */
 
-const CHROMIUM_ARGS = [
-  '--headless=new',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-]
 
 export interface Harness {
   service: Service
@@ -55,7 +46,7 @@ export async function startHarness(): Promise<Harness> {
 
   let browser: Browser
   try {
-    browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: CHROMIUM_ARGS, timeout: 20_000 })
+    browser = await launchChromium()
   } catch (error) {
     await Promise.all([allowedPages.stop(true), refusedPages.stop(true), service.app.stop(true)])
     throw error

@@ -4,7 +4,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { eq } from 'drizzle-orm'
-import { chromium, type Browser, type Page } from 'playwright-core'
+import type { Browser, Page } from 'playwright-core'
+import { chromiumMissing, launchChromium } from '../support/chromium.ts'
 import { apiKeys } from '../../db/schema/index.ts'
 import type { Service } from '../../src/app.ts'
 import { testDatabase } from '../support/database.ts'
@@ -31,6 +32,7 @@ let dashboard: string
 let siteOrigin: string
 
 beforeAll(async () => {
+  if (chromiumMissing) return
   service = await testService()
   service.app.listen({ port: 0, hostname: '127.0.0.1' })
   dashboard = `http://localhost:${service.app.server!.port}`
@@ -40,11 +42,7 @@ beforeAll(async () => {
     fetch: () => new Response('<!doctype html><title>Customer site</title><p>shop</p>', { headers: { 'content-type': 'text/html' } }),
   })
   siteOrigin = `http://localhost:${site.port}`
-  browser = await chromium.launch({
-    executablePath: '/usr/bin/chromium',
-    args: ['--headless=new', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-    timeout: 30_000,
-  })
+  browser = await launchChromium(30_000)
 })
 
 afterAll(async () => {
@@ -87,7 +85,7 @@ async function whoamiFromSite(key: string): Promise<{ status: number; body: Reco
   }
 }
 
-describe('the dashboard in a browser', () => {
+describe.skipIf(chromiumMissing)('the dashboard in a browser', () => {
   test(
     'a member creates a public key, copies it, uses it from an allowed origin, then revokes it',
     async () => {
