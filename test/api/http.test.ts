@@ -62,6 +62,38 @@ describe('CORS on answers', () => {
   })
 })
 
+describe('request ids', () => {
+  // API routes stamp in the chain's first hook, other surfaces in one local hook, and
+  // failures before any hook in the error renderer: every kind of answer is covered here.
+  const answers: [string, string, RequestInit][] = [
+    ['health', '/healthz', {}],
+    ['readiness', '/readyz', {}],
+    ['API reference', '/openapi', {}],
+    ['tracking snippet', '/sdk/v0.js', {}],
+    ['dashboard redirect', '/dashboard', {}],
+    ['dashboard page', '/dashboard/sign-in', {}],
+    ['unknown path', '/nothing', {}],
+    ['unknown API path', '/api/v0/nothing', {}],
+    ['preflight', '/api/v0/whoami', { method: 'OPTIONS', headers: { origin: 'https://x.io' } }],
+    ['admin success', '/admin/v0/businesses', { method: 'POST', headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' }, body: '{"name":"A"}' }],
+    ['admin refusal', '/admin/v0/businesses', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"name":"A"}' }],
+    ['admin bad JSON', '/admin/v0/businesses', { method: 'POST', headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' }, body: '{bad' }],
+    ['API refusal before parsing', '/api/v0/analytics', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{bad' }],
+  ]
+  test.each(answers)('the %s answer carries X-Request-Id', async (_, path, init) => {
+    const service = await testService()
+    const response = await service.app.handle(new Request(`http://localhost${path}`, init))
+    expect(response.headers.get('x-request-id')).toMatch(/^req_[A-Za-z0-9_-]+$/)
+  })
+
+  test('request ids differ from one answer to the next', async () => {
+    const service = await testService()
+    const ids = new Set<string | null>()
+    for (let i = 0; i < 20; i++) ids.add((await call(service, '/healthz')).headers.get('x-request-id'))
+    expect(ids.size).toBe(20)
+  })
+})
+
 describe('not found', () => {
   test('an unknown route answers 404 not_found in the envelope', async () => {
     const service = await testService()
