@@ -1,8 +1,8 @@
 import { Elysia, type Static } from 'elysia'
 import type { AccessContext } from '../../access/plugin.ts'
-import { decodeCursor, pageSize, toPage } from '../audience/paging.ts'
-import { assertStorable, fieldPath, invalidField, recordPath } from '../audience/validation.ts'
 import type { AreaDeps } from '../deps.ts'
+import { decodePosition, pageSize, positionCursor, toPage } from '../shared/paging.ts'
+import { assertStorable, fieldPath, invalidField, recordPath } from '../shared/validation.ts'
 import { createGroupCommitter } from './group-commit.ts'
 import {
   Accepted,
@@ -55,10 +55,10 @@ export function analyticsRoutes({ db, access, onShutdown }: AreaDeps) {
           type: query.type,
           from,
           to,
-          after: decodeCursor(query.cursor),
+          after: decodePosition(query.cursor),
           limit,
         })
-        return toPage(rows, limit, (row) => ({ at: row.occurredAt, id: row.id }), toEventRecord)
+        return toPage(rows, limit, (row) => positionCursor(row.occurredAt, row.id), toEventRecord)
       },
       {
         access: { scope: 'ANALYTICS_READ', public: false },

@@ -1,6 +1,6 @@
 import { t } from 'elysia'
-import { CursorQuery, limitQuery, pageSchema } from '../audience/paging.ts'
-import { oneOrBatch, PropertyBag } from '../audience/validation.ts'
+import { CursorQuery, limitQuery, pageSchema } from '../shared/paging.ts'
+import { oneOrBatch, PropertyBag } from '../shared/validation.ts'
 
 export const MAX_EVENTS_PER_REQUEST = 500
 
@@ -67,7 +67,7 @@ export const EventQuery = t.Object({
   type: t.Optional(EventType),
   from: t.Optional(isoTime('Events that occurred at or after this time.')),
   to: t.Optional(isoTime('Events that occurred before this time.')),
-  limit: limitQuery(100),
+  limit: limitQuery({ default: 100, max: 1000 }),
   cursor: CursorQuery,
 })
 

@@ -1,7 +1,7 @@
 import { and, desc, eq, gte, lt, sql } from 'drizzle-orm'
 import type { Db } from '../../../db/client.ts'
 import { analyticsEvents } from '../../../db/schema/index.ts'
-import { before, type Position } from '../audience/paging.ts'
+import { before, type Position } from '../shared/paging.ts'
 
 /** One event as the writer stores it; times are ISO strings, ready for JSON. */
 export interface EventRow {

@@ -1,5 +1,7 @@
 import { Elysia } from 'elysia'
 import type { AreaDeps } from '../deps.ts'
+import { decodePosition, pageSize, positionCursor, toPage } from '../shared/paging.ts'
+import { assertStorable, IdParams, recordPath } from '../shared/validation.ts'
 import { addMembers, createList, getList, listLists, listMembers, removeMembers, toListRecord, toMemberRecord } from './lists.ts'
 import {
   Added,
@@ -13,6 +15,7 @@ import {
   MemberPage,
   MembersBody,
   NewList,
+  PAGE_LIMIT,
   PageQuery,
   PeopleBody,
   PeopleQuery,
@@ -22,7 +25,6 @@ import {
   Removed,
   SlugParams,
 } from './model.ts'
-import { decodeCursor, pageSize, toPage } from './paging.ts'
 import {
   companiesByIds,
   deletePerson,
@@ -35,9 +37,8 @@ import {
   toPersonRecord,
 } from './service.ts'
 import { COMPANIES, PEOPLE, upsertRecords } from './upsert.ts'
-import { assertStorable, IdParams, recordPath } from './validation.ts'
 
-const byCreatedAt = (row: { createdAt: Date; id: string }) => ({ at: row.createdAt, id: row.id })
+const byCreatedAt = (row: { createdAt: Date; id: string }) => positionCursor(row.createdAt, row.id)
 
 /**
  * People, companies and lists. Every query is scoped to the calling key's business;
@@ -73,11 +74,11 @@ export function audienceRoutes({ db, access }: AreaDeps) {
     .get(
       '/people',
       async ({ query, access: { key } }) => {
-        const limit = pageSize(query.limit, 100)
+        const limit = pageSize(query.limit, PAGE_LIMIT.default)
         const rows = await listPeople(db, key.businessId, {
           email: query.email,
           externalId: query.externalId,
-          after: decodeCursor(query.cursor),
+          after: decodePosition(query.cursor),
           limit,
         })
         return toPage(rows, limit, byCreatedAt, toPersonRecord)
@@ -133,11 +134,11 @@ export function audienceRoutes({ db, access }: AreaDeps) {
     .get(
       '/companies',
       async ({ query, access: { key } }) => {
-        const limit = pageSize(query.limit, 100)
+        const limit = pageSize(query.limit, PAGE_LIMIT.default)
         const rows = await listCompanies(db, key.businessId, {
           domain: query.domain,
           externalId: query.externalId,
-          after: decodeCursor(query.cursor),
+          after: decodePosition(query.cursor),
           limit,
         })
         return toPage(rows, limit, byCreatedAt, toCompanyRecord)
@@ -175,8 +176,8 @@ export function audienceRoutes({ db, access }: AreaDeps) {
     .get(
       '/lists',
       async ({ query, access: { key } }) => {
-        const limit = pageSize(query.limit, 100)
-        const rows = await listLists(db, key.businessId, { after: decodeCursor(query.cursor), limit })
+        const limit = pageSize(query.limit, PAGE_LIMIT.default)
+        const rows = await listLists(db, key.businessId, { after: decodePosition(query.cursor), limit })
         return toPage(rows, limit, byCreatedAt, toListRecord)
       },
       {
@@ -195,9 +196,9 @@ export function audienceRoutes({ db, access }: AreaDeps) {
     .get(
       '/lists/:slug/people',
       async ({ params, query, access: { key } }) => {
-        const limit = pageSize(query.limit, 100)
-        const rows = await listMembers(db, key.businessId, params.slug, { after: decodeCursor(query.cursor), limit })
-        return toPage(rows, limit, (row) => ({ at: row.addedAt, id: row.id }), toMemberRecord)
+        const limit = pageSize(query.limit, PAGE_LIMIT.default)
+        const rows = await listMembers(db, key.businessId, params.slug, { after: decodePosition(query.cursor), limit })
+        return toPage(rows, limit, (row) => positionCursor(row.addedAt, row.id), toMemberRecord)
       },
       {
         access: { scope: 'AUDIENCE_LIST_READ', public: false },

@@ -2,7 +2,7 @@ import { and, desc, eq, getTableColumns, sql } from 'drizzle-orm'
 import { queryRows, type Db } from '../../../db/client.ts'
 import { audienceListMembers, audienceLists, people } from '../../../db/schema/index.ts'
 import { ApiError } from '../../errors.ts'
-import { before, type Position } from './paging.ts'
+import { before, type Position } from '../shared/paging.ts'
 import { toPersonRecord, type PersonRow } from './service.ts'
 
 type ListRow = typeof audienceLists.$inferSelect & { memberCount: number }

@@ -1,9 +1,10 @@
 import { t } from 'elysia'
-import { CursorQuery, limitQuery, pageSchema } from './paging.ts'
-import { oneOrBatch, PropertyBag, Uuid } from './validation.ts'
+import { CursorQuery, limitQuery, pageSchema } from '../shared/paging.ts'
+import { oneOrBatch, PropertyBag, Uuid } from '../shared/validation.ts'
 
 export const MAX_UPSERT_BATCH = 1000
 export const MAX_MEMBERS_PER_REQUEST = 1000
+export const PAGE_LIMIT = { default: 100, max: 1000 } as const
 
 // Option objects, shared by body fields and query filters (which differ in description).
 const externalIdOptions = {
@@ -108,18 +109,18 @@ export const CompaniesUpserted = t.Object({
 export const PeopleQuery = t.Object({
   email: t.Optional(t.String({ ...emailOptions, description: 'Only the person with this email (any case).' })),
   externalId: t.Optional(t.String({ ...externalIdOptions, description: 'Only the person with this externalId.' })),
-  limit: limitQuery(100),
+  limit: limitQuery(PAGE_LIMIT),
   cursor: CursorQuery,
 })
 
 export const CompaniesQuery = t.Object({
   domain: t.Optional(t.String({ ...domainOptions, description: 'Only the company with this domain (any case).' })),
   externalId: t.Optional(t.String({ ...externalIdOptions, description: 'Only the company with this externalId.' })),
-  limit: limitQuery(100),
+  limit: limitQuery(PAGE_LIMIT),
   cursor: CursorQuery,
 })
 
-export const PageQuery = t.Object({ limit: limitQuery(100), cursor: CursorQuery })
+export const PageQuery = t.Object({ limit: limitQuery(PAGE_LIMIT), cursor: CursorQuery })
 
 export const PersonPage = pageSchema(Person)
 export const CompanyPage = pageSchema(Company)

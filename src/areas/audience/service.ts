@@ -2,7 +2,7 @@ import { and, desc, eq, inArray, sql } from 'drizzle-orm'
 import type { Db } from '../../../db/client.ts'
 import { companies, people } from '../../../db/schema/index.ts'
 import { ApiError } from '../../errors.ts'
-import { before, type Position } from './paging.ts'
+import { before, type Position } from '../shared/paging.ts'
 
 export type PersonRow = typeof people.$inferSelect
 export type CompanyRow = typeof companies.$inferSelect

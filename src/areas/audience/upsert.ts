@@ -1,7 +1,7 @@
 import { sql, type SQL } from 'drizzle-orm'
 import { queryRows, type Db } from '../../../db/client.ts'
 import { ApiError } from '../../errors.ts'
-import { fieldPath, invalidField, recordPath } from './validation.ts'
+import { DEADLOCK_DETECTED, fieldPath, invalidField, recordPath, sqlState, UNIQUE_VIOLATION } from '../shared/validation.ts'
 
 /**
  * Upserts of people and companies: records matched on `externalId`, else on a second key
@@ -215,12 +215,8 @@ function article(word: string): string {
   return /^[aeiou]/.test(word) ? 'an' : 'a'
 }
 
-/** 23505 unique_violation, 40P01 deadlock_detected: both settle on a second run. */
+/** A unique violation or a deadlock: both settle on a second run. */
 function isRetryable(error: unknown): boolean {
-  for (let e = error, depth = 0; e && depth < 5; depth++) {
-    const code = (e as { code?: unknown }).code
-    if (code === '23505' || code === '40P01') return true
-    e = (e as { cause?: unknown }).cause
-  }
-  return false
+  const state = sqlState(error)
+  return state === UNIQUE_VIOLATION || state === DEADLOCK_DETECTED
 }

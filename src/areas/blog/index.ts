@@ -1,5 +1,7 @@
 import { Elysia } from 'elysia'
 import type { AreaDeps } from '../deps.ts'
+import { pageSize } from '../shared/paging.ts'
+import { IdParams, strictBody } from '../shared/validation.ts'
 import {
   Author,
   AuthorChanges,
@@ -35,7 +37,6 @@ import {
   updateBlog,
   updateTag,
 } from './service.ts'
-import { IdParams, strictBody } from './validation.ts'
 
 const READ = { scope: 'BLOG_READ', public: true } as const
 const WRITE = { scope: 'BLOG_WRITE', public: false } as const
@@ -47,7 +48,7 @@ const authorChanges = strictBody(AuthorChanges)
 const newTag = strictBody(NewTag)
 const tagChanges = strictBody(TagChanges)
 
-const limitOf = (raw: string | undefined) => (raw === undefined ? BLOG_PAGE_DEFAULT : Number(raw))
+const limitOf = (raw: string | undefined) => pageSize(raw, BLOG_PAGE_DEFAULT)
 
 /**
  * Blogs (posts), authors and tags. Every GET is in the public set: public keys read

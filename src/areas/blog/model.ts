@@ -1,7 +1,9 @@
 import { t } from 'elysia'
-import { CursorQuery, describe, limitQuery, pageSchema, Text, Uuid } from './validation.ts'
+import { CursorQuery, limitQuery, pageSchema } from '../shared/paging.ts'
+import { describe, Text, Uuid } from '../shared/validation.ts'
 
 export const BLOG_PAGE_DEFAULT = 20
+const PAGE_LIMIT = { default: BLOG_PAGE_DEFAULT, max: 100 } as const
 export const MAX_TAGS_PER_BLOG = 20
 
 /**
@@ -80,11 +82,11 @@ export const BlogListQuery = t.Object({
   tag: t.Optional(describe(Slug, 'Only posts carrying the tag with this slug.')),
   author: t.Optional(describe(Slug, 'Only posts by the author with this slug.')),
   status: t.Optional(describe(Status, 'Filter by status (private keys); public keys see published posts only.')),
-  limit: limitQuery(BLOG_PAGE_DEFAULT),
+  limit: limitQuery(PAGE_LIMIT),
   cursor: CursorQuery,
 })
 
-export const PageQuery = t.Object({ limit: limitQuery(BLOG_PAGE_DEFAULT), cursor: CursorQuery })
+export const PageQuery = t.Object({ limit: limitQuery(PAGE_LIMIT), cursor: CursorQuery })
 
 const Ref = t.Object({ id: t.String(), slug: t.String(), name: t.String() })
 

@@ -3,19 +3,16 @@ import type { Db } from '../../../db/client.ts'
 import type { AnyPgColumn } from 'drizzle-orm/pg-core'
 import { blogAuthors, blogPostTags, blogs, blogTags } from '../../../db/schema/index.ts'
 import { ApiError } from '../../errors.ts'
-import type { BlogChangesInput, NewBlogInput } from './model.ts'
+import { before, decodeCursor, decodePosition, encodeCursor, positionCursor, toPage, type Page } from '../shared/paging.ts'
 import {
-  decodeCursorJson,
-  encodeCursor,
   FOREIGN_KEY_VIOLATION,
-  foreignCursor,
   invalidField,
   RESTRICT_VIOLATION,
   sqlState,
   UNIQUE_VIOLATION,
   UUID_SHAPE,
-  type Page,
-} from './validation.ts'
+} from '../shared/validation.ts'
+import type { BlogChangesInput, NewBlogInput } from './model.ts'
 
 /** Who reads: public keys see published posts whose publication time has come. */
 export type Viewer = 'public' | 'private'
@@ -121,7 +118,7 @@ export interface BlogFilters {
 }
 
 export async function listBlogs(db: Db, businessId: string, viewer: Viewer, filters: BlogFilters): Promise<Page<BlogRecord>> {
-  const after = filters.cursor === undefined ? null : decodeTimeCursor(filters.cursor)
+  const after = decodePosition(filters.cursor)
   const rows = await selectBlogs(db)
     .where(
       and(
@@ -135,29 +132,12 @@ export async function listBlogs(db: Db, businessId: string, viewer: Viewer, filt
           ? sql`exists (select 1 from ${blogPostTags} pt join ${blogTags} t on t.id = pt.tag_id
               where pt.blog_id = ${blogs.id} and t.business_id = ${businessId} and t.slug = ${filters.tag})`
           : undefined,
-        after ? sql`(${blogOrder}, ${blogs.id}) < (${after.at}::timestamptz, ${after.id}::uuid)` : undefined,
+        before(blogOrder, blogs.id, after),
       ),
     )
     .orderBy(sql`${blogOrder} desc`, sql`${blogs.id} desc`)
     .limit(filters.limit + 1)
-  return toPage(rows.map(toBlog), filters.limit, (b) => encodeCursor([b.publishedAt ?? b.createdAt, b.id]))
-}
-
-function decodeTimeCursor(cursor: string): { at: string; id: string } {
-  const value = decodeCursorJson(cursor)
-  if (Array.isArray(value) && value.length === 2) {
-    const [at, id] = value
-    if (typeof at === 'string' && !Number.isNaN(Date.parse(at)) && typeof id === 'string' && UUID_SHAPE.test(id)) {
-      return { at: new Date(at).toISOString(), id }
-    }
-  }
-  throw foreignCursor()
-}
-
-function toPage<T>(rows: T[], limit: number, cursorOf: (row: T) => string): Page<T> {
-  const data = rows.slice(0, limit)
-  const last = data[data.length - 1]
-  return { data, nextCursor: rows.length > limit && last !== undefined ? cursorOf(last) : null }
+  return toPage(rows, filters.limit, ({ blog }) => positionCursor(blog.publishedAt ?? blog.createdAt, blog.id), toBlog)
 }
 
 /**
@@ -329,9 +309,9 @@ export async function getAuthor(db: Db, businessId: string, idOrSlug: string): P
 
 /** Authors and tags are listed by slug; the cursor is the last slug of a page. */
 function decodeSlugCursor(cursor: string): string {
-  const value = decodeCursorJson(cursor)
-  if (Array.isArray(value) && value.length === 1 && typeof value[0] === 'string' && value[0].length <= 100) return value[0]
-  throw foreignCursor()
+  return decodeCursor(cursor, (value) =>
+    Array.isArray(value) && value.length === 1 && typeof value[0] === 'string' && value[0].length <= 100 ? value[0] : undefined,
+  )
 }
 
 export async function listAuthors(db: Db, businessId: string, page: { cursor?: string; limit: number }): Promise<Page<AuthorRecord>> {
@@ -342,7 +322,7 @@ export async function listAuthors(db: Db, businessId: string, page: { cursor?: s
     .where(and(eq(blogAuthors.businessId, businessId), after === undefined ? undefined : gt(blogAuthors.slug, after)))
     .orderBy(asc(blogAuthors.slug))
     .limit(page.limit + 1)
-  return toPage(rows.map(toAuthor), page.limit, (a) => encodeCursor([a.slug]))
+  return toPage(rows, page.limit, (row) => encodeCursor([row.slug]), toAuthor)
 }
 
 export async function createAuthor(
@@ -437,7 +417,7 @@ export async function listTags(db: Db, businessId: string, page: { cursor?: stri
     .where(and(eq(blogTags.businessId, businessId), after === undefined ? undefined : gt(blogTags.slug, after)))
     .orderBy(asc(blogTags.slug))
     .limit(page.limit + 1)
-  return toPage(rows.map(toTag), page.limit, (tag) => encodeCursor([tag.slug]))
+  return toPage(rows, page.limit, (row) => encodeCursor([row.slug]), toTag)
 }
 
 export async function createTag(db: Db, businessId: string, input: { name: string; slug: string }): Promise<TagRecord> {

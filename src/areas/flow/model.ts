@@ -1,6 +1,6 @@
 import { t } from 'elysia'
 import { FLOW_RUN_STATUSES } from '../../../db/schema/index.ts'
-import { describe, Uuid } from '../blog/validation.ts'
+import { describe, JsonObject, Uuid } from '../shared/validation.ts'
 
 export const MAX_INPUT_BYTES = 64 * 1024
 
@@ -10,11 +10,7 @@ export const RunParams = t.Object({ id: Uuid, runId: Uuid })
 /** The trigger's body; it may also be left out entirely. */
 export const TriggerBody = t.Object({
   input: t.Optional(
-    t.Record(t.String(), t.Unknown(), {
-      maxProperties: 100,
-      error: 'must be a JSON object with at most 100 properties',
-      description: `Whatever the flow needs: a JSON object, at most 100 top-level properties, 8 levels deep, ${MAX_INPUT_BYTES / 1024} KiB.`,
-    }),
+    JsonObject(100, `Whatever the flow needs: a JSON object, at most 100 top-level properties, 8 levels deep, ${MAX_INPUT_BYTES / 1024} KiB.`),
   ),
 })
 

@@ -1,6 +1,7 @@
 import { Elysia } from 'elysia'
 import type { AreaDeps } from '../deps.ts'
-import { assertStorableJson, IdParams, strictBody } from '../blog/validation.ts'
+import { pageSize } from '../shared/paging.ts'
+import { assertStorableJson, IdParams, strictBody } from '../shared/validation.ts'
 import {
   DocumentChanges,
   ListQuery,
@@ -56,7 +57,7 @@ export function memoryRoutes({ db, access }: AreaDeps) {
         listDocuments(db, key.businessId, {
           q: query.q,
           cursor: query.cursor,
-          limit: query.limit === undefined ? MEMORY_PAGE_DEFAULT : Number(query.limit),
+          limit: pageSize(query.limit, MEMORY_PAGE_DEFAULT),
         }),
       {
         access: READ,

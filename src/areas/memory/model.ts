@@ -1,14 +1,14 @@
 import { t } from 'elysia'
-import { CursorQuery, limitQuery, pageSchema, Text } from '../blog/validation.ts'
+import { CursorQuery, limitQuery, pageSchema } from '../shared/paging.ts'
+import { JsonObject, Text } from '../shared/validation.ts'
 
 export const MEMORY_PAGE_DEFAULT = 20
 export const MAX_METADATA_BYTES = 16 * 1024
 
-const Metadata = t.Record(t.String(), t.Unknown(), {
-  maxProperties: 50,
-  error: 'must be a JSON object with at most 50 properties',
-  description: `Your own attributes: a JSON object, at most 50 top-level properties, 8 levels deep, ${MAX_METADATA_BYTES / 1024} KiB. Not searched.`,
-})
+const Metadata = JsonObject(
+  50,
+  `Your own attributes: a JSON object, at most 50 top-level properties, 8 levels deep, ${MAX_METADATA_BYTES / 1024} KiB. Not searched.`,
+)
 
 const documentFields = {
   title: t.Optional(t.Nullable(Text({ minLength: 1, maxLength: 300, description: 'Searched, and weighs more than content in the ranking.' }))),
@@ -31,7 +31,7 @@ export const ListQuery = t.Object({
         'Full-text search (PostgreSQL websearch syntax: words, "quoted phrases", or, -excluded). Results are ranked by relevance, title matches first.',
     }),
   ),
-  limit: limitQuery(MEMORY_PAGE_DEFAULT),
+  limit: limitQuery({ default: MEMORY_PAGE_DEFAULT, max: 100 }),
   cursor: CursorQuery,
 })
 

@@ -3,7 +3,8 @@ import { and, eq, sql, type SQL } from 'drizzle-orm'
 import type { Db } from '../../../db/client.ts'
 import { memoryDocuments } from '../../../db/schema/index.ts'
 import { ApiError } from '../../errors.ts'
-import { decodeCursorJson, encodeCursor, foreignCursor, UUID_SHAPE, type Page } from '../blog/validation.ts'
+import { before, decodeCursor, decodePosition, encodeCursor, positionCursor, toPage, type Page } from '../shared/paging.ts'
+import { UUID_SHAPE } from '../shared/validation.ts'
 import type { DocumentChangesInput, NewDocumentInput } from './model.ts'
 
 export interface DocumentRecord {
@@ -94,19 +95,14 @@ export function listDocuments(db: Db, businessId: string, options: ListOptions):
 }
 
 async function listNewest(db: Db, businessId: string, options: ListOptions): Promise<Page<DocumentRecord>> {
-  const after = options.cursor === undefined ? null : decodeNewestCursor(options.cursor)
+  const after = decodePosition(options.cursor)
   const rows = await db
     .select(columns)
     .from(memoryDocuments)
-    .where(
-      and(
-        eq(memoryDocuments.businessId, businessId),
-        after ? sql`(${memoryDocuments.createdAt}, ${memoryDocuments.id}) < (${after.at}::timestamptz, ${after.id}::uuid)` : undefined,
-      ),
-    )
+    .where(and(eq(memoryDocuments.businessId, businessId), before(memoryDocuments.createdAt, memoryDocuments.id, after)))
     .orderBy(sql`${memoryDocuments.createdAt} desc nulls last`, sql`${memoryDocuments.id} desc nulls last`)
     .limit(options.limit + 1)
-  return toPage(rows.map(toDocument), options.limit, (d) => encodeCursor([d.createdAt, d.id]))
+  return toPage(rows, options.limit, (row) => positionCursor(row.createdAt, row.id), toDocument)
 }
 
 /**
@@ -129,36 +125,18 @@ async function search(db: Db, businessId: string, q: string, options: ListOption
     .orderBy(sql`${rank} desc`, sql`${memoryDocuments.id} desc`)
     .limit(options.limit + 1)
   return toPage(
-    rows.map((row) => ({ ...toDocument(row), rank: row.rank })),
+    rows,
     options.limit,
-    (d) => encodeCursor(['q', digest, d.rank, d.id]),
+    (row) => encodeCursor(['q', digest, row.rank, row.id]),
+    (row) => ({ ...toDocument(row), rank: row.rank }),
   )
 }
 
-function decodeNewestCursor(cursor: string): { at: string; id: string } {
-  const value = decodeCursorJson(cursor)
-  if (Array.isArray(value) && value.length === 2) {
-    const [at, id] = value
-    if (typeof at === 'string' && !Number.isNaN(Date.parse(at)) && typeof id === 'string' && UUID_SHAPE.test(id)) {
-      return { at: new Date(at).toISOString(), id }
-    }
-  }
-  throw foreignCursor()
-}
-
 function decodeSearchCursor(cursor: string, digest: string): { rank: number; id: string } {
-  const value = decodeCursorJson(cursor)
-  if (Array.isArray(value) && value.length === 4) {
+  return decodeCursor(cursor, (value) => {
+    if (!Array.isArray(value) || value.length !== 4) return undefined
     const [kind, seen, rank, id] = value
-    if (kind === 'q' && seen === digest && typeof rank === 'number' && Number.isFinite(rank) && typeof id === 'string' && UUID_SHAPE.test(id)) {
-      return { rank, id }
-    }
-  }
-  throw foreignCursor()
-}
-
-function toPage<T>(rows: T[], limit: number, cursorOf: (row: T) => string): Page<T> {
-  const data = rows.slice(0, limit)
-  const last = data[data.length - 1]
-  return { data, nextCursor: rows.length > limit && last !== undefined ? cursorOf(last) : null }
+    const valid = kind === 'q' && seen === digest && typeof rank === 'number' && Number.isFinite(rank) && typeof id === 'string' && UUID_SHAPE.test(id)
+    return valid ? { rank, id } : undefined
+  })
 }

@@ -1,0 +1,130 @@
+import { sql, type SQL } from 'drizzle-orm'
+import type { AnyPgColumn } from 'drizzle-orm/pg-core'
+import { t, type TSchema } from 'elysia'
+import { invalidField, UUID_SHAPE } from './validation.ts'
+
+/**
+ * Cursor pagination of the list endpoints. A query fetches `limit + 1` rows in a fixed
+ * order; the extra row says there is a next page, whose cursor is the position of the
+ * page's last row, as base64url JSON, opaque to callers.
+ */
+export interface Page<T> {
+  data: T[]
+  nextCursor: string | null
+}
+
+export function pageSchema<T extends TSchema>(item: T) {
+  return t.Object({
+    data: t.Array(item),
+    nextCursor: t.Nullable(t.String({ description: 'Pass as `cursor` for the next page; null on the last page.' })),
+  })
+}
+
+// Spelled out per ceiling: the pattern is what the API reference shows.
+const LIMIT_PATTERNS = {
+  100: '^(?:[1-9][0-9]?|100)$',
+  1000: '^(?:[1-9][0-9]{0,2}|1000)$',
+} as const
+
+/**
+ * `limit` as the query string carries it. A pattern rather than `t.Integer`: Elysia's
+ * coercion of numeric query values reports range errors without the field's name. The
+ * ceiling is the area's: 1000 for analytics and audience rows, 100 for blog and memory
+ * records, whose content is larger.
+ */
+export function limitQuery(options: { default: number; max: keyof typeof LIMIT_PATTERNS }) {
+  return t.Optional(
+    t.String({
+      pattern: LIMIT_PATTERNS[options.max],
+      error: `must be a whole number from 1 to ${options.max}`,
+      description: `Rows per page, 1-${options.max} (default ${options.default}).`,
+    }),
+  )
+}
+
+/** The page size a limitQuery value asks for. */
+export function pageSize(raw: string | undefined, defaultLimit: number): number {
+  return raw === undefined ? defaultLimit : Number(raw)
+}
+
+export const CursorQuery = t.Optional(
+  t.String({
+    // Room for every cursor given out (a 100-character slug makes ~140), not for payloads.
+    maxLength: 300,
+    pattern: '^[A-Za-z0-9_-]+$',
+    error: 'must be the nextCursor of a previous page, unchanged',
+    description: 'The `nextCursor` of the previous page; leave it out for the first page.',
+  }),
+)
+
+export function encodeCursor(value: unknown): string {
+  return Buffer.from(JSON.stringify(value)).toString('base64url')
+}
+
+/**
+ * The value a cursor carries, as `read` takes it from the decoded JSON; a cursor that is
+ * not base64url JSON, or that `read` refuses (undefined), answers 400 naming `cursor`.
+ */
+export function decodeCursor<T>(cursor: string, read: (value: unknown) => T | undefined): T {
+  let value: unknown
+  try {
+    value = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'))
+  } catch {
+    // Not base64url JSON: refused below like any other foreign cursor.
+  }
+  const decoded = value === undefined ? undefined : read(value)
+  if (decoded !== undefined) return decoded
+  throw invalidField(
+    'cursor',
+    'it is not a cursor this API gave out for this query. Pass the nextCursor of the previous page unchanged (with the same filters), or leave it out for the first page',
+    'query',
+  )
+}
+
+// ---- Newest first by (time, id) -----------------------------------------------------
+
+/**
+ * The position of a row in a newest-first list. Times are stored with millisecond
+ * precision where they order a list, so the Date a cursor carries matches the stored value.
+ */
+export interface Position {
+  at: Date
+  id: string
+}
+
+export function positionCursor(at: Date, id: string): string {
+  return encodeCursor([at.toISOString(), id])
+}
+
+/** The position a positionCursor carries; null without a cursor (the first page). */
+export function decodePosition(cursor: string | undefined): Position | null {
+  if (cursor === undefined) return null
+  return decodeCursor(cursor, (value) => {
+    if (!Array.isArray(value) || value.length !== 2) return undefined
+    const [at, id] = value
+    const time = typeof at === 'string' ? new Date(at) : null
+    if (time === null || Number.isNaN(time.getTime()) || typeof id !== 'string' || !UUID_SHAPE.test(id)) return undefined
+    return { at: time, id }
+  })
+}
+
+/** `(time, id) < cursor`: the keyset condition of a newest-first page (none on the first page). */
+export function before(time: AnyPgColumn | SQL, id: AnyPgColumn, after: Position | null): SQL | undefined {
+  if (after === null) return undefined
+  return sql`(${time}, ${id}) < (${after.at.toISOString()}::timestamptz, ${after.id}::uuid)`
+}
+
+/** Cuts the `limit + 1` rows a query fetched into a page and the cursor of the next one. */
+export function toPage<Row, Out>(
+  rows: Row[],
+  limit: number,
+  cursorOf: (row: Row) => string,
+  render: (row: Row) => Out,
+): Page<Out> {
+  const shown = rows.slice(0, limit)
+  const last = shown[shown.length - 1]
+  return {
+    data: shown.map(render),
+    nextCursor: rows.length > limit && last !== undefined ? cursorOf(last) : null,
+  }
+}
