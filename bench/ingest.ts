@@ -13,7 +13,8 @@
  * over the time until then. `count(distinct xmin)` tells how many transactions (group
  * commits) wrote the rows.
  *
- * Environment: DATABASE_URL (default postgres://postgres@127.0.0.1:5432/bench),
+ * Environment: DATABASE_URL (default postgres://postgres@127.0.0.1:5432/bench, created
+ * when missing),
  * BENCH_SECONDS (measured seconds per level), BENCH_EVENTS (events per request, default 1).
  * Every wait is bounded: a run that never completes its budget ends at its wrk deadline
  * and is reported as such.
@@ -22,16 +23,23 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { cpus, loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import postgres from 'postgres'
+import {
+  databaseUrl,
+  ensureDatabase,
+  killOnExit,
+  onCore,
+  pinned,
+  runBenchmark,
+  startService,
+  stopChildren,
+  wrkVersion,
+} from './support.ts'
 
 const LEVELS = [1, 16, 128]
 const WARMUP_SECONDS = 1
 const MEASURED_SECONDS = Number(process.env.BENCH_SECONDS || 2.5)
 const EVENTS_PER_REQUEST = Math.max(1, Math.min(500, Number(process.env.BENCH_EVENTS || 1)))
 const ORIGIN = 'https://shop.example.com'
-const ALLOWED_ORIGIN = 'example.com'
-
-const root = join(import.meta.dir, '..')
-const databaseUrl = process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/bench'
 
 // Counters are globals so that done() can read them from every thread with thread:get().
 const WRK_SCRIPT = `
@@ -101,66 +109,44 @@ interface LevelResult {
   commits: number
 }
 
-const children: Bun.Subprocess[] = []
-process.on('SIGINT', () => {
-  for (const child of children) child.kill()
-  process.exit(130)
-})
-
 async function main(): Promise<number> {
   if (!Bun.which('wrk')) {
     console.error('wrk is not installed: `apt-get install -y wrk`, then run `bun bench/ingest.ts` again.')
     return 1
   }
-  const pin = Bun.which('taskset') !== null && cpus().length >= 2
-  const onCore = (core: number, command: string[]) => (pin ? ['taskset', '-c', String(core), ...command] : command)
+  await ensureDatabase(databaseUrl)
   const workDir = mkdtempSync(join(tmpdir(), 'keygate-ingest-'))
   const script = join(workDir, 'ingest.lua')
   writeFileSync(script, WRK_SCRIPT)
   const sql = postgres(databaseUrl, { max: 1, onnotice: () => {}, connect_timeout: 5 })
 
   try {
-    const adminToken = `bench-${crypto.randomUUID()}`
-    const service = await start(onCore(0, [process.execPath, 'src/index.ts']), {
-      DATABASE_URL: databaseUrl,
-      PORT: '0',
-      ADMIN_TOKEN: adminToken,
-    })
-    const admin = adminClient(service.base, adminToken)
+    const service = await startService()
+    const { admin } = service
     const stamp = new Date().toISOString()
-    const newKey = async (businessId: string, name: string) => {
-      const created = await admin(`/businesses/${businessId}/keys`, {
-        type: 'public',
-        name,
-        scopes: ['ANALYTICS_WRITE'],
-        allowedOrigins: [ALLOWED_ORIGIN],
-        createdBy: 'bench',
-      })
-      return String(created.key)
-    }
-    const warmBusiness = String((await admin('/businesses', { name: `ingest bench warm-up ${stamp}` })).id)
+    const warmBusiness = await admin.createBusiness(`ingest bench warm-up ${stamp}`)
 
     const event = { eventType: 'page_view', url: `${ORIGIN}/products/42`, anonymousId: 'anon-bench', properties: { plan: 'pro', n: 1 } }
     const body = JSON.stringify(EVENTS_PER_REQUEST === 1 ? event : { events: Array(EVENTS_PER_REQUEST).fill(event) })
 
     console.log(
       [
-        `date: ${stamp}; bun ${Bun.version}; ${await wrkVersion()}`,
-        `cpu: ${cpus()[0]?.model ?? 'unknown'} x${cpus().length}; pinned: ${pin ? 'server core 0, wrk core 1 (PostgreSQL unpinned)' : 'no'}; load average ${loadavg().map((n) => n.toFixed(2)).join(' ')}`,
+        `date: ${stamp}; bun ${Bun.version}; ${wrkVersion()}`,
+        `cpu: ${cpus()[0]?.model ?? 'unknown'} x${cpus().length}; pinned: ${pinned ? 'server core 0, wrk core 1 (PostgreSQL unpinned)' : 'no'}; load average ${loadavg().map((n) => n.toFixed(2)).join(' ')}`,
         `POST /api/v0/analytics, ${EVENTS_PER_REQUEST} event(s) per request (${body.length} bytes), wrk -t1, ${WARMUP_SECONDS} s warm-up then ~${MEASURED_SECONDS} s per level`,
       ].join('\n'),
     )
 
     const results: LevelResult[] = []
     for (const connections of LEVELS) {
-      const warmKey = await newKey(warmBusiness, `warm-up c${connections}`)
+      const warmKey = await admin.createKey(warmBusiness, `warm-up c${connections}`)
       await expectAccepted(service.base, warmKey, body)
-      const warm = await runWrk(onCore, script, service.base, warmKey, body, connections, 0, WARMUP_SECONDS)
+      const warm = await runWrk(script, service.base, warmKey, body, connections, 0, WARMUP_SECONDS)
       // Let the warm-up's cut-off requests finish before the measured run starts.
       await Bun.sleep(300)
       const budget = Math.max(connections * 4, Math.round((warm.report.accepted / (warm.report.durationUs / 1e6)) * MEASURED_SECONDS))
-      const businessId = String((await admin('/businesses', { name: `ingest bench c${connections} ${stamp}` })).id)
-      const key = await newKey(businessId, `measured c${connections}`)
+      const businessId = await admin.createBusiness(`ingest bench c${connections} ${stamp}`)
+      const key = await admin.createKey(businessId, `measured c${connections}`)
       const stored = async () => {
         const [row] = await sql<{ rows: number; commits: number }[]>`
           select count(*)::int as rows, count(distinct xmin::text)::int as commits
@@ -169,7 +155,7 @@ async function main(): Promise<number> {
       }
       // The deadline only matters if the budget never completes (lost answers, a stall).
       const deadline = Math.ceil(MEASURED_SECONDS * 4 + 5)
-      const run = await runWrk(onCore, script, service.base, key, body, connections, budget, deadline, async () => {
+      const run = await runWrk(script, service.base, key, body, connections, budget, deadline, async () => {
         return (await stored()).rows >= budget * EVENTS_PER_REQUEST
       })
       const { rows, commits } = await stored()
@@ -191,7 +177,7 @@ async function main(): Promise<number> {
     if (!consistent) console.log('MISMATCH: some level lost answers or stored a different number of rows; see the table.')
     return consistent ? 0 : 1
   } finally {
-    for (const child of children) child.kill()
+    stopChildren()
     await sql.end({ timeout: 5 })
     rmSync(workDir, { recursive: true, force: true })
   }
@@ -199,44 +185,6 @@ async function main(): Promise<number> {
 
 function ms(us: number): string {
   return `${(us / 1000).toFixed(2)} ms`
-}
-
-/** Starts the service and waits (at most 30 s) for its "listening on" line. */
-async function start(command: string[], env: Record<string, string>) {
-  const child = Bun.spawn(command, { cwd: root, env: { ...process.env, ...env }, stdout: 'pipe', stderr: 'inherit' })
-  children.push(child)
-  const reader = child.stdout.getReader()
-  const decoder = new TextDecoder()
-  let seen = ''
-  const deadline = Date.now() + 30_000
-  while (Date.now() < deadline) {
-    const next = await Promise.race([reader.read(), Bun.sleep(deadline - Date.now()).then(() => null)])
-    if (next === null || next.done) break
-    seen += decoder.decode(next.value)
-    const port = /listening on http:\/\/localhost:(\d+)/.exec(seen)?.[1]
-    if (port) {
-      // Keep draining its output so that the service never blocks on a full pipe.
-      void (async () => {
-        while (!(await reader.read()).done) {}
-      })()
-      return { process: child, base: `http://127.0.0.1:${port}` }
-    }
-  }
-  throw new Error(`${command.join(' ')} did not start within 30 s; its output:\n${seen}`)
-}
-
-function adminClient(base: string, adminToken: string) {
-  return async (path: string, body: unknown): Promise<Record<string, unknown>> => {
-    const response = await fetch(`${base}/admin/v0${path}`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${adminToken}`, 'content-type': 'application/json' },
-      body: JSON.stringify(body),
-      signal: AbortSignal.timeout(10_000),
-    })
-    const text = await response.text()
-    if (response.status !== 201) throw new Error(`POST /admin/v0${path} answered ${response.status}: ${text}`)
-    return JSON.parse(text) as Record<string, unknown>
-  }
 }
 
 /** One request must answer exactly 202: a fast refusal must not pass for throughput. */
@@ -257,7 +205,6 @@ async function expectAccepted(base: string, key: string, body: string): Promise<
  * time from start until `finished` first held (else until wrk exited by itself).
  */
 async function runWrk(
-  onCore: (core: number, command: string[]) => string[],
   script: string,
   base: string,
   key: string,
@@ -274,8 +221,7 @@ async function runWrk(
   ])
   const started = performance.now()
   // wrk has no body option: the script reads it from the environment.
-  const child = Bun.spawn(command, { stdout: 'pipe', stderr: 'pipe', env: { ...process.env, WRK_BODY: body } })
-  children.push(child)
+  const child = killOnExit(Bun.spawn(command, { stdout: 'pipe', stderr: 'pipe', env: { ...process.env, WRK_BODY: body } }))
   const text = Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text()])
   let elapsed: number | null = null
   if (finished) {
@@ -298,17 +244,4 @@ async function runWrk(
   return { report, seconds: elapsed ?? report.durationUs / 1e6 }
 }
 
-/** `wrk --version` prints its version and usage, then exits 1. */
-async function wrkVersion(): Promise<string> {
-  const child = Bun.spawn(['wrk', '--version'], { stdout: 'pipe', stderr: 'pipe' })
-  const text = (await new Response(child.stdout).text()) + (await new Response(child.stderr).text())
-  await child.exited
-  return text.split('\n')[0]!.replace(/\s+Copyright.*/, '')
-}
-
-
-try {
-  process.exitCode = await main()
-} finally {
-  for (const child of children) child.kill()
-}
+await runBenchmark(main)

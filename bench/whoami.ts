@@ -12,17 +12,24 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { cpus, loadavg } from 'node:os'
 import { join } from 'node:path'
-import postgres from 'postgres'
+import {
+  databaseUrl,
+  ensureDatabase,
+  onCore,
+  pinned,
+  root,
+  runBenchmark,
+  startServer,
+  startService,
+  stopChildren,
+  wrkVersion,
+} from './support.ts'
 
 const CONNECTIONS = 64
 const WARMUP_SECONDS = 3
 const DURATION_SECONDS = 10
 const REPETITIONS = 3
 const ORIGIN = 'https://www.example.com'
-const ALLOWED_ORIGIN = 'example.com'
-
-const root = join(import.meta.dir, '..')
-const databaseUrl = process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/bench'
 
 interface Target {
   label: string
@@ -50,31 +57,16 @@ interface Measurement extends WrkReport {
   cpuUsPerRequest: number | null
 }
 
-const children: Bun.Subprocess[] = []
-process.on('SIGINT', () => {
-  for (const child of children) child.kill()
-  process.exit(130)
-})
-
 async function main(): Promise<number> {
   const wrk = Bun.which('wrk')
   if (!wrk) {
     console.error('wrk is not installed: `apt-get install -y wrk` (Debian/Ubuntu), then run `bun run bench` again.')
     return 1
   }
-  // Server on core 0, wrk on core 1, so they do not take turns on one core.
-  const pin = Bun.which('taskset') !== null && cpus().length >= 2
-  const onCore = (core: number, command: string[]) => (pin ? ['taskset', '-c', String(core), ...command] : command)
-
   await ensureDatabase(databaseUrl)
-  const adminToken = `bench-${crypto.randomUUID()}`
-  const service = await start(
-    onCore(0, [process.execPath, 'src/index.ts']),
-    { DATABASE_URL: databaseUrl, PORT: '0', ADMIN_TOKEN: adminToken },
-    /listening on http:\/\/localhost:(\d+)/,
-  )
-  const key = await createKey(service.base, adminToken)
-  const bare = await start(onCore(0, [process.execPath, 'bench/bare-elysia.ts']), { PORT: '0' }, /listening on http:\/\/localhost:(\d+)/)
+  const service = await startService()
+  const key = await service.admin.createKey(await service.admin.createBusiness('bench'), 'bench')
+  const bare = await startServer(onCore(0, [process.execPath, 'bench/bare-elysia.ts']), { PORT: '0' })
 
   // The same request to both: the bare route ignores the headers.
   const headers = { authorization: `Bearer ${key}`, origin: ORIGIN }
@@ -86,7 +78,7 @@ async function main(): Promise<number> {
   const context = [
     `date: ${new Date().toISOString()}`,
     `bun ${Bun.version}, ${wrkVersion()}`,
-    `cpu: ${cpus()[0]?.model ?? 'unknown'} x${cpus().length}; pinned: ${pin ? 'server core 0, wrk core 1' : 'no (taskset missing or one core)'}`,
+    `cpu: ${cpus()[0]?.model ?? 'unknown'} x${cpus().length}; pinned: ${pinned ? 'server core 0, wrk core 1' : 'no (taskset missing or one core)'}`,
     `load average at start: ${loadavg().map((n) => n.toFixed(2)).join(' ')}`,
     `wrk -t1 -c${CONNECTIONS} -d${DURATION_SECONDS}s after a ${WARMUP_SECONDS} s warm-up, ${REPETITIONS} interleaved repetitions, medians`,
   ]
@@ -99,9 +91,9 @@ async function main(): Promise<number> {
     for (let repetition = 1; repetition <= REPETITIONS; repetition++) {
       for (const target of targets) {
         await expectOk(target)
-        await runWrk(onCore, target, WARMUP_SECONDS)
+        await runWrk(target, WARMUP_SECONDS)
         const cpuBefore = cpuSeconds(target.process.pid)
-        const { report, text } = await runWrk(onCore, target, DURATION_SECONDS)
+        const { report, text } = await runWrk(target, DURATION_SECONDS)
         const cpuAfter = cpuSeconds(target.process.pid)
         await expectOk(target)
         raw.push(`## ${target.label}, repetition ${repetition}\n${text}`)
@@ -122,7 +114,7 @@ async function main(): Promise<number> {
     }
   } finally {
     // Stop the servers before printing: nothing else should compete for the cores.
-    for (const child of children) child.kill()
+    stopChildren()
   }
 
   const [keygate, baseline] = targets.map((t) => summarise(results.get(t)!))
@@ -161,74 +153,6 @@ async function main(): Promise<number> {
   return invalid ? 1 : 0
 }
 
-/** Starts a server and waits for its "listening on" line; answers its base URL. */
-async function start(command: string[], env: Record<string, string>, listening: RegExp) {
-  const child = Bun.spawn(command, {
-    cwd: root,
-    env: { ...process.env, ...env },
-    stdout: 'pipe',
-    stderr: 'inherit',
-  })
-  children.push(child)
-  const reader = child.stdout.getReader()
-  const decoder = new TextDecoder()
-  let seen = ''
-  const deadline = Date.now() + 30_000
-  while (Date.now() < deadline) {
-    const { value, done } = await reader.read()
-    if (done) break
-    seen += decoder.decode(value)
-    const port = listening.exec(seen)?.[1]
-    if (port) {
-      // Keep draining its output so that a chatty server never blocks on a full pipe.
-      void (async () => {
-        while (!(await reader.read()).done) {}
-      })()
-      return { process: child, base: `http://127.0.0.1:${port}` }
-    }
-  }
-  throw new Error(`${command.join(' ')} did not start; its output:\n${seen}`)
-}
-
-async function ensureDatabase(url: string): Promise<void> {
-  const name = decodeURIComponent(new URL(url).pathname.slice(1))
-  const maintenance = new URL(url)
-  maintenance.pathname = '/postgres'
-  const sql = postgres(maintenance.toString(), { max: 1, onnotice: () => {}, connect_timeout: 5 })
-  try {
-    const [found] = await sql`select 1 as found from pg_database where datname = ${name}`
-    if (!found) {
-      await sql.unsafe(`create database "${name.replaceAll('"', '""')}"`)
-      console.log(`created database ${name}`)
-    }
-  } finally {
-    await sql.end({ timeout: 5 })
-  }
-}
-
-async function createKey(base: string, adminToken: string): Promise<string> {
-  const post = async (path: string, body: unknown) => {
-    const response = await fetch(`${base}/admin/v0${path}`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${adminToken}`, 'content-type': 'application/json' },
-      body: JSON.stringify(body),
-    })
-    const text = await response.text()
-    if (response.status !== 201) throw new Error(`POST ${path} answered ${response.status}: ${text}`)
-    return JSON.parse(text) as Record<string, unknown>
-  }
-  const business = await post('/businesses', { name: 'bench' })
-  const created = await post(`/businesses/${String(business.id)}/keys`, {
-    type: 'public',
-    name: 'bench',
-    scopes: ['ANALYTICS_WRITE'],
-    allowedOrigins: [ALLOWED_ORIGIN],
-    createdBy: 'bench',
-  })
-  if (typeof created.key !== 'string') throw new Error('the key create answer holds no key')
-  return created.key
-}
-
 /** One request that must answer exactly 200 with a whoami body: a fast error path must not pass for speed. */
 async function expectOk(target: Target): Promise<void> {
   const response = await fetch(target.url, { headers: target.headers })
@@ -238,7 +162,7 @@ async function expectOk(target: Target): Promise<void> {
   }
 }
 
-async function runWrk(onCore: (core: number, command: string[]) => string[], target: Target, seconds: number) {
+async function runWrk(target: Target, seconds: number) {
   const headerArgs = Object.entries(target.headers).flatMap(([name, value]) => ['-H', `${name}: ${value}`])
   const command = onCore(1, [
     'wrk', '-t1', `-c${CONNECTIONS}`, `-d${seconds}s`, '--latency',
@@ -259,13 +183,6 @@ async function output(command: string[]): Promise<string> {
   ])
   if (code !== 0) throw new Error(`${command.join(' ')} exited ${code}: ${stderr}`)
   return stdout + stderr
-}
-
-/** `wrk --version` prints its version and exits 1. */
-function wrkVersion(): string {
-  const result = Bun.spawnSync(['wrk', '--version'])
-  const text = result.stdout.toString() + result.stderr.toString()
-  return text.split('\n')[0]!.replace(/\s+Copyright.*/, '').trim()
 }
 
 /** utime + stime of a process and all its threads, in seconds (Linux /proc). */
@@ -305,8 +222,4 @@ function format(n: number): string {
   return Math.round(n).toLocaleString('en-US')
 }
 
-try {
-  process.exitCode = await main()
-} finally {
-  for (const child of children) child.kill()
-}
+await runBenchmark(main)
