@@ -1,3 +1,4 @@
+import type { KeyRecord } from '../keys/service.ts'
 /**
  * The CLI's view of `/admin/v0` (contract section 7): one HTTP call per method, errors
  * turned into values the CLI can print. Knows nothing about terminals.
@@ -24,21 +25,8 @@ export interface Business {
   createdAt: string
 }
 
-export interface KeyRecord {
-  id: string
-  businessId: string
-  type: 'public' | 'private'
-  name: string
-  description: string | null
-  keyHint: string
-  allowedOrigins: string[]
-  scopes: string[]
-  expiresAt: string | null
-  lastUsedAt: string | null
-  createdAt: string
-  createdBy: string
-  revokedAt: string | null
-}
+/** The admin API's key record: the same type the server answers with. */
+export type { KeyRecord }
 
 export interface CreatedKey extends KeyRecord {
   key: string

@@ -5,6 +5,7 @@ import { memoryDocuments } from '../../db/schema/index.ts'
 import { PUBLIC_KEY_SCOPES } from '../../src/access/scopes.ts'
 import { testDatabase } from '../support/database.ts'
 import { call, errorOf, seedBusiness, seedKey, testService, type CallOptions } from '../support/service.ts'
+import type { DocumentRecord } from '../../src/areas/memory/service.ts'
 
 const UNKNOWN_ID = '00000000-0000-4000-8000-000000000000'
 
@@ -16,15 +17,8 @@ async function setup() {
 }
 type Setup = Awaited<ReturnType<typeof setup>>
 
-interface Doc {
-  id: string
-  title: string | null
-  content: string
-  metadata: Record<string, unknown>
-  createdAt: string
-  updatedAt: string
-  rank?: number
-}
+/** A memory document as the API answers it. */
+type Doc = DocumentRecord
 interface DocPage {
   data: Doc[]
   nextCursor: string | null
