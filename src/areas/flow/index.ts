@@ -35,10 +35,11 @@ export function flowRoutes({ db, access }: AreaDeps) {
         body: t.Optional(triggerBody.schema),
         // The body is optional: a trigger without one (no Content-Type either) is fine,
         // and so is a JSON null, which says the same.
-        transform(context) {
-          if (context.body === undefined || context.body === null) return
-          triggerBody.transform(context)
-          const { input } = context.body as { input?: unknown }
+        transform({ body }) {
+          if (body === undefined || body === null) return
+          triggerBody.transform({ body })
+          // The strict check above has established that the body is a trigger object.
+          const { input } = body as { input?: unknown }
           if (input !== undefined) assertStorableJson(input, 'input', MAX_INPUT_BYTES)
         },
         response: { 202: Triggered },

@@ -89,10 +89,11 @@ export function oneOrBatch<One extends TSchema, Batch extends TSchema>(one: One,
   const strictBatch = strictBody(batch)
   return {
     schema: t.Union([one, batch]),
-    transform(context: { body: unknown }): void {
-      const { body } = context
+    // Hooks name what they read (`{ body }`): Elysia then builds only that part of the
+    // request context (see src/access/plugin.ts).
+    transform({ body }: { body: unknown }): void {
       const isBatch = typeof body === 'object' && body !== null && batchKey in body
-      ;(isBatch ? strictBatch : strictOne).transform(context)
+      ;(isBatch ? strictBatch : strictOne).transform({ body })
     },
   }
 }
