@@ -15,6 +15,13 @@ export interface Database {
   readonly engine: 'pglite' | 'postgres'
   /** Resolves when the database answers a trivial query; rejects otherwise. */
   ping(): Promise<void>
+  /**
+   * Runs `task` alone across every instance sharing this database: on PostgreSQL under an
+   * advisory lock held by a connection of its own, which `task` also runs on (instances
+   * starting together would otherwise race to create the same tables). PGlite has a
+   * single owner, so it just runs `task`.
+   */
+  exclusively<T>(task: (db: Db) => Promise<T>): Promise<T>
   close(): Promise<void>
 }
 
@@ -42,6 +49,16 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
       ping: async () => {
         await client`select 1`
       },
+      exclusively: async (task) => {
+        const single = postgres(options.databaseUrl!, { max: 1, onnotice: () => {}, connect_timeout: 5 })
+        try {
+          await single`select pg_advisory_lock(hashtext('keygate:exclusive'))`
+          return await task(drizzlePostgres(single, { schema }) as unknown as Db)
+        } finally {
+          // Ending the session releases the lock, whatever `task` did.
+          await single.end({ timeout: 5 })
+        }
+      },
       close: () => client.end({ timeout: 5 }),
     }
   }
@@ -53,6 +70,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     ping: async () => {
       await client.query('select 1')
     },
+    exclusively: (task) => task(db),
     close: () => client.close(),
   }
 }

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto'
 import type { MigrationMeta } from 'drizzle-orm/migrator'
-import type { Db } from './client.ts'
+import type { Database, Db } from './client.ts'
 import { migrationJournal, migrationSources } from './migrations.ts'
 
 /** The committed migrations in the shape drizzle's migrator reads from disk. */
@@ -31,4 +31,9 @@ export async function applyMigrations(db: Db): Promise<void> {
   await internals.dialect.migrate(embeddedMigrations(), internals.session, {
     migrationsFolder: '(embedded)',
   })
+}
+
+/** Start-up's migration step: one instance at a time when several start together. */
+export function migrate(database: Database): Promise<void> {
+  return database.exclusively(applyMigrations)
 }

@@ -1,5 +1,5 @@
 import { openDatabase, type Database } from '../db/client.ts'
-import { applyMigrations } from '../db/migrate.ts'
+import { migrate } from '../db/migrate.ts'
 import { MAX_BODY_BYTES } from './access/plugin.ts'
 import { createApp, type Service } from './app.ts'
 import { loadConfig } from './config.ts'
@@ -25,7 +25,7 @@ process.on('SIGINT', () => void stop('SIGINT'))
 
 const config = loadConfig()
 database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir })
-await applyMigrations(database.db)
+await migrate(database)
 service = createApp({ database, adminToken: config.adminToken })
 if (!stopping) {
   service.app.listen({

@@ -1,5 +1,5 @@
 import { openDatabase, queryRows, sql, type Database } from '../../db/client.ts'
-import { applyMigrations } from '../../db/migrate.ts'
+import { migrate } from '../../db/migrate.ts'
 
 let shared: Promise<Database> | undefined
 
@@ -13,7 +13,7 @@ export function testDatabase(): Promise<Database> {
       databaseUrl: process.env.DATABASE_URL || undefined,
       dataDir: 'memory://',
     })
-    await applyMigrations(database.db)
+    await migrate(database)
     return database
   })()
   return shared
