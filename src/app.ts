@@ -26,7 +26,7 @@ export interface AppOptions {
 
 /**
  * Builds the whole service without listening: src/index.ts serves it, tests call
- * `app.handle()`. The plugin order here is the request's order.
+ * `app.handle()`. Errors render in one place; API routes carry the access chain.
  */
 export function createApp(options: AppOptions) {
   const { db } = options.database
