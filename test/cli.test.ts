@@ -3,6 +3,7 @@ import { join } from 'node:path'
 import type { Service } from '../src/app.ts'
 import { ADMIN_TOKEN, admin, seedBusiness, seedKey, testService } from './support/service.ts'
 import { addMember, cookieFrom, getPage, KEYS, PASSWORD, trySignIn } from './dashboard/support.ts'
+import type { KeyRecord } from '../src/keys/service.ts'
 
 // The CLI runs as operators run it: a separate process talking HTTP to a real server.
 let service: Service
@@ -59,20 +60,8 @@ function whoami(key: string, origin?: string): Promise<Response> {
   })
 }
 
-interface KeyJson {
-  id: string
-  businessId: string
-  type: string
-  name: string
-  description: string | null
-  keyHint: string
-  allowedOrigins: string[]
-  scopes: string[]
-  expiresAt: string | null
-  createdBy: string
-  revokedAt: string | null
-  key?: string
-}
+/** A key as the admin API answers it; `key` only in the create answer. */
+type KeyJson = KeyRecord & { key?: string }
 
 const FULL_KEY = /\b[ps]k_[A-Za-z0-9]{20,40}\b/
 
