@@ -122,7 +122,11 @@ describe('POST /api/v0/audience/companies', () => {
 describe('GET /api/v0/audience/companies', () => {
   test('pages newest first and filters by domain in any case', async () => {
     const s = await setup()
-    for (const domain of ['a.io', 'b.io', 'c.io']) await upsert(s, { domain })
+    // Times are kept to the millisecond: distinct ones make "newest first" exact.
+    for (const domain of ['a.io', 'b.io', 'c.io']) {
+      await upsert(s, { domain })
+      await Bun.sleep(3)
+    }
     const first = await (await call(s.service, '/api/v0/audience/companies?limit=2', { key: s.sk })).json()
     expect(first.data.map((c: { domain: string }) => c.domain)).toEqual(['c.io', 'b.io'])
     const second = await (await call(s.service, `/api/v0/audience/companies?limit=2&cursor=${first.nextCursor}`, { key: s.sk })).json()

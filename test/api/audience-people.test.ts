@@ -248,7 +248,11 @@ describe('POST /api/v0/audience/people', () => {
 describe('GET /api/v0/audience/people', () => {
   test('pages through people newest first', async () => {
     const s = await setup()
-    for (let i = 0; i < 5; i++) await upsert(s, { externalId: `u${i}` })
+    // Times are kept to the millisecond: distinct ones make "newest first" exact.
+    for (let i = 0; i < 5; i++) {
+      await upsert(s, { externalId: `u${i}` })
+      await Bun.sleep(3)
+    }
     const first = await (await call(s.service, '/api/v0/audience/people?limit=2', { key: s.sk })).json()
     expect(first.data.map((p: { externalId: string }) => p.externalId)).toEqual(['u4', 'u3'])
     const second = await (await call(s.service, `/api/v0/audience/people?limit=2&cursor=${first.nextCursor}`, { key: s.sk })).json()

@@ -244,7 +244,11 @@ describe('GET /api/v0/memory', () => {
   test('lists newest first in cursor pages, each document once', async () => {
     const s = await setup()
     const ids: string[] = []
-    for (let i = 0; i < 5; i++) ids.unshift((await remember(s, { content: `note ${i}` })).id)
+    // Times are kept to the millisecond: distinct ones make "newest first" exact.
+    for (let i = 0; i < 5; i++) {
+      ids.unshift((await remember(s, { content: `note ${i}` })).id)
+      await Bun.sleep(3)
+    }
     const seen: string[] = []
     let cursor: string | null = null
     for (let pages = 0; pages < 5; pages++) {
