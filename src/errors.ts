@@ -11,7 +11,6 @@ export const errorStatus = {
   origin_not_allowed: 403,
   public_key_not_allowed: 403,
   insufficient_scope: 403,
-  forbidden: 403,
   invalid_request: 400,
   not_found: 404,
   list_not_found: 404,
@@ -44,4 +43,18 @@ export interface ErrorBody {
 
 export function errorBody(code: ErrorCode, message: string, requestId: string): ErrorBody {
   return { error: { code, message, requestId } }
+}
+
+/**
+ * The `code`s along an error's cause chain, outermost first: drivers put theirs (a
+ * SQLSTATE, a socket error) on an inner cause that Drizzle wraps.
+ */
+export function causeCodes(error: unknown): string[] {
+  const codes: string[] = []
+  for (let e = error, depth = 0; e && depth < 5; depth++) {
+    const code = (e as { code?: unknown }).code
+    if (typeof code === 'string') codes.push(code)
+    e = (e as { cause?: unknown }).cause
+  }
+  return codes
 }

@@ -8,14 +8,6 @@ const KEY_PATTERN = /^(?:pk|sk)_[A-Za-z0-9]{20,40}$/
 const ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789'
 const GENERATED_LENGTH = 32
 
-export function isWellFormedKey(key: string): boolean {
-  return KEY_PATTERN.test(key)
-}
-
-export function keyTypeOf(key: string): KeyType {
-  return key.charCodeAt(0) === 112 /* p */ ? 'public' : 'private'
-}
-
 export function generateKey(type: KeyType): string {
   // 62 does not divide 256: rejection sampling keeps every character equally likely.
   const out: string[] = []

@@ -1,5 +1,5 @@
 import { Elysia, ValidationError } from 'elysia'
-import { ApiError, errorBody, type ErrorCode } from '../errors.ts'
+import { ApiError, causeCodes, errorBody, type ErrorCode } from '../errors.ts'
 import { API_PREFIX, stampApiAnswer, stampRequestId } from './request-context.ts'
 
 /** Paths the seed mentions that are not routes, with the canonical path to use instead. */
@@ -105,12 +105,7 @@ const UNAVAILABLE_CODES = new Set([
 ])
 
 export function isDatabaseUnavailable(error: unknown): boolean {
-  for (let e = error, depth = 0; e && depth < 5; depth++) {
-    const code = (e as { code?: unknown }).code
-    if (typeof code === 'string' && UNAVAILABLE_CODES.has(code)) return true
-    e = (e as { cause?: unknown }).cause
-  }
-  return false
+  return causeCodes(error).some((code) => UNAVAILABLE_CODES.has(code))
 }
 
 function summarise(error: unknown): string {

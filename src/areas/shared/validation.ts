@@ -1,6 +1,6 @@
 import { t, ValidationError, type TSchema } from 'elysia'
 import { TypeCompiler } from '@sinclair/typebox/compiler'
-import { ApiError } from '../../errors.ts'
+import { ApiError, causeCodes } from '../../errors.ts'
 
 /**
  * Request checks shared by the API areas: what TypeBox schemas cannot say on their own,
@@ -161,12 +161,7 @@ export function assertStorableJson(value: unknown, field: string, maxBytes: numb
 
 /** The SQLSTATE of a driver error, looked up through Drizzle's wrapping. */
 export function sqlState(error: unknown): string | undefined {
-  for (let e = error, depth = 0; e && depth < 5; depth++) {
-    const code = (e as { code?: unknown }).code
-    if (typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code)) return code
-    e = (e as { cause?: unknown }).cause
-  }
-  return undefined
+  return causeCodes(error).find((code) => /^[0-9A-Z]{5}$/.test(code))
 }
 
 export const UNIQUE_VIOLATION = '23505'
