@@ -1,5 +1,6 @@
 import journal from './migrations/meta/_journal.json'
 import m0000 from './migrations/0000_init.sql' with { type: 'text' }
+import m0001 from './migrations/0001_keys_rate_limit_and_notify.sql' with { type: 'text' }
 
 /**
  * Every committed migration, imported statically so that `bun build --compile` embeds
@@ -8,6 +9,7 @@ import m0000 from './migrations/0000_init.sql' with { type: 'text' }
  */
 export const migrationSources: Record<string, string> = {
   '0000_init': m0000,
+  '0001_keys_rate_limit_and_notify': m0001,
 }
 
 export const migrationJournal: { entries: { tag: string; when: number; breakpoints: boolean }[] } =

@@ -1,12 +1,29 @@
 import { t, type Static } from 'elysia'
 import { Value } from '@sinclair/typebox/value'
 
+const BUDGET = '^[0-9]{1,7}/[0-9]{1,5}$'
+
 const Environment = t.Object({
   PORT: t.Integer({ minimum: 0, maximum: 65535, default: 3000 }),
   DATABASE_URL: t.Optional(t.String({ pattern: '^postgres(ql)?://' })),
   DATA_DIR: t.String({ minLength: 1, default: './data' }),
   ADMIN_TOKEN: t.Optional(t.String({ minLength: 16 })),
+  REDIS_URL: t.Optional(t.String({ pattern: '^rediss?://' })),
+  TRUST_PROXY: t.Optional(t.String({ minLength: 1 })),
+  RATE_LIMIT_PUBLIC: t.String({ pattern: BUDGET, default: '300/60' }),
+  RATE_LIMIT_PRIVATE: t.String({ pattern: BUDGET, default: '6000/60' }),
+  RATE_LIMIT_API_AUTH_FAILURES: t.String({ pattern: BUDGET, default: '300/60' }),
+  RATE_LIMIT_ADMIN_AUTH_FAILURES: t.String({ pattern: BUDGET, default: '30/60' }),
+  INGEST_QUEUE_ROWS: t.Integer({ minimum: 1, maximum: 10_000_000, default: 20_000 }),
+  LOG_FORMAT: t.Union([t.Literal('json'), t.Literal('pretty')], { default: 'json' }),
+  LOG_REQUESTS: t.Union([t.Literal('0'), t.Literal('1')], { default: '0' }),
 })
+
+/** A budget: `<limit>/<seconds>` (contract section 8). */
+export interface Budget {
+  limit: number
+  windowSeconds: number
+}
 
 export interface Config {
   port: number
@@ -15,6 +32,20 @@ export interface Config {
   adminToken: string
   /** True when no ADMIN_TOKEN was given and one was generated for this process. */
   adminTokenGenerated: boolean
+  /** Shared rate-limit counters; undefined: each instance counts alone. */
+  redisUrl: string | undefined
+  /** TRUST_PROXY entries as written (addresses or CIDR ranges); empty: trust no proxy. */
+  trustProxy: string[]
+  rateLimits: {
+    public: Budget
+    private: Budget
+    apiAuthFailures: Budget
+    adminAuthFailures: Budget
+  }
+  /** Most event rows waiting to be committed before POST /api/v0/analytics answers 503. */
+  ingestQueueRows: number
+  logFormat: 'json' | 'pretty'
+  logRequests: boolean
 }
 
 /**
@@ -43,7 +74,29 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     dataDir: env_.DATA_DIR,
     adminToken,
     adminTokenGenerated: env_.ADMIN_TOKEN === undefined,
+    redisUrl: env_.REDIS_URL,
+    trustProxy: (env_.TRUST_PROXY ?? '').split(',').map((entry) => entry.trim()).filter((entry) => entry !== ''),
+    rateLimits: {
+      public: budget(env_.RATE_LIMIT_PUBLIC, 'RATE_LIMIT_PUBLIC'),
+      private: budget(env_.RATE_LIMIT_PRIVATE, 'RATE_LIMIT_PRIVATE'),
+      apiAuthFailures: budget(env_.RATE_LIMIT_API_AUTH_FAILURES, 'RATE_LIMIT_API_AUTH_FAILURES'),
+      adminAuthFailures: budget(env_.RATE_LIMIT_ADMIN_AUTH_FAILURES, 'RATE_LIMIT_ADMIN_AUTH_FAILURES'),
+    },
+    ingestQueueRows: env_.INGEST_QUEUE_ROWS,
+    logFormat: env_.LOG_FORMAT,
+    logRequests: env_.LOG_REQUESTS === '1',
   }
+}
+
+/** `<limit>/<seconds>`, each within the contract's range (limit 1..1000000, seconds 1..86400). */
+function budget(written: string, variable: string): Budget {
+  const [limit, windowSeconds] = written.split('/').map(Number) as [number, number]
+  if (limit < 1 || limit > 1_000_000 || windowSeconds < 1 || windowSeconds > 86_400) {
+    throw new Error(
+      `invalid configuration: ${variable} must be <limit>/<seconds> with limit 1-1000000 and seconds 1-86400, like "300/60"`,
+    )
+  }
+  return { limit, windowSeconds }
 }
 
 function generateAdminToken(): string {

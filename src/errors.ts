@@ -15,6 +15,7 @@ export const errorStatus = {
   not_found: 404,
   list_not_found: 404,
   conflict: 409,
+  idempotency_key_reused: 422,
   payload_too_large: 413,
   unsupported_media_type: 415,
   rate_limited: 429,

@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm'
-import { check, index, pgTable, text, timestamp, uuid } from 'drizzle-orm/pg-core'
+import { check, index, integer, pgTable, text, timestamp, uuid } from 'drizzle-orm/pg-core'
 
 export const businesses = pgTable('businesses', {
   id: uuid('id').primaryKey().defaultRandom(),
@@ -15,6 +15,10 @@ export const businesses = pgTable('businesses', {
  * `keyHint` is the redacted form shown in lists (`sk_…wxyz`).
  * `lastUsedAt` moves only forward, at most once a minute per key, by one guarded UPDATE
  * (src/access/last-used.ts). A revoked key keeps its row: `revokedAt` is set once.
+ * `rateLimitLimit`/`rateLimitWindowSeconds` are the key's own budget (contract section 8),
+ * both set or both null (null: the service default for the key's type).
+ * Every insert, update or delete notifies channel `keygate_api_keys` with the key's
+ * digest (a trigger in migration 0001), so every instance's key cache forgets it at once.
  */
 export const apiKeys = pgTable(
   'api_keys',
@@ -37,6 +41,8 @@ export const apiKeys = pgTable(
     createdBy: text('created_by').notNull(),
     updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
     revokedAt: timestamp('revoked_at', { withTimezone: true }),
+    rateLimitLimit: integer('rate_limit_limit'),
+    rateLimitWindowSeconds: integer('rate_limit_window_seconds'),
   },
   (table) => [
     index('api_keys_business_idx').on(table.businessId, table.createdAt),
@@ -44,6 +50,10 @@ export const apiKeys = pgTable(
     check(
       'api_keys_plaintext_public_only',
       sql`${table.publicKey} is null or ${table.type} = 'public'`,
+    ),
+    check(
+      'api_keys_rate_limit_check',
+      sql`(${table.rateLimitLimit} is null and ${table.rateLimitWindowSeconds} is null) or (${table.rateLimitLimit} between 1 and 1000000 and ${table.rateLimitWindowSeconds} between 1 and 86400)`,
     ),
   ],
 )

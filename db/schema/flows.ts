@@ -48,8 +48,11 @@ export const flowRuns = pgTable(
 )
 
 /**
- * The Idempotency-Key of a flow's trigger and the run it produced. One row per (flow, key):
- * while `createdAt` is under 24 h old a trigger with that key answers `runId` again;
+ * The Idempotency-Key of a flow's trigger and the run it produced. An idempotency key
+ * belongs to the API key that sent it: one row per (flow, API key, idempotency key).
+ * `bodyDigest` is the SHA-256 of the canonical trigger body, so a replay with another
+ * body can be refused (422 idempotency_key_reused).
+ * While `createdAt` is under 24 h old a trigger with that key answers `runId` again;
  * after that the next trigger takes the row over (one guarded upsert, so two concurrent
  * triggers cannot both create a run).
  */
@@ -59,11 +62,18 @@ export const flowIdempotencyKeys = pgTable(
     flowId: uuid('flow_id')
       .notNull()
       .references(() => flows.id),
+    keyId: uuid('key_id')
+      .notNull()
+      .references(() => apiKeys.id),
     idempotencyKey: text('idempotency_key').notNull(),
+    bodyDigest: text('body_digest').notNull(),
     runId: uuid('run_id')
       .notNull()
       .references(() => flowRuns.id, { onDelete: 'cascade' }),
     createdAt: timestamp('created_at', { withTimezone: true, precision: 3 }).notNull().defaultNow(),
   },
-  (table) => [primaryKey({ name: 'flow_idempotency_keys_pk', columns: [table.flowId, table.idempotencyKey] })],
+  (table) => [primaryKey({
+      name: 'flow_idempotency_keys_pk',
+      columns: [table.flowId, table.keyId, table.idempotencyKey],
+    }),],
 )

@@ -1,4 +1,5 @@
 import { openapi } from '@elysiajs/openapi'
+import { errorStatus } from '../errors.ts'
 
 const errorEnvelope = {
   type: 'object',
@@ -10,12 +11,7 @@ const errorEnvelope = {
       properties: {
         code: {
           type: 'string',
-          enum: [
-            'missing_api_key', 'malformed_api_key', 'invalid_api_key', 'expired_api_key',
-            'origin_not_allowed', 'public_key_not_allowed', 'insufficient_scope', 'invalid_request',
-            'not_found', 'list_not_found', 'conflict', 'payload_too_large', 'unsupported_media_type',
-            'rate_limited', 'unavailable', 'internal_error', 'unauthorized',
-          ],
+          enum: Object.keys(errorStatus),
         },
         message: { type: 'string', description: 'What was seen and how to fix it' },
         requestId: { type: 'string', description: 'Also sent as the X-Request-Id header' },

@@ -217,16 +217,46 @@ describe('Idempotency-Key', () => {
     body: { input },
   })
 
-  test('the same key again answers the first run: same runId, 202, one run stored', async () => {
+  test('the same key with the same body answers the first run: same runId, 202, one run stored', async () => {
     const s = await setup()
-    const first = await accepted(await trigger(s, withKey('order-42')))
-    const response = await trigger(s, withKey('order-42', { n: 2 }))
+    const first = await accepted(await trigger(s, withKey('order-42', { n: 1, m: { a: 1, b: 2 } })))
+    // The same body with its keys in another order is the same body.
+    const response = await trigger(s, withKey('order-42', { m: { b: 2, a: 1 }, n: 1 }))
     const second = await accepted(response)
     expect(second).toEqual(first)
     expect(response.headers.get('idempotent-replayed')).toBe('true')
     const stored = await runs()
     expect(stored).toHaveLength(1)
-    expect(stored[0]).toMatchObject({ idempotencyKey: 'order-42', input: { n: 1 } })
+    expect(stored[0]).toMatchObject({ idempotencyKey: 'order-42', input: { n: 1, m: { a: 1, b: 2 } } })
+  })
+
+  test('the same key with another body: 422 idempotency_key_reused, nothing started', async () => {
+    const s = await setup()
+    await accepted(await trigger(s, withKey('order-43', { n: 1 })))
+    const response = await trigger(s, withKey('order-43', { n: 2 }))
+    expect(response.status).toBe(422)
+    const error = await errorOf(response)
+    expect(error.code).toBe('idempotency_key_reused')
+    expect(error.message).toContain('order-43')
+    expect(response.headers.get('idempotent-replayed')).toBeNull()
+    const stored = await runs()
+    expect(stored).toHaveLength(1)
+    expect(stored[0]!.input).toEqual({ n: 1 })
+  })
+
+  test('an idempotency key belongs to the API key that sent it: a public key cannot claim the backend\'s run', async () => {
+    const s = await setup()
+    // An attacker copies the public key and sends the key the backend will use first.
+    const attacker = await accepted(await trigger(s, withKey('order-44', { n: 666 })))
+    const backend = await accepted(await trigger(s, { ...withKey('order-44', { n: 1 }), key: s.privateKey.key }))
+    expect(backend.runId).not.toBe(attacker.runId)
+    const stored = await runs()
+    expect(stored).toHaveLength(2)
+    const backendRun = stored.find((run) => run.id === backend.runId)!
+    expect(backendRun).toMatchObject({ keyId: s.privateKey.record.id, input: { n: 1 } })
+    // And the backend's own retry still replays its own run.
+    const retry = await trigger(s, { ...withKey('order-44', { n: 1 }), key: s.privateKey.key })
+    expect((await accepted(retry)).runId).toBe(backend.runId)
   })
 
   test('concurrent triggers with one key create one run', async () => {
