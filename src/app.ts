@@ -14,6 +14,10 @@ import { healthRoutes } from './http/health.ts'
 import { apiReference } from './http/openapi.ts'
 import { stampRequestId } from './http/request-context.ts'
 import { createKeyService } from './keys/service.ts'
+import { createClientAddressOf, type ClientAddressOf } from './access/client-address.ts'
+import { createFailureBudget, createRateLimiter } from './access/rate-limit/limiter.ts'
+import { createAdminGuard } from './admin/auth.ts'
+import type { Config } from './config.ts'
 
 export interface AppOptions {
   database: Database
@@ -22,6 +26,22 @@ export interface AppOptions {
   /** Clock for the key chain (expiry, lastUsedAt); tests move it. */
   now?: () => number
   log?: (line: string) => void
+  /** Budgets of contract section 8; the contract's defaults when absent. */
+  rateLimits?: Config['rateLimits']
+  /** TRUST_PROXY: proxies whose X-Forwarded-For is believed; none when absent. */
+  trustProxy?: readonly string[]
+  /** REDIS_URL: instances share rate-limit counters; each counts alone when absent. */
+  redisUrl?: string
+  /** Replaces the TRUST_PROXY rule (tests stand for a proxy in front of `app.handle`). */
+  clientAddress?: ClientAddressOf
+}
+
+/** Contract section 8's defaults. */
+export const DEFAULT_RATE_LIMITS: Config['rateLimits'] = {
+  public: { limit: 300, windowSeconds: 60 },
+  private: { limit: 6000, windowSeconds: 60 },
+  apiAuthFailures: { limit: 300, windowSeconds: 60 },
+  adminAuthFailures: { limit: 30, windowSeconds: 60 },
 }
 
 /**
@@ -35,7 +55,26 @@ export function createApp(options: AppOptions) {
     onError: (e) => (options.log ?? console.error)(`lastUsedAt write failed: ${String(e)}`),
   })
   const keys = createKeyService(db, (hash) => keyStore.invalidate(hash))
-  const access = createAccessPlugin({ keys: keyStore, lastUsed, now: options.now })
+  const budgets = options.rateLimits ?? DEFAULT_RATE_LIMITS
+  const clientAddress = options.clientAddress ?? createClientAddressOf(options.trustProxy ?? [])
+  const limiter = createRateLimiter({ redisUrl: options.redisUrl, log: options.log })
+  const rateLimitStats = { limited: { public: 0, private: 0 } }
+  const access = createAccessPlugin({
+    keys: keyStore,
+    lastUsed,
+    now: options.now,
+    rateLimits: {
+      limiter,
+      defaults: { public: budgets.public, private: budgets.private },
+      authFailures: createFailureBudget(budgets.apiAuthFailures),
+      clientAddress,
+      onLimited: (keyType) => void rateLimitStats.limited[keyType]++,
+    },
+  })
+  const requireAdmin = createAdminGuard(options.adminToken, {
+    failures: createFailureBudget(budgets.adminAuthFailures),
+    clientAddress,
+  })
   const shutdownTasks: (() => Promise<void>)[] = []
   const area: AreaDeps = { db, access, onShutdown: (task) => void shutdownTasks.push(task) }
 
@@ -48,9 +87,9 @@ export function createApp(options: AppOptions) {
     .use(healthRoutes(options.database.ping))
     .use(apiReference)
     .use(preflight(() => routes))
-    .use(adminRoutes({ db, keys, adminToken: options.adminToken }))
+    .use(adminRoutes({ db, keys, requireAdmin }))
     .use(sdkRoutes())
-    .use(dashboardRoutes({ db, keys }))
+    .use(dashboardRoutes({ db, keys, clientAddress, defaultRateLimit: budgets.public }))
 
   const app = new Elysia().use(errorHandling(options.log)).use(surfaces).use(apiAreas(area))
 
@@ -58,11 +97,12 @@ export function createApp(options: AppOptions) {
 
   return {
     app,
-    services: { keys, keyStore, lastUsed },
+    services: { keys, keyStore, lastUsed, rateLimitStats },
     /** Writes what is buffered (events, lastUsedAt); call before closing the database. */
     async drain() {
       await Promise.all(shutdownTasks.map((task) => task()))
       await lastUsed.close()
+      await limiter.close()
     },
   }
 }

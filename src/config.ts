@@ -1,5 +1,6 @@
 import { t, type Static } from 'elysia'
 import { Value } from '@sinclair/typebox/value'
+import { parseTrustedProxies } from './access/client-address.ts'
 
 const BUDGET = '^[0-9]{1,7}/[0-9]{1,5}$'
 
@@ -67,6 +68,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     throw new Error(`invalid configuration: ${problems.join('; ')}`)
   }
   const env_ = parsed as Static<typeof Environment>
+  const trustProxy = (env_.TRUST_PROXY ?? '').split(',').map((entry) => entry.trim()).filter((entry) => entry !== '')
+  parseTrustedProxies(trustProxy) // throws naming a bad entry, at start-up
   const adminToken = env_.ADMIN_TOKEN ?? generateAdminToken()
   return {
     port: env_.PORT,
@@ -75,7 +78,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     adminToken,
     adminTokenGenerated: env_.ADMIN_TOKEN === undefined,
     redisUrl: env_.REDIS_URL,
-    trustProxy: (env_.TRUST_PROXY ?? '').split(',').map((entry) => entry.trim()).filter((entry) => entry !== ''),
+    trustProxy,
     rateLimits: {
       public: budget(env_.RATE_LIMIT_PUBLIC, 'RATE_LIMIT_PUBLIC'),
       private: budget(env_.RATE_LIMIT_PRIVATE, 'RATE_LIMIT_PRIVATE'),

@@ -26,7 +26,13 @@ process.on('SIGINT', () => void stop('SIGINT'))
 const config = loadConfig()
 database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir })
 await migrate(database)
-service = createApp({ database, adminToken: config.adminToken })
+service = createApp({
+  database,
+  adminToken: config.adminToken,
+  rateLimits: config.rateLimits,
+  trustProxy: config.trustProxy,
+  redisUrl: config.redisUrl,
+})
 if (!stopping) {
   service.app.listen({
     port: config.port,

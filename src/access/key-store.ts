@@ -1,6 +1,7 @@
 import { eq } from 'drizzle-orm'
 import { LRUCache } from 'lru-cache'
 import type { Db } from '../../db/client.ts'
+import type { Budget } from '../config.ts'
 import { apiKeys } from '../../db/schema/index.ts'
 import type { KeyType } from './key-format.ts'
 import { compileOriginMatcher, type OriginMatcher } from './origin.ts'
@@ -20,6 +21,8 @@ export interface ActiveKey {
   /** Milliseconds since the epoch, or null for a key that never expires. */
   readonly expiresAt: number | null
   readonly revoked: boolean
+  /** The key's own budget, or null for the service default of its type (contract section 8). */
+  readonly rateLimit: Budget | null
   /** Moved forward by the last-used recorder so a hot key is queued once a minute at most. */
   lastUsedAt: number | null
 }
@@ -104,6 +107,14 @@ function toActiveKey(row: ApiKeyRow): ActiveKey {
     origins: row.type === 'public' ? compileOriginMatcher(row.allowedOrigins) : null,
     expiresAt: row.expiresAt ? row.expiresAt.getTime() : null,
     revoked: row.revokedAt !== null,
+    rateLimit: storedRateLimit(row),
     lastUsedAt: row.lastUsedAt ? row.lastUsedAt.getTime() : null,
   }
+}
+
+/** A key row's own budget, or null for the service default (both columns or neither). */
+export function storedRateLimit(row: Pick<ApiKeyRow, 'rateLimitLimit' | 'rateLimitWindowSeconds'>): Budget | null {
+  return row.rateLimitLimit !== null && row.rateLimitWindowSeconds !== null
+    ? { limit: row.rateLimitLimit, windowSeconds: row.rateLimitWindowSeconds }
+    : null
 }

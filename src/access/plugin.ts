@@ -1,9 +1,13 @@
 import { Elysia } from 'elysia'
+import type { Budget } from '../config.ts'
 import { ApiError } from '../errors.ts'
 import { stampApiAnswer } from '../http/request-context.ts'
 import { authorize, type AccessDecision } from './chain.ts'
+import { budgetSubject, type ClientAddressOf, type PeerSource } from './client-address.ts'
 import type { ActiveKey, KeyStore } from './key-store.ts'
 import type { LastUsedRecorder } from './last-used.ts'
+import { rateLimited, rateLimitHeaders } from './rate-limit/answer.ts'
+import type { FailureBudget, RateLimiter, RateLimitOutcome } from './rate-limit/limiter.ts'
 import type { RouteAccess } from './scopes.ts'
 
 /** What a route handler learns about its caller. */
@@ -33,37 +37,89 @@ const DECIDED = Symbol('access decided')
  * travels from hook to hook under a symbol on `set`, the one plain object Elysia keeps
  * per request (a WeakMap keyed by the request measured 0.3 µs slower under load).
  */
+export interface RateLimitDeps {
+  limiter: RateLimiter
+  /** The service defaults for keys whose `rateLimit` is null (RATE_LIMIT_PUBLIC/PRIVATE). */
+  defaults: Record<ActiveKey['type'], Budget>
+  /** invalid_api_key and expired_api_key answers per client address (RATE_LIMIT_API_AUTH_FAILURES). */
+  authFailures: FailureBudget
+  clientAddress: ClientAddressOf
+  /** Called for each request refused for its budget (metrics). */
+  onLimited?: (keyType: ActiveKey['type']) => void
+}
+
 export function createAccessPlugin(deps: {
   keys: KeyStore
   lastUsed: LastUsedRecorder
+  rateLimits: RateLimitDeps
   now?: () => number
 }) {
   const now = deps.now ?? Date.now
+  const { limiter, defaults, authFailures, clientAddress } = deps.rateLimits
 
   type Stamped = Parameters<typeof stampApiAnswer>[0] & { [DECIDED]?: AccessContext }
 
-  function check(request: Request, path: string, set: Stamped, rule: RouteAccess): void | Promise<void> {
+  /** The request's facts the checks after the key need; the address is found only when asked. */
+  interface Pending {
+    request: Request
+    server: PeerSource | null
+    set: Stamped
+    origin: string | null
+    at: number
+    address: string | undefined
+  }
+
+  function addressOf(pending: Pending): string {
+    return (pending.address ??= clientAddress(pending.request, pending.server))
+  }
+
+  function check(
+    request: Request,
+    path: string,
+    set: Stamped,
+    server: PeerSource | null,
+    rule: RouteAccess,
+  ): void | Promise<void> {
     if (set[DECIDED] !== undefined) return
     const headers = request.headers
     const origin = headers.get('origin')
     // First, so refusals carry the request id and the Origin echo too.
     stampApiAnswer(set, origin)
+    const pending: Pending = { request, server, set, origin, at: now(), address: undefined }
+    // An address that drew too many invalid or expired keys is refused before any lookup.
+    const wait = authFailures.active(pending.at) ? authFailures.blocked(addressOf(pending), pending.at) : null
+    if (wait !== null) throw rateLimited(wait, 'Too many requests with unknown, revoked or expired keys came from this address')
     const decision = authorize(
       { authorization: headers.get('authorization'), origin, method: request.method, path },
       rule,
       deps.keys,
-      now(),
+      pending.at,
     )
-    if (decision instanceof Promise) return decision.then((d) => settle(set, d, origin))
-    settle(set, decision, origin)
+    if (decision instanceof Promise) return decision.then((d) => settle(pending, d))
+    return settle(pending, decision)
   }
 
-  function settle(set: Stamped, decision: AccessDecision, origin: string | null): void {
+  function settle(pending: Pending, decision: AccessDecision): void | Promise<void> {
     if (!decision.ok) {
       const { code, message, headers } = decision.denial
+      if (code === 'invalid_api_key' || code === 'expired_api_key') authFailures.record(addressOf(pending), pending.at)
       throw new ApiError(code, message, headers)
     }
-    set[DECIDED] = { key: decision.key, origin }
+    const key = decision.key
+    // A private key's budget is the key's; a public key's is each visitor's (section 8).
+    const bucket = key.type === 'private' ? key.id : `${key.id} ${budgetSubject(addressOf(pending))}`
+    const outcome = limiter.take(bucket, key.rateLimit ?? defaults[key.type], pending.at)
+    if (outcome instanceof Promise) return outcome.then((o) => admit(pending, key, o))
+    admit(pending, key, outcome)
+  }
+
+  function admit(pending: Pending, key: ActiveKey, outcome: RateLimitOutcome): void {
+    if (!outcome.allowed) {
+      deps.rateLimits.onLimited?.(key.type)
+      throw rateLimited(outcome.retryAfterSeconds, `This key's rate limit of ${outcome.limit} requests is used up`, rateLimitHeaders(outcome))
+    }
+    if (key.type === 'private') Object.assign(pending.set.headers, rateLimitHeaders(outcome))
+    pending.set[DECIDED] = { key, origin: pending.origin }
   }
 
   return new Elysia({ name: 'access' }).macro({
@@ -78,15 +134,25 @@ export function createAccessPlugin(deps: {
       // Then Elysia's own JSON parser. Naming it also gives the API reference the
       // content type; Elysia's macro typing omits named parsers, which its runtime takes.
       parse: [
-        function screenRequest({ request, path, set }: { request: Request; path: string; set: Stamped }) {
-          const checked = check(request, path, set, rule)
+        function screenRequest({
+          request,
+          path,
+          set,
+          server,
+        }: {
+          request: Request
+          path: string
+          set: Stamped
+          server: PeerSource | null
+        }) {
+          const checked = check(request, path, set, server, rule)
           if (checked) return checked.then(() => screenBody(request))
           return screenBody(request)
         },
         'json',
-      ] as unknown as (context: { request: Request; path: string; set: Stamped }) => undefined,
-      transform({ request, path, set }) {
-        return check(request, path, set, rule)
+      ] as unknown as (context: { request: Request; path: string; set: Stamped; server: PeerSource | null }) => undefined,
+      transform({ request, path, set, server }) {
+        return check(request, path, set, server, rule)
       },
       resolve({ set }) {
         const access = (set as Stamped)[DECIDED]!

@@ -1,22 +1,55 @@
 import { createHash, timingSafeEqual } from 'node:crypto'
+import type { ClientAddressOf, PeerSource } from '../access/client-address.ts'
+import type { FailureBudget } from '../access/rate-limit/limiter.ts'
 import { ApiError } from '../errors.ts'
+import { rateLimited } from '../access/rate-limit/answer.ts'
+
+export interface AdminGuardOptions {
+  /** 401s per client address (RATE_LIMIT_ADMIN_AUTH_FAILURES); over it, 429 before any compare. */
+  failures: FailureBudget
+  clientAddress: ClientAddressOf
+}
+
+/** Marks a request the guard has already passed (it runs in both parse and transform). */
+const ADMITTED = Symbol('admin admitted')
 
 /**
  * Checks `Authorization: Bearer <ADMIN_TOKEN>` in constant time: both sides are hashed
- * first so neither the content nor the length of the token leaks through timing.
+ * first so neither the content nor the length of the token leaks through timing. A client
+ * address that drew too many 401s is answered 429 without a compare until its window has
+ * passed (contract section 8), which makes guessing the token hopeless.
  */
-export function createAdminGuard(adminToken: string) {
+export function createAdminGuard(adminToken: string, options: AdminGuardOptions) {
   const expected = createHash('sha256').update(adminToken).digest()
-  return function requireAdmin({ request }: { request: Request }): void {
+  return function requireAdmin({
+    request,
+    set,
+    server,
+  }: {
+    request: Request
+    set: object
+    server: PeerSource | null
+  }): void {
+    const marks = set as { [ADMITTED]?: true }
+    if (marks[ADMITTED]) return
+    const now = Date.now()
+    const address = options.clientAddress(request, server)
+    const wait = options.failures.active(now) ? options.failures.blocked(address, now) : null
+    if (wait !== null) throw rateLimited(wait, 'Too many requests with a wrong admin token came from this address')
     const header = request.headers.get('authorization') ?? ''
     const match = /^bearer +(\S+)$/i.exec(header)
     const given = createHash('sha256').update(match?.[1] ?? '').digest()
-    if (!match || !timingSafeEqual(given, expected)) {
-      throw new ApiError(
-        'unauthorized',
-        'The admin API needs "Authorization: Bearer <ADMIN_TOKEN>" with the operator token the service was started with.',
-        { 'www-authenticate': 'Bearer realm="admin"' },
-      )
+    if (match && timingSafeEqual(given, expected)) {
+      marks[ADMITTED] = true
+      return
     }
+    options.failures.record(address, now)
+    throw new ApiError(
+      'unauthorized',
+      'The admin API needs "Authorization: Bearer <ADMIN_TOKEN>" with the operator token the service was started with.',
+      { 'www-authenticate': 'Bearer realm="admin"' },
+    )
   }
 }
+
+export type AdminGuard = ReturnType<typeof createAdminGuard>

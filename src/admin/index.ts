@@ -4,7 +4,7 @@ import type { Db } from '../../db/client.ts'
 import { businesses, flows } from '../../db/schema/index.ts'
 import { ApiError } from '../errors.ts'
 import { toKeyRecord, type KeyService } from '../keys/service.ts'
-import { createAdminGuard } from './auth.ts'
+import type { AdminGuard } from './auth.ts'
 import { IdParams, KeyChanges, KeyRecordSchema, NewBusiness, NewFlow, NewKey } from './model.ts'
 import { memberRoutes } from './members.ts'
 
@@ -12,14 +12,13 @@ import { memberRoutes } from './members.ts'
  * The operators' API (contract section 7). The token is checked in `parse` and
  * `transform`, before any body or parameter is looked at, like the key chain.
  */
-export function adminRoutes(deps: { db: Db; keys: KeyService; adminToken: string }) {
-  const { db, keys } = deps
-  const requireAdmin = createAdminGuard(deps.adminToken)
+export function adminRoutes(deps: { db: Db; keys: KeyService; requireAdmin: AdminGuard }) {
+  const { db, keys, requireAdmin } = deps
 
   return new Elysia({ name: 'admin', prefix: '/admin/v0', detail: { tags: ['admin'], security: [{ adminToken: [] }] } })
     .onParse(requireAdmin)
     .onTransform(requireAdmin)
-    .use(memberRoutes({ db, adminToken: deps.adminToken }))
+    .use(memberRoutes({ db, requireAdmin }))
     .post(
       '/businesses',
       async ({ body, set }) => {

@@ -2,7 +2,7 @@ import { Elysia, t } from 'elysia'
 import type { Db } from '../../db/client.ts'
 import { createMemberService, PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH, signInLinkUrl, type SignInLink } from '../dashboard/members.ts'
 import { publicOrigin } from '../dashboard/http.ts'
-import { createAdminGuard } from './auth.ts'
+import type { AdminGuard } from './auth.ts'
 import { IdParams } from './model.ts'
 
 const NewMember = t.Object({
@@ -36,9 +36,9 @@ const SignInLinkSchema = t.Object(
  * which gives the /admin/v0 prefix; the token is checked here too, so these routes stay
  * closed even if mounted elsewhere.
  */
-export function memberRoutes(deps: { db: Db; adminToken: string }) {
+export function memberRoutes(deps: { db: Db; requireAdmin: AdminGuard }) {
   const members = createMemberService(deps.db)
-  const requireAdmin = createAdminGuard(deps.adminToken)
+  const { requireAdmin } = deps
   const linkOf = (request: Request, link: SignInLink) => ({
     url: signInLinkUrl(publicOrigin(request), link.token),
     expiresAt: link.expiresAt.toISOString(),

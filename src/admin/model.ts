@@ -4,12 +4,35 @@ export const IdParams = t.Object({ id: t.String({ format: 'uuid', error: 'must b
 
 export const NewBusiness = t.Object({ name: t.String({ minLength: 1, maxLength: 200 }) })
 
+/** A key's own budget (contract section 8); null: the service default for its type. */
+function RateLimit() {
+  return t.Object(
+    {
+      limit: t.Integer({
+        minimum: 1,
+        maximum: 1_000_000,
+        error: 'must be a whole number of requests from 1 to 1000000',
+      }),
+      windowSeconds: t.Integer({
+        minimum: 1,
+        maximum: 86_400,
+        error: 'must be a whole number of seconds from 1 to 86400 (one day)',
+      }),
+    },
+    {
+      description:
+        'At most `limit` requests per `windowSeconds`, sliding (GCRA): per client address for public keys, per key for private keys. null: the service default (RATE_LIMIT_PUBLIC / RATE_LIMIT_PRIVATE).',
+    },
+  )
+}
+
 const keySettings = {
   name: t.String({ maxLength: 100 }),
   description: t.Optional(t.Nullable(t.String({ maxLength: 1000 }))),
   allowedOrigins: t.Optional(t.Array(t.String({ maxLength: 300 }), { maxItems: 100 })),
   scopes: t.Array(t.String({ maxLength: 64 }), { maxItems: 20 }),
   expiresAt: t.Optional(t.Nullable(t.String({ format: 'date-time', error: 'must be an ISO-8601 date-time' }))),
+  rateLimit: t.Optional(t.Nullable(RateLimit())),
 }
 
 export const NewKey = t.Object({
@@ -38,6 +61,7 @@ export const KeyRecordSchema = t.Object(
     createdBy: t.String(),
     updatedAt: t.String(),
     revokedAt: t.Nullable(t.String()),
+    rateLimit: t.Nullable(RateLimit()),
   },
   { description: 'An API key. The key itself appears only once, as `key`, in the create answer.' },
 )

@@ -57,6 +57,7 @@ const keySettingOptions = {
   origin: { type: 'string', multiple: true },
   scope: { type: 'string', multiple: true },
   expires: { type: 'string' },
+  'rate-limit': { type: 'string' },
 } satisfies Record<string, OptionSpec>
 
 export const commands: Command[] = [
@@ -86,7 +87,8 @@ export const commands: Command[] = [
     name: 'keys create',
     usage:
       '--business ID --type public|private --name NAME [--description TEXT]\n' +
-      '    [--origin ORIGIN]... [--scope SCOPE]... [--expires ISO-8601] [--created-by WHO]',
+      '    [--origin ORIGIN]... [--scope SCOPE]... [--expires ISO-8601] [--rate-limit N/SECONDS]\n' +
+      '    [--created-by WHO]',
     summary: 'Create a key and print it, this once.',
     options: { business: { type: 'string' }, type: { type: 'string' }, 'created-by': { type: 'string' }, ...keySettingOptions },
     required: ['business', 'type', 'name'],
@@ -104,6 +106,7 @@ export const commands: Command[] = [
         allowedOrigins: texts(options, 'origin'),
         scopes: scopesOf(options),
         ...(expires && expires !== 'never' ? { expiresAt: expires } : {}),
+        ...rateLimitOf(options),
         createdBy: text(options, 'created-by') ?? currentUser(),
       })
       const { key, ...record } = created
@@ -147,7 +150,7 @@ export const commands: Command[] = [
     name: 'keys update',
     usage:
       'KEY_ID [--name NAME] [--description TEXT] [--origin ORIGIN]... [--scope SCOPE]...\n' +
-      '    [--expires ISO-8601|never]',
+      '    [--expires ISO-8601|never] [--rate-limit N/SECONDS|default]',
     summary: 'Change a key; origins and scopes given replace the current lists. Effective on its next request.',
     target: 'KEY_ID',
     options: keySettingOptions,
@@ -163,8 +166,11 @@ export const commands: Command[] = [
       if (options.scope !== undefined) changes.scopes = scopesOf(options)
       const expires = text(options, 'expires')
       if (expires !== undefined) changes.expiresAt = expires === 'never' ? null : expires
+      Object.assign(changes, rateLimitOf(options))
       if (Object.keys(changes).length === 0) {
-        throw new UsageError('keys update needs at least one change: --name, --description, --origin, --scope or --expires.')
+        throw new UsageError(
+          'keys update needs at least one change: --name, --description, --origin, --scope, --expires or --rate-limit.',
+        )
       }
       const key = await api.updateKey(target!, changes)
       return { json: key, text: `Updated key "${key.name}".\n${keyDetails(key)}` }
@@ -346,6 +352,18 @@ function withoutLineEnd(input: string): string {
 function text(options: OptionValues, name: string): string | undefined {
   const value = options[name]
   return typeof value === 'string' ? value : undefined
+}
+
+/** `--rate-limit 100/60` (100 requests per 60 s); `default` goes back to the service default. */
+function rateLimitOf(options: OptionValues): { rateLimit?: { limit: number; windowSeconds: number } | null } {
+  const written = text(options, 'rate-limit')
+  if (written === undefined) return {}
+  if (written === 'default') return { rateLimit: null }
+  const match = /^(\d{1,7})\/(\d{1,5})$/.exec(written.trim())
+  if (!match) {
+    throw new UsageError(`--rate-limit takes REQUESTS/SECONDS, like 100/60, or "default"; not "${written}".`)
+  }
+  return { rateLimit: { limit: Number(match[1]), windowSeconds: Number(match[2]) } }
 }
 
 function texts(options: OptionValues, name: string): string[] {

@@ -43,6 +43,7 @@ export function keyDetails(key: KeyRecord): string {
     ['origins', key.allowedOrigins.join(', ') || '-'],
     ['scopes', key.scopes.join(', ')],
     ['expires', time(key.expiresAt)],
+    ['rate limit', key.rateLimit ? `${key.rateLimit.limit} per ${key.rateLimit.windowSeconds} s` : 'service default'],
     ['last used', time(key.lastUsedAt)],
     ['created', `${time(key.createdAt)} by ${key.createdBy}`],
     ['status', keyStatus(key)],

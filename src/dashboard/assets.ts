@@ -63,6 +63,8 @@ h2 { font-size: 1.15rem; margin: 0 0 0.75rem; }
 .button.danger:hover { background: #8f1c13; }
 .button.small { padding: 0.25rem 0.7rem; font-size: 0.85rem; }
 .topbar .button.small { background: transparent; color: #e5e7eb; border-color: #4b5563; }
+.inline-fields { display: flex; gap: 0.5rem; align-items: center; flex-wrap: wrap; }
+.inline-fields input { width: 8rem; }
 .button-row { display: flex; gap: 0.75rem; align-items: center; flex-wrap: wrap; }
 .danger-link { color: var(--danger); }
 

@@ -17,7 +17,24 @@ export function readKeyForm(form: URLSearchParams): KeyFormValues {
     origins: form.get('origins') ?? '',
     scopes: form.getAll('scopes'),
     expiresOn: (form.get('expiresOn') ?? '').trim(),
+    rateLimitLimit: (form.get('rateLimitLimit') ?? '').trim(),
+    rateLimitWindow: (form.get('rateLimitWindow') ?? '').trim(),
   }
+}
+
+/** The two rate-limit fields: both empty is the service default (null). */
+export function rateLimitOf(
+  values: Pick<KeyFormValues, 'rateLimitLimit' | 'rateLimitWindow'>,
+): { ok: true; value: { limit: number; windowSeconds: number } | null } | { ok: false; message: string } {
+  const { rateLimitLimit: limit, rateLimitWindow: window } = values
+  if (limit === '' && window === '') return { ok: true, value: null }
+  if (!/^\d{1,7}$/.test(limit) || !/^\d{1,5}$/.test(window)) {
+    return {
+      ok: false,
+      message: 'Enter whole numbers for both the requests and the seconds (like 300 per 60), or leave both empty for the service default.',
+    }
+  }
+  return { ok: true, value: { limit: Number(limit), windowSeconds: Number(window) } }
 }
 
 /** `2027-01-31` -> the ISO instant 00:00 UTC that day; '' -> null (no expiry). */
@@ -53,6 +70,9 @@ export function keySettingsOf(
     if (expiry.ok) input.expiresAt = expiry.value
     else problems.push({ field: 'expiresAt', message: expiry.message })
   }
+  const rateLimit = rateLimitOf(values)
+  if (rateLimit.ok) input.rateLimit = rateLimit.value
+  else problems.push({ field: 'rateLimit', message: rateLimit.message })
   return { input, problems }
 }
 
@@ -74,7 +94,7 @@ export function formErrorsOf(problems: readonly FieldProblem[], expiresOn: strin
       errors.expiresOn = message.startsWith('expiresAt')
         ? `${expiresOn} has already begun (in UTC); choose a later day, or leave the field empty for a key that does not expire.`
         : message
-    }
+    } else if (field.startsWith('rateLimit')) errors.rateLimit = message
   }
   return errors
 }

@@ -71,20 +71,6 @@ export function crossSiteReason(request: Request): string | null {
   return null
 }
 
-/**
- * The client's address for throttling: the last `X-Forwarded-For` hop (the one our own
- * proxy appended), else the socket's peer. Without a proxy a client can forge the header
- * to dodge the per-address limit, but not the per-email one.
- */
-export function clientAddress(request: Request, socketAddress: string | undefined): string {
-  const forwarded = request.headers.get('x-forwarded-for')
-  if (forwarded) {
-    const hops = forwarded.split(',').map((h) => h.trim()).filter(Boolean)
-    if (hops.length > 0) return hops[hops.length - 1]!.toLowerCase()
-  }
-  return socketAddress ?? 'unknown'
-}
-
 /** Form fields of an urlencoded POST body (at most 64 KiB); other bodies read as empty. */
 export async function readForm(request: Request): Promise<URLSearchParams> {
   const type = request.headers.get('content-type') ?? ''

@@ -1,3 +1,4 @@
+import type { ClientAddressOf } from '../access/client-address.ts'
 import { Elysia } from 'elysia'
 import type { Db } from '../../db/client.ts'
 import { compileOriginMatcher, parseAllowedOrigin } from '../access/origin.ts'
@@ -10,7 +11,6 @@ import { formErrorsOf, keySettingsOf, readKeyForm } from './forms.ts'
 import { html } from './html.ts'
 import {
   clearCookie,
-  clientAddress,
   COOKIE_PATH,
   crossSiteReason,
   htmlPage,
@@ -44,11 +44,23 @@ export interface DashboardDeps {
   keys: KeyService
   /** Failed sign-ins allowed per email and per address; defaults in src/dashboard/throttle.ts. */
   signInLimits?: SignInLimits
+  /** The client address sign-in throttling counts by (TRUST_PROXY rule, src/access/client-address.ts). */
+  clientAddress: ClientAddressOf
+  /** RATE_LIMIT_PUBLIC, shown on the key form (the dashboard manages public keys). */
+  defaultRateLimit: { limit: number; windowSeconds: number }
 }
 
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 const SIGN_IN_PATH = '/dashboard/sign-in'
-const NEW_KEY_DEFAULTS: KeyFormValues = { name: '', description: '', origins: '', scopes: ['ANALYTICS_WRITE'], expiresOn: '' }
+const NEW_KEY_DEFAULTS: KeyFormValues = {
+  name: '',
+  description: '',
+  origins: '',
+  scopes: ['ANALYTICS_WRITE'],
+  expiresOn: '',
+  rateLimitLimit: '',
+  rateLimitWindow: '',
+}
 
 /**
  * The members' dashboard (docs/dashboard.md): server-rendered pages under /dashboard,
@@ -57,7 +69,7 @@ const NEW_KEY_DEFAULTS: KeyFormValues = { name: '', description: '', origins: ''
  * Handlers return whole Responses: the pages answer in HTML, including their errors, and
  * forms are read by hand so that a bad field re-renders the form instead of a JSON 400.
  */
-export function dashboardRoutes({ db, keys, signInLimits }: DashboardDeps) {
+export function dashboardRoutes({ db, keys, signInLimits, clientAddress, defaultRateLimit }: DashboardDeps) {
   const members = createMemberService(db)
   const sessions = createSessionStore(db)
   const throttle = createSignInThrottle(db, signInLimits)
@@ -196,7 +208,7 @@ export function dashboardRoutes({ db, keys, signInLimits }: DashboardDeps) {
           if (crossSiteReason(request) || !cookieToken || !formToken || !sameSecret(cookieToken, formToken)) {
             return signInForm(request, 403, { email, next, error: 'The sign-in form expired or came from another site. Please sign in again.' })
           }
-          const address = clientAddress(request, server?.requestIP(request)?.address)
+          const address = clientAddress(request, server)
           const throttled = await throttle.check(email, address)
           if (!throttled.ok) {
             const minutes = Math.ceil(throttled.retryAfterSeconds / 60)
@@ -271,7 +283,7 @@ export function dashboardRoutes({ db, keys, signInLimits }: DashboardDeps) {
       )
       .get(
         '/settings/developers/api-keys/new',
-        page(async (who) => htmlPage(200, keyFormPage(who, { kind: 'create' }, NEW_KEY_DEFAULTS, {}, formatDate(new Date())))),
+        page(async (who) => htmlPage(200, keyFormPage(who, { kind: 'create' }, NEW_KEY_DEFAULTS, {}, formatDate(new Date()), defaultRateLimit))),
       )
       .post(
         '/settings/developers/api-keys',
@@ -282,7 +294,7 @@ export function dashboardRoutes({ db, keys, signInLimits }: DashboardDeps) {
           const checked = checkKeySettings('public', input, now)
           const all = [...problems, ...(checked.ok ? [] : checked.problems)]
           if (all.length > 0) {
-            return htmlPage(400, keyFormPage(who, { kind: 'create' }, values, formErrorsOf(all, values.expiresOn), formatDate(now)))
+            return htmlPage(400, keyFormPage(who, { kind: 'create' }, values, formErrorsOf(all, values.expiresOn), formatDate(now), defaultRateLimit))
           }
           const created = await keys.create(who.businessId, { ...input, type: 'public', createdBy: who.email }, now)
           return redirect(`${keyPath(created.record.id)}?created=1`)
@@ -327,7 +339,7 @@ export function dashboardRoutes({ db, keys, signInLimits }: DashboardDeps) {
           const row = await ownKey(who, params.id)
           if (!row) return notFound(who)
           const key = toKeyRecord(row)
-          return cannotEdit(who, row) ?? htmlPage(200, keyFormPage(who, { kind: 'edit', key }, formValuesOf(key), {}, formatDate(new Date())))
+          return cannotEdit(who, row) ?? htmlPage(200, keyFormPage(who, { kind: 'edit', key }, formValuesOf(key), {}, formatDate(new Date()), defaultRateLimit))
         }),
       )
       .post(
@@ -344,7 +356,7 @@ export function dashboardRoutes({ db, keys, signInLimits }: DashboardDeps) {
           const checked = checkKeySettings('public', input, now)
           const all = [...problems, ...(checked.ok ? [] : checked.problems)]
           if (all.length > 0) {
-            return htmlPage(400, keyFormPage(who, { kind: 'edit', key }, values, formErrorsOf(all, values.expiresOn), formatDate(now)))
+            return htmlPage(400, keyFormPage(who, { kind: 'edit', key }, values, formErrorsOf(all, values.expiresOn), formatDate(now), defaultRateLimit))
           }
           try {
             await keys.update(who.businessId, row.id, input, now)

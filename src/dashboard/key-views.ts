@@ -210,6 +210,9 @@ export interface KeyFormValues {
   origins: string
   scopes: string[]
   expiresOn: string
+  /** Both empty: the service default. */
+  rateLimitLimit: string
+  rateLimitWindow: string
 }
 
 export interface KeyFormErrors {
@@ -218,6 +221,7 @@ export interface KeyFormErrors {
   origins?: string[]
   scopes?: string
   expiresOn?: string
+  rateLimit?: string
 }
 
 export function keyFormPage(
@@ -226,6 +230,7 @@ export function keyFormPage(
   values: KeyFormValues,
   errors: KeyFormErrors,
   today: string,
+  defaultRateLimit: { limit: number; windowSeconds: number },
 ): Html {
   const editing = mode.kind === 'edit'
   const action = editing ? keyPath(mode.key.id, 'edit') : KEYS_PATH
@@ -236,6 +241,7 @@ export function keyFormPage(
     ...(errors.origins ?? []).map((text) => ({ href: '#origins', text })),
     ...(errors.scopes ? [{ href: '#scope-0', text: errors.scopes }] : []),
     ...(errors.expiresOn ? [{ href: '#expires-on', text: errors.expiresOn }] : []),
+    ...(errors.rateLimit ? [{ href: '#rate-limit', text: errors.rateLimit }] : []),
   ]
   const describe = (...ids: (string | false | undefined)[]) => ids.filter(Boolean).join(' ')
   return layout({
@@ -291,6 +297,20 @@ ${summary.length
     <input id="expires-on" name="expiresOn" type="date" min="${today}" value="${values.expiresOn}"
       aria-describedby="${describe('expires-hint', errors.expiresOn && 'expires-error')}"${errors.expiresOn ? html` aria-invalid="true"` : null}>
   </div>
+  <fieldset class="field${errors.rateLimit ? ' has-error' : ''}" aria-describedby="${describe('rate-limit-hint', errors.rateLimit && 'rate-limit-error')}">
+    <legend>Rate limit <span class="optional">(optional)</span></legend>
+    <p class="hint" id="rate-limit-hint">Requests each visitor (each client address) may make, sliding over the window.
+    Leave both empty for the service default: ${defaultRateLimit.limit} requests per ${defaultRateLimit.windowSeconds} seconds.</p>
+    ${errors.rateLimit ? html`<p class="field-error" id="rate-limit-error">${errors.rateLimit}</p>` : null}
+    <div class="inline-fields">
+      <input id="rate-limit" name="rateLimitLimit" type="number" min="1" max="1000000" inputmode="numeric"
+        placeholder="${defaultRateLimit.limit}" value="${values.rateLimitLimit}"${errors.rateLimit ? html` aria-invalid="true"` : null}>
+      <label for="rate-limit">requests per</label>
+      <input id="rate-limit-window" name="rateLimitWindow" type="number" min="1" max="86400" inputmode="numeric"
+        placeholder="${defaultRateLimit.windowSeconds}" value="${values.rateLimitWindow}"${errors.rateLimit ? html` aria-invalid="true"` : null}>
+      <label for="rate-limit-window">seconds</label>
+    </div>
+  </fieldset>
   <div class="button-row">
     <button type="submit" class="button primary">${editing ? 'Save changes' : 'Create key'}</button>
     <a class="button" href="${editing ? keyPath(mode.key.id) : KEYS_PATH}">Cancel</a>
@@ -325,5 +345,7 @@ export function formValuesOf(key: KeyRecord): KeyFormValues {
     origins: key.allowedOrigins.join('\n'),
     scopes: key.scopes,
     expiresOn: key.expiresAt ? formatDate(new Date(key.expiresAt)) : '',
+    rateLimitLimit: key.rateLimit ? String(key.rateLimit.limit) : '',
+    rateLimitWindow: key.rateLimit ? String(key.rateLimit.windowSeconds) : '',
   }
 }

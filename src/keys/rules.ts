@@ -14,6 +14,7 @@ export interface KeySettingsInput {
   allowedOrigins?: readonly string[]
   scopes?: readonly string[]
   expiresAt?: string | null
+  rateLimit?: { limit: number; windowSeconds: number } | null
 }
 
 export interface KeySettings {
@@ -22,6 +23,9 @@ export interface KeySettings {
   allowedOrigins?: string[]
   scopes?: Scope[]
   expiresAt?: Date | null
+  /** Both set or both null (null: the service default). */
+  rateLimitLimit?: number | null
+  rateLimitWindowSeconds?: number | null
 }
 
 /**
@@ -113,6 +117,24 @@ export function checkKeySettings(
           message: `expiresAt ${at.toISOString()} is not in the future; give a later date or leave it out for a key that does not expire.`,
         })
       } else settings.expiresAt = at
+    }
+  }
+
+  if (input.rateLimit !== undefined) {
+    const budget = input.rateLimit
+    if (budget === null) {
+      settings.rateLimitLimit = null
+      settings.rateLimitWindowSeconds = null
+    } else if (!Number.isInteger(budget.limit) || budget.limit < 1 || budget.limit > 1_000_000) {
+      problems.push({ field: 'rateLimit.limit', message: 'rateLimit.limit must be a whole number of requests from 1 to 1000000.' })
+    } else if (!Number.isInteger(budget.windowSeconds) || budget.windowSeconds < 1 || budget.windowSeconds > 86_400) {
+      problems.push({
+        field: 'rateLimit.windowSeconds',
+        message: 'rateLimit.windowSeconds must be a whole number of seconds from 1 to 86400 (one day).',
+      })
+    } else {
+      settings.rateLimitLimit = budget.limit
+      settings.rateLimitWindowSeconds = budget.windowSeconds
     }
   }
 

@@ -2,6 +2,7 @@ import { and, desc, eq, isNull } from 'drizzle-orm'
 import type { Db } from '../../db/client.ts'
 import { apiKeys, businesses } from '../../db/schema/index.ts'
 import { generateKey, hashKey, keyHint, type KeyType } from '../access/key-format.ts'
+import { storedRateLimit } from '../access/key-store.ts'
 import { ApiError } from '../errors.ts'
 import { checkKeySettings, type FieldProblem, type KeySettingsInput } from './rules.ts'
 
@@ -23,6 +24,8 @@ export interface KeyRecord {
   createdBy: string
   updatedAt: string
   revokedAt: string | null
+  /** The key's own budget; null: the service default for its type (contract section 8). */
+  rateLimit: { limit: number; windowSeconds: number } | null
 }
 
 export function toKeyRecord(row: ApiKeyRow): KeyRecord {
@@ -41,6 +44,7 @@ export function toKeyRecord(row: ApiKeyRow): KeyRecord {
     createdBy: row.createdBy,
     updatedAt: row.updatedAt.toISOString(),
     revokedAt: row.revokedAt?.toISOString() ?? null,
+    rateLimit: storedRateLimit(row),
   }
 }
 
@@ -88,6 +92,8 @@ export function createKeyService(db: Db, onChange: (keyHash: string) => void) {
           allowedOrigins: settings.allowedOrigins ?? [],
           scopes: settings.scopes!,
           expiresAt: settings.expiresAt ?? null,
+          rateLimitLimit: settings.rateLimitLimit ?? null,
+          rateLimitWindowSeconds: settings.rateLimitWindowSeconds ?? null,
           createdBy: input.createdBy,
         })
         .returning()

@@ -1,13 +1,13 @@
 import { describe, expect, test } from 'bun:test'
 import { signInFailures } from '../../db/schema/index.ts'
 import { testDatabase } from '../support/database.ts'
-import { seedBusiness, testService } from '../support/service.ts'
+import { behindTrustedProxy, seedBusiness, testService } from '../support/service.ts'
 import { addMember, cookieFrom, PASSWORD, trySignIn } from './support.ts'
 
 const WRONG = 'definitely not the password'
 
 async function failures(count: number, email: string, address: string) {
-  const service = await testService()
+  const service = await testService({ clientAddress: behindTrustedProxy })
   for (let i = 0; i < count; i++) {
     const response = await trySignIn(service, email, WRONG, { 'x-forwarded-for': address })
     expect(response.status).toBe(401)
@@ -17,7 +17,7 @@ async function failures(count: number, email: string, address: string) {
 
 describe('throttling failed sign-ins', () => {
   test('after 5 failures for an email, even the right password is refused with 429 and Retry-After', async () => {
-    const businessId = await seedBusiness(await testService())
+    const businessId = await seedBusiness(await testService({ clientAddress: behindTrustedProxy }))
     await addMember(businessId)
     const service = await failures(5, 'ada@example.com', '203.0.113.1')
     const response = await trySignIn(service, 'ada@example.com', PASSWORD, { 'x-forwarded-for': '203.0.113.2' })
@@ -30,7 +30,7 @@ describe('throttling failed sign-ins', () => {
   })
 
   test('four failures still let the right password in, and success forgives them', async () => {
-    await addMember(await seedBusiness(await testService()))
+    await addMember(await seedBusiness(await testService({ clientAddress: behindTrustedProxy })))
     const service = await failures(4, 'ada@example.com', '203.0.113.1')
     expect((await trySignIn(service, 'ada@example.com', PASSWORD, { 'x-forwarded-for': '203.0.113.1' })).status).toBe(303)
     const left = await (await testDatabase()).db.select().from(signInFailures)
@@ -38,8 +38,8 @@ describe('throttling failed sign-ins', () => {
   })
 
   test('after 20 failures from one address, other emails from it are refused too, but not from elsewhere', async () => {
-    await addMember(await seedBusiness(await testService()))
-    const service = await testService()
+    await addMember(await seedBusiness(await testService({ clientAddress: behindTrustedProxy })))
+    const service = await testService({ clientAddress: behindTrustedProxy })
     for (let i = 0; i < 20; i++) {
       expect((await trySignIn(service, `guess${i}@example.com`, WRONG, { 'x-forwarded-for': '198.51.100.7' })).status).toBe(401)
     }
@@ -50,8 +50,8 @@ describe('throttling failed sign-ins', () => {
   })
 
   test('failures older than 15 minutes no longer count', async () => {
-    await addMember(await seedBusiness(await testService()))
-    const service = await testService()
+    await addMember(await seedBusiness(await testService({ clientAddress: behindTrustedProxy })))
+    const service = await testService({ clientAddress: behindTrustedProxy })
     const old = new Date(Date.now() - 16 * 60 * 1000)
     await (await testDatabase()).db
       .insert(signInFailures)

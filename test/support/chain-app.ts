@@ -1,7 +1,10 @@
 import { Elysia, t } from 'elysia'
 import { createKeyStore, type KeyStoreOptions } from '../../src/access/key-store.ts'
 import { createLastUsedRecorder } from '../../src/access/last-used.ts'
-import { createAccessPlugin } from '../../src/access/plugin.ts'
+import { createAccessPlugin, type RateLimitDeps } from '../../src/access/plugin.ts'
+import { createClientAddressOf } from '../../src/access/client-address.ts'
+import { createFailureBudget, createRateLimiter } from '../../src/access/rate-limit/limiter.ts'
+import { DEFAULT_RATE_LIMITS } from '../../src/app.ts'
 import { errorHandling } from '../../src/http/errors.ts'
 import { createKeyService } from '../../src/keys/service.ts'
 import { testDatabase } from './database.ts'
@@ -11,12 +14,21 @@ import { testDatabase } from './database.ts'
  * the areas: a public route, a private one with a body, and one that fails on purpose.
  * `reached` counts handler runs: a refused request must leave it unchanged.
  */
-export async function chainApp(options: { now?: () => number; keyCache?: KeyStoreOptions; log?: (l: string) => void } = {}) {
+export async function chainApp(
+  options: { now?: () => number; keyCache?: KeyStoreOptions; log?: (l: string) => void; rateLimits?: Partial<RateLimitDeps> } = {},
+) {
   const { db } = await testDatabase()
   const keyStore = createKeyStore(db, options.keyCache)
   const lastUsed = createLastUsedRecorder(db)
   const keys = createKeyService(db, (hash) => keyStore.invalidate(hash))
-  const access = createAccessPlugin({ keys: keyStore, lastUsed, now: options.now })
+  const rateLimits: RateLimitDeps = {
+    limiter: createRateLimiter(),
+    defaults: { public: DEFAULT_RATE_LIMITS.public, private: DEFAULT_RATE_LIMITS.private },
+    authFailures: createFailureBudget(DEFAULT_RATE_LIMITS.apiAuthFailures),
+    clientAddress: createClientAddressOf([]),
+    ...options.rateLimits,
+  }
+  const access = createAccessPlugin({ keys: keyStore, lastUsed, now: options.now, rateLimits })
   const reached: string[] = []
   const app = new Elysia()
     .use(errorHandling(options.log ?? (() => {})))

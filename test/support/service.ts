@@ -1,9 +1,19 @@
 import { createApp, type AppOptions, type Service } from '../../src/app.ts'
 import type { KeyType } from '../../src/access/key-format.ts'
 import { businesses } from '../../db/schema/index.ts'
+import { createClientAddressRule, type ClientAddressOf } from '../../src/access/client-address.ts'
 import { testDatabase } from './database.ts'
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789'
+
+const proxyRule = createClientAddressRule(['127.0.0.1'])
+
+/**
+ * The client address as a service behind a trusted proxy at 127.0.0.1 sees it (`app.handle`
+ * has no socket): the real TRUST_PROXY rule applied to the request's X-Forwarded-For.
+ */
+export const behindTrustedProxy: ClientAddressOf = (request) =>
+  proxyRule('127.0.0.1', request.headers.get('x-forwarded-for'))
 
 /** A service on the run's database, as src/index.ts builds it, minus the listening socket. */
 export async function testService(options: Partial<AppOptions> = {}): Promise<Service> {

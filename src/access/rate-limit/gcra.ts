@@ -1,0 +1,56 @@
+import type { Budget } from '../../config.ts'
+
+/**
+ * The generic cell rate algorithm (GCRA), the sliding-window limiter of contract section
+ * 8, as pure arithmetic on one number per client: the theoretical arrival time (TAT).
+ * Each accepted request moves the TAT on by one emission interval (window / limit); a
+ * request is accepted while the TAT it would leave is at most one window ahead of now.
+ * So a burst gets exactly `limit`, the budget is whole again one window after the burst,
+ * and over a long run no more than limit / window pass: no fixed-window edge that admits
+ * twice the limit.
+ */
+export interface Verdict {
+  allowed: boolean
+  /** The TAT to store: moved on when allowed, unchanged when not. */
+  tat: number
+  /** Requests that would still be accepted right now. */
+  remaining: number
+  /** Whole seconds until the budget is whole again (RateLimit-Reset). */
+  resetSeconds: number
+  /** Whole seconds, at least 1, until a request would be accepted (Retry-After); 0 when allowed. */
+  retryAfterSeconds: number
+}
+
+export function emissionInterval(budget: Budget): number {
+  return (budget.windowSeconds * 1000) / budget.limit
+}
+
+/** Decides one request at `now` (ms) against a stored TAT (0 or older than now: a full budget). */
+export function gcra(storedTat: number, now: number, budget: Budget): Verdict {
+  const interval = emissionInterval(budget)
+  const window = budget.windowSeconds * 1000
+  const base = storedTat > now ? storedTat : now
+  const next = base + interval
+  // A little slack for floating-point sums of the interval (3 × 20 ms ≠ 60 ms exactly).
+  if (next - now <= window + 1e-6) {
+    return {
+      allowed: true,
+      tat: next,
+      remaining: Math.max(0, Math.floor((window - (next - now)) / interval + 1e-9)),
+      resetSeconds: Math.ceil((next - now) / 1000),
+      retryAfterSeconds: 0,
+    }
+  }
+  return {
+    allowed: false,
+    tat: storedTat,
+    remaining: 0,
+    resetSeconds: Math.ceil((base - now) / 1000),
+    retryAfterSeconds: Math.max(1, Math.ceil((next - window - now) / 1000)),
+  }
+}
+
+/** True while a stored TAT leaves no room for one more request at `now`. */
+export function exhausted(storedTat: number, now: number, budget: Budget): boolean {
+  return storedTat - now > budget.windowSeconds * 1000 - emissionInterval(budget) + 1e-6
+}

@@ -1,0 +1,170 @@
+import { LRUCache } from 'lru-cache'
+import type { Budget } from '../../config.ts'
+import { emissionInterval, exhausted, gcra } from './gcra.ts'
+import { createSharedCounters } from './redis.ts'
+
+/** One decision of the limiter, with what the RateLimit-* headers say. */
+export interface RateLimitOutcome {
+  allowed: boolean
+  limit: number
+  remaining: number
+  resetSeconds: number
+  retryAfterSeconds: number
+}
+
+export interface RateLimiter {
+  /** Counts one request against `bucket`'s budget. Synchronous unless the shared counters must be asked. */
+  take(bucket: string, budget: Budget, now: number): RateLimitOutcome | Promise<RateLimitOutcome>
+  close(): Promise<void>
+}
+
+export interface RateLimiterOptions {
+  /** Shared counters (REDIS_URL); unset: this instance counts alone. */
+  redisUrl?: string
+  /** Most buckets remembered; the least recently used is forgotten first (a fresh budget). */
+  maxBuckets?: number
+  log?: (line: string) => void
+}
+
+/**
+ * Budgets of contract section 8. Alone, each bucket is a GCRA cell in memory. With shared
+ * counters (Redis), an instance leases budget in small slices (a twentieth of the limit)
+ * and spends them locally, so most requests never wait for Redis, and the instances
+ * together never accept more than the budget plus one unleased request each (the first
+ * request of a bucket an instance has not seen goes through at once and is charged to the
+ * shared budget with the next lease). A bucket Redis refused stays refused locally until
+ * the time Redis gave. When Redis cannot be reached the instance counts alone.
+ */
+export function createRateLimiter(options: RateLimiterOptions = {}): RateLimiter {
+  const max = options.maxBuckets ?? 100_000
+  const local = new LRUCache<string, { tat: number }>({ max })
+  const shared = options.redisUrl ? createSharedCounters(options.redisUrl, options.log ?? console.error) : null
+  const leases = new LRUCache<string, Lease>({ max })
+
+  function takeLocally(bucket: string, budget: Budget, now: number): RateLimitOutcome {
+    let cell = local.get(bucket)
+    if (cell === undefined) {
+      cell = { tat: 0 }
+      local.set(bucket, cell)
+    }
+    const verdict = gcra(cell.tat, now, budget)
+    cell.tat = verdict.tat
+    return { ...verdict, limit: budget.limit }
+  }
+
+  function spend(lease: Lease, budget: Budget): RateLimitOutcome {
+    lease.tokens--
+    const remaining = lease.tokens + lease.sharedRemaining
+    return {
+      allowed: true,
+      limit: budget.limit,
+      remaining,
+      resetSeconds: Math.max(1, Math.ceil(((budget.limit - remaining) * emissionInterval(budget)) / 1000)),
+      retryAfterSeconds: 0,
+    }
+  }
+
+  function refuse(lease: Lease, budget: Budget, now: number): RateLimitOutcome {
+    return {
+      allowed: false,
+      limit: budget.limit,
+      remaining: 0,
+      resetSeconds: budget.windowSeconds,
+      retryAfterSeconds: Math.max(1, Math.ceil((lease.blockedUntil - now) / 1000)),
+    }
+  }
+
+  function refill(bucket: string, lease: Lease, budget: Budget): Promise<boolean> {
+    if (lease.refilling) return lease.refilling
+    const want = Math.max(1, Math.floor(budget.limit / 20))
+    const debt = lease.debt
+    lease.debt = 0
+    lease.refilling = shared!
+      .lease(bucket, budget, want, debt)
+      .then((granted) => {
+        if (granted === null) {
+          lease.debt += debt
+          return false
+        }
+        lease.tokens += granted.tokens
+        lease.sharedRemaining = granted.remaining
+        lease.blockedUntil = granted.tokens === 0 ? Date.now() + granted.waitMs : 0
+        return true
+      })
+      .finally(() => {
+        lease.refilling = null
+      })
+    return lease.refilling
+  }
+
+  async function takeShared(bucket: string, lease: Lease, budget: Budget, now: number): Promise<RateLimitOutcome> {
+    if (!(await refill(bucket, lease, budget))) return takeLocally(bucket, budget, now)
+    return lease.tokens > 0 ? spend(lease, budget) : refuse(lease, budget, now)
+  }
+
+  return {
+    take(bucket, budget, now) {
+      if (shared === null || !shared.available()) return takeLocally(bucket, budget, now)
+      const lease = leases.get(bucket)
+      if (lease === undefined) {
+        // First sight on this instance: accept at once, charge it with the first lease.
+        const fresh: Lease = { tokens: 0, sharedRemaining: budget.limit - 1, blockedUntil: 0, debt: 1, refilling: null }
+        leases.set(bucket, fresh)
+        void refill(bucket, fresh, budget)
+        return { allowed: true, limit: budget.limit, remaining: budget.limit - 1, resetSeconds: 1, retryAfterSeconds: 0 }
+      }
+      if (lease.tokens > 0) return spend(lease, budget)
+      if (lease.blockedUntil > now) return refuse(lease, budget, now)
+      return takeShared(bucket, lease, budget, now)
+    },
+    async close() {
+      await shared?.close()
+    },
+  }
+}
+
+interface Lease {
+  /** Budget leased from the shared counters and not spent yet. */
+  tokens: number
+  /** What the shared budget had left after the last lease (for RateLimit-Remaining). */
+  sharedRemaining: number
+  /** Refused until then (ms), as the shared counters said. */
+  blockedUntil: number
+  /** Requests accepted before their budget was leased, charged with the next lease. */
+  debt: number
+  refilling: Promise<boolean> | null
+}
+
+/** A budget for counting failures: `blocked` before the work, `record` after a failure. */
+export interface FailureBudget {
+  /** False when no failure came within the last window: then nobody can be blocked. */
+  active(now: number): boolean
+  /** Whole seconds the subject must wait, or null when it may go on. */
+  blocked(subject: string, now: number): number | null
+  record(subject: string, now: number): void
+}
+
+/**
+ * Failed authentications per client address (contract section 8), counted by this instance
+ * alone: a GCRA cell per address that only failures move, so once more than `limit`
+ * failures came within the window, the address is refused until the window has passed.
+ */
+export function createFailureBudget(budget: Budget, maxSubjects = 100_000): FailureBudget {
+  const cells = new LRUCache<string, { tat: number }>({ max: maxSubjects })
+  let lastFailureAt = Number.NEGATIVE_INFINITY
+  return {
+    active: (now) => now - lastFailureAt < budget.windowSeconds * 1000,
+    blocked(subject, now) {
+      const cell = cells.get(subject)
+      if (cell === undefined || !exhausted(cell.tat, now, budget)) return null
+      return gcra(cell.tat, now, budget).retryAfterSeconds
+    },
+    record(subject, now) {
+      lastFailureAt = now
+      const cell = cells.get(subject)
+      const verdict = gcra(cell?.tat ?? 0, now, budget)
+      if (cell === undefined) cells.set(subject, { tat: verdict.tat })
+      else cell.tat = verdict.tat
+    },
+  }
+}
