@@ -1,5 +1,6 @@
 import { Elysia } from 'elysia'
 import { ApiError } from '../errors.ts'
+import { parseJsonBody } from '../http/json-body.ts'
 import { stampApiAnswer } from '../http/request-context.ts'
 import { authorize, type AccessDecision } from './chain.ts'
 import type { ActiveKey, KeyStore } from './key-store.ts'
@@ -99,9 +100,10 @@ export function createAccessPlugin(deps: {
 
 /**
  * 413 and 415 come after the key checks (an anonymous caller learns nothing) and before
- * parsing. A body with a Content-Length is left to Elysia's parser; one without (chunked)
- * is read here, stopping at the limit, and its parsed value becomes the body. No body
- * at all becomes null.
+ * parsing. The body is read here (one without a Content-Length, chunked, stopping at the
+ * limit) and parsed by src/http/json-body.ts, which refuses deep nesting before JSON.parse
+ * and strings PostgreSQL cannot store; its value becomes the body. No body at all becomes
+ * null.
  */
 function screenBody(request: Request): null | undefined | Promise<unknown> {
   // No body at all: answer null so the JSON parser named after this hook is not run on
@@ -117,7 +119,7 @@ function screenBody(request: Request): null | undefined | Promise<unknown> {
       `The body was sent as ${type ?? 'no Content-Type'}; send JSON with the header "Content-Type: application/json".`,
     )
   }
-  return length === null ? readJsonWithin(request.body, MAX_BODY_BYTES) : undefined
+  return length === null ? readJsonWithin(request.body, MAX_BODY_BYTES) : request.text().then(parseJsonBody)
 }
 
 async function readJsonWithin(stream: ReadableStream<Uint8Array>, limit: number): Promise<unknown> {
@@ -128,11 +130,7 @@ async function readJsonWithin(stream: ReadableStream<Uint8Array>, limit: number)
     if (size > limit) throw tooLarge('more than that')
     chunks.push(chunk)
   }
-  try {
-    return JSON.parse(Buffer.concat(chunks).toString('utf8'))
-  } catch {
-    throw new ApiError('invalid_request', 'The body is not valid JSON. Send a JSON document with "Content-Type: application/json".')
-  }
+  return parseJsonBody(Buffer.concat(chunks).toString('utf8'))
 }
 
 function tooLarge(seen: string): ApiError {

@@ -3,6 +3,7 @@ import { desc, eq } from 'drizzle-orm'
 import type { Db } from '../../db/client.ts'
 import { businesses, flows } from '../../db/schema/index.ts'
 import { ApiError } from '../errors.ts'
+import { parseJsonBody } from '../http/json-body.ts'
 import { toKeyRecord, type KeyService } from '../keys/service.ts'
 import { createAdminGuard } from './auth.ts'
 import { IdParams, KeyChanges, KeyRecordSchema, NewBusiness, NewFlow, NewKey } from './model.ts'
@@ -18,6 +19,7 @@ export function adminRoutes(deps: { db: Db; keys: KeyService; adminToken: string
 
   return new Elysia({ name: 'admin', prefix: '/admin/v0', detail: { tags: ['admin'], security: [{ adminToken: [] }] } })
     .onParse(requireAdmin)
+    .onParse(readAdminJson)
     .onTransform(requireAdmin)
     .use(memberRoutes({ db, adminToken: deps.adminToken }))
     .post(
@@ -89,6 +91,12 @@ export function adminRoutes(deps: { db: Db; keys: KeyService; adminToken: string
       },
       { params: IdParams, body: NewFlow, parse: 'json', detail: { summary: 'Define a flow' } },
     )
+}
+
+/** JSON bodies go through the same screen as the API's (depth, storable strings); others are Elysia's. */
+function readAdminJson({ request }: { request: Request }): Promise<unknown> | undefined {
+  if (request.body === null || !/^application\/json\s*(;|$)/i.test(request.headers.get('content-type') ?? '')) return undefined
+  return request.text().then(parseJsonBody)
 }
 
 async function requireBusiness(db: Db, id: string): Promise<void> {
