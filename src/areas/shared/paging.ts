@@ -1,7 +1,7 @@
 import { sql, type SQL } from 'drizzle-orm'
 import type { AnyPgColumn } from 'drizzle-orm/pg-core'
 import { t, type TSchema } from 'elysia'
-import { invalidField, UUID_SHAPE } from './validation.ts'
+import { invalidField, isAcceptedDate, UUID_SHAPE } from './validation.ts'
 
 /**
  * Cursor pagination of the list endpoints. A query fetches `limit + 1` rows in a fixed
@@ -103,7 +103,8 @@ export function decodePosition(cursor: string | undefined): Position | null {
     if (!Array.isArray(value) || value.length !== 2) return undefined
     const [at, id] = value
     const time = typeof at === 'string' ? new Date(at) : null
-    if (time === null || Number.isNaN(time.getTime()) || typeof id !== 'string' || !UUID_SHAPE.test(id)) return undefined
+    // An instant PostgreSQL cannot compare (year 0, year 275760) is no cursor of ours either.
+    if (time === null || !isAcceptedDate(time) || typeof id !== 'string' || !UUID_SHAPE.test(id)) return undefined
     return { at: time, id }
   })
 }
