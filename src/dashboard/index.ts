@@ -409,8 +409,20 @@ function linkGone(): Response {
   )
 }
 
-/** Only a dashboard path of this site: never another site (an open redirect) nor `//host`. */
+/**
+ * Only a dashboard path of this site: never another site (an open redirect) nor `//host`.
+ * The path is resolved against a placeholder origin and re-serialized, so what reaches the
+ * Location header is percent-encoded ASCII (a raw `€` there made Response throw: a 500),
+ * and `/dashboard/../admin` resolves before it is judged.
+ */
 function safeNext(next: string | null): string | null {
   if (!next || !next.startsWith(`${COOKIE_PATH}/`) || next.startsWith('//') || /[\\\s]/.test(next)) return null
-  return next
+  let url: URL
+  try {
+    url = new URL(next, 'http://dashboard.invalid')
+  } catch {
+    return null
+  }
+  if (url.origin !== 'http://dashboard.invalid' || !url.pathname.startsWith(`${COOKIE_PATH}/`)) return null
+  return url.pathname + url.search
 }
