@@ -59,5 +59,26 @@ export function parseJsonBody(text: string): unknown {
     throw new ApiError('invalid_request', 'The body is not valid JSON. Send a JSON document with "Content-Type: application/json".')
   }
   assertStorableText(value, '')
+  if (text.includes('"toString"') || text.includes('"valueOf"')) convertible(value)
   return value
+}
+
+/**
+ * Elysia's validation error interpolates the value it found (`found: ${value}`): an object
+ * whose own `toString` and `valueOf` are JSON strings cannot become a string, and that
+ * TypeError was a 500 (`{"name": {"toString": "x"}}`). Such objects get a prototype whose
+ * Symbol.toPrimitive answers instead; their own keys and their JSON stay as sent.
+ */
+const CONVERTIBLE = Object.create(Object.prototype, {
+  [Symbol.toPrimitive]: { value: () => '[object Object]' },
+}) as object
+
+function convertible(value: unknown): void {
+  if (typeof value !== 'object' || value === null) return
+  if (Array.isArray(value)) {
+    for (const item of value) convertible(item)
+    return
+  }
+  if (Object.hasOwn(value, 'toString') || Object.hasOwn(value, 'valueOf')) Object.setPrototypeOf(value, CONVERTIBLE)
+  for (const key in value) convertible((value as Record<string, unknown>)[key])
 }

@@ -75,6 +75,16 @@ describe('strings PostgreSQL cannot store', () => {
   })
 })
 
+describe('values Elysia cannot describe', () => {
+  test('an object with its own toString where a string belongs: 400, not the TypeError of the error message', async () => {
+    const s = await setup()
+    await expect400(call(s.service, '/api/v0/audience/lists', { key: s.sk, body: '{"slug":"vip","name":{"toString":"x"}}' }), '"name"')
+    await expect400(admin(s.service, '/businesses', { body: '{"name":{"toString":"x","valueOf":1}}' }), '"name"')
+    expect(await count('audience_lists')).toBe(0)
+    expect(await count('businesses')).toBe(1)
+  })
+})
+
 describe('dates outside 1970-01-01 .. 9999-12-31', () => {
   test('analytics from=0000-01-01: 400 naming from', async () => {
     const s = await setup()
