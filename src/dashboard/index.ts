@@ -2,6 +2,7 @@ import { Elysia } from 'elysia'
 import type { Db } from '../../db/client.ts'
 import { compileOriginMatcher, parseAllowedOrigin } from '../access/origin.ts'
 import { ApiError } from '../errors.ts'
+import { isStorableText } from '../areas/shared/validation.ts'
 import { checkKeySettings } from '../keys/rules.ts'
 import { toKeyRecord, type ApiKeyRow, type KeyService } from '../keys/service.ts'
 import { DASHBOARD_CSS, DASHBOARD_JS } from './assets.ts'
@@ -195,6 +196,11 @@ export function dashboardRoutes({ db, keys, signInLimits }: DashboardDeps) {
           const formToken = form.get('csrf')
           if (crossSiteReason(request) || !cookieToken || !formToken || !sameSecret(cookieToken, formToken)) {
             return signInForm(request, 403, { email, next, error: 'The sign-in form expired or came from another site. Please sign in again.' })
+          }
+          // U+0000 cannot reach the throttle's or the members' queries (PostgreSQL refuses it:
+          // a 500); no member has such an address, and no password is tried for it.
+          if (!isStorableText(email)) {
+            return signInForm(request, 400, { next, error: 'That email address holds a character no address has. Check it and try again.' })
           }
           const address = clientAddress(request, server?.requestIP(request)?.address)
           const throttled = await throttle.check(email, address)
