@@ -3,7 +3,7 @@ import { sql } from 'drizzle-orm'
 import { queryRows } from '../../db/client.ts'
 import { nestsDeeperThan } from '../../src/http/json-body.ts'
 import { MAX_PAGE_BYTES } from '../../src/areas/shared/paging.ts'
-import { KEYS, memberOf } from '../dashboard/support.ts'
+import { cookieFrom, hiddenValue, KEYS, memberOf } from '../dashboard/support.ts'
 import { testDatabase } from '../support/database.ts'
 import { admin, call, errorOf, seedBusiness, seedKey, testService } from '../support/service.ts'
 
@@ -76,6 +76,20 @@ describe('strings PostgreSQL cannot store', () => {
 })
 
 describe('values Elysia cannot describe', () => {
+  test('"__proto__" as a property name: 400 naming where, nothing stored', async () => {
+    const s = await setup()
+    const created = await call(s.service, '/api/v0/memory', { key: s.sk, body: { content: 'c' } })
+    const { id } = (await created.json()) as { id: string }
+    await expect400(call(s.service, `/api/v0/memory/${id}`, { method: 'PATCH', key: s.sk, body: '{"metadata":{"__proto__":null}}' }), '"metadata"')
+    await expect400(call(s.service, '/api/v0/analytics', { key: s.pk, body: '{"eventType":"x","properties":{"a":{"__proto__":{"admin":true}}}}' }), '"properties.a"')
+    expect(await count('analytics_events')).toBe(0)
+  })
+
+  test('a slug cursor holding U+0000: 400 naming cursor', async () => {
+    const s = await setup()
+    await expect400(call(s.service, `/api/v0/blog/tags?cursor=${cursorOf(['\u0000'])}`, { key: s.sk }), '"cursor"')
+  })
+
   test('an object with its own toString where a string belongs: 400, not the TypeError of the error message', async () => {
     const s = await setup()
     await expect400(call(s.service, '/api/v0/audience/lists', { key: s.sk, body: '{"slug":"vip","name":{"toString":"x"}}' }), '"name"')
@@ -175,6 +189,24 @@ describe('sizes', () => {
     } while (cursor !== null)
     expect(seen.size).toBe(300)
     expect(pages).toBe(3)
+  })
+})
+
+describe('dashboard sign-in', () => {
+  test('an email holding U+0000: 400 with the form again, no failure counted, no session', async () => {
+    const service = await testService()
+    await memberOf(service)
+    const page = await call(service, '/dashboard/sign-in')
+    const csrf = hiddenValue(await page.text(), 'csrf')
+    const response = await call(service, '/dashboard/sign-in', {
+      method: 'POST',
+      body: `csrf=${csrf}&email=ada%00%40example.com&password=whatever`,
+      headers: { 'content-type': 'application/x-www-form-urlencoded', origin: 'http://localhost', cookie: cookieFrom(page, 'keygate_sign_in')! },
+    })
+    expect(response.status).toBe(400)
+    expect(await response.text()).toContain('holds a character no address has')
+    expect(cookieFrom(response, 'keygate_session')).toBeNull()
+    expect(await count('sign_in_failures')).toBe(0)
   })
 })
 

@@ -1,7 +1,7 @@
 import { sql, type SQL } from 'drizzle-orm'
 import type { AnyPgColumn } from 'drizzle-orm/pg-core'
 import { t, type TSchema } from 'elysia'
-import { invalidField, isAcceptedDate, UUID_SHAPE } from './validation.ts'
+import { assertStorableText, invalidField, isAcceptedDate, UUID_SHAPE } from './validation.ts'
 
 /**
  * Cursor pagination of the list endpoints. A query fetches `limit + 1` rows in a fixed
@@ -69,8 +69,11 @@ export function decodeCursor<T>(cursor: string, read: (value: unknown) => T | un
   let value: unknown
   try {
     value = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'))
+    // A string no query can take (["\u0000"] as a slug position) is no cursor of ours.
+    assertStorableText(value, 'cursor')
   } catch {
-    // Not base64url JSON: refused below like any other foreign cursor.
+    // Not base64url JSON of storable text: refused below like any other foreign cursor.
+    value = undefined
   }
   const decoded = value === undefined ? undefined : read(value)
   if (decoded !== undefined) return decoded

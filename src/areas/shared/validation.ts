@@ -79,6 +79,9 @@ export function assertStorableText(value: unknown, path: string): void {
   }
   for (const key in value) {
     if (!isStorableText(key)) throw invalidField(path === '' ? 'body' : path, `has a property name that ${UNSTORABLE}`)
+    // JSON.parse makes "__proto__" an own property, but the first spread or merge of the
+    // object turns it into the prototype (metadata {"__proto__": null} was a 500).
+    if (key === '__proto__') throw invalidField(path === '' ? 'body' : path, 'has the property name "__proto__", which is not accepted; rename it')
     assertStorableText((value as Record<string, unknown>)[key], fieldPath(path, key))
   }
 }
