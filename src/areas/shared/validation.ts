@@ -65,16 +65,34 @@ export function unstorableField(field: string, where: 'body' | 'query' | 'header
 /**
  * Every string and property name of a parsed body, at any depth, through isStorableText;
  * throws naming the first offender (`events[2].properties.note`). Bodies reach it already
- * screened for depth (src/http/json-body.ts), so the recursion is bounded.
+ * screened for depth (src/http/json-body.ts), so the recursion is bounded. Paths are built
+ * only once something fails: building them on every key tripled the cost of the check.
  */
 export function assertStorableText(value: unknown, path: string): void {
+  if (!allStorable(value)) findUnstorable(value, path)
+}
+
+function allStorable(value: unknown): boolean {
+  if (typeof value === 'string') return isStorableText(value)
+  if (typeof value !== 'object' || value === null) return true
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) if (!allStorable(value[i])) return false
+    return true
+  }
+  for (const key in value) {
+    if (key === '__proto__' || !isStorableText(key) || !allStorable((value as Record<string, unknown>)[key])) return false
+  }
+  return true
+}
+
+function findUnstorable(value: unknown, path: string): void {
   if (typeof value === 'string') {
     if (!isStorableText(value)) throw unstorableField(path)
     return
   }
   if (typeof value !== 'object' || value === null) return
   if (Array.isArray(value)) {
-    for (let i = 0; i < value.length; i++) assertStorableText(value[i], `${path}[${i}]`)
+    for (let i = 0; i < value.length; i++) findUnstorable(value[i], `${path}[${i}]`)
     return
   }
   for (const key in value) {
@@ -82,7 +100,7 @@ export function assertStorableText(value: unknown, path: string): void {
     // JSON.parse makes "__proto__" an own property, but the first spread or merge of the
     // object turns it into the prototype (metadata {"__proto__": null} was a 500).
     if (key === '__proto__') throw invalidField(path === '' ? 'body' : path, 'has the property name "__proto__", which is not accepted; rename it')
-    assertStorableText((value as Record<string, unknown>)[key], fieldPath(path, key))
+    findUnstorable((value as Record<string, unknown>)[key], fieldPath(path, key))
   }
 }
 
@@ -96,7 +114,8 @@ export function Text(options: { minLength?: number; maxLength: number; descripti
     maxLength,
     pattern: NO_NUL,
     error: minLength > 0 ? `must be text of ${minLength}-${maxLength} characters (U+0000 excluded)` : `must be text of at most ${maxLength} characters (U+0000 excluded)`,
-    ...(options.description ? { description: options.description } : {}),
+    // The limit is in every description, so the API reference states it in words too.
+    description: `${options.description ? `${options.description} ` : ''}${minLength > 0 ? `${minLength}-${maxLength}` : `At most ${maxLength}`} characters.`,
   })
 }
 
