@@ -76,8 +76,9 @@ export function createAccessPlugin(deps: {
         security: [{ apiKey: [] }],
         description: `Scope: ${rule.scope ?? 'none (any valid key)'}. Public keys: ${rule.public ? 'allowed' : 'refused'}.`,
       } as Record<string, unknown>,
-      // Then Elysia's own JSON parser. Naming it also gives the API reference the
-      // content type; Elysia's macro typing omits named parsers, which its runtime takes.
+      // screenBody parses every body itself; Elysia's JSON parser is named after it so
+      // the API reference shows the content type (Elysia's macro typing omits named
+      // parsers, which its runtime takes).
       parse: [
         function screenRequest({ request, path, set }: { request: Request; path: string; set: Stamped }) {
           const checked = check(request, path, set, rule)
