@@ -205,6 +205,19 @@ describe('hostile headers: never a 5xx', () => {
     })
   }
 
+  test('authorization on POST /admin/v0/businesses', async () => {
+    const w = await world()
+    await fuzz(headerValue, (value) =>
+      w.service.app.handle(
+        new Request('http://localhost/admin/v0/businesses', {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', ...(header('authorization', value) ?? {}) },
+          body: '{"name":"Beta"}',
+        }),
+      ),
+    )
+  })
+
   test('Idempotency-Key on a flow trigger', async () => {
     const w = await world()
     await fuzz(headerValue, (value) =>
