@@ -32,6 +32,8 @@ export interface AppOptions {
   trustProxy?: readonly string[]
   /** REDIS_URL: instances share rate-limit counters; each counts alone when absent. */
   redisUrl?: string
+  /** The rate limits' clock, in ms (monotonic by default; tests move it). */
+  limitClock?: () => number
   /** Replaces the TRUST_PROXY rule (tests stand for a proxy in front of `app.handle`). */
   clientAddress?: ClientAddressOf
 }
@@ -69,11 +71,13 @@ export function createApp(options: AppOptions) {
       authFailures: createFailureBudget(budgets.apiAuthFailures),
       clientAddress,
       onLimited: (keyType) => void rateLimitStats.limited[keyType]++,
+      clock: options.limitClock,
     },
   })
   const requireAdmin = createAdminGuard(options.adminToken, {
     failures: createFailureBudget(budgets.adminAuthFailures),
     clientAddress,
+    clock: options.limitClock,
   })
   const shutdownTasks: (() => Promise<void>)[] = []
   const area: AreaDeps = { db, access, onShutdown: (task) => void shutdownTasks.push(task) }

@@ -1,6 +1,7 @@
 import { Elysia } from 'elysia'
 import type { Budget } from '../config.ts'
 import { ApiError } from '../errors.ts'
+import { parseJsonBody } from '../http/json-body.ts'
 import { stampApiAnswer } from '../http/request-context.ts'
 import { authorize, type AccessDecision } from './chain.ts'
 import { budgetSubject, type ClientAddressOf, type PeerSource } from './client-address.ts'
@@ -46,6 +47,11 @@ export interface RateLimitDeps {
   clientAddress: ClientAddressOf
   /** Called for each request refused for its budget (metrics). */
   onLimited?: (keyType: ActiveKey['type']) => void
+  /**
+   * Milliseconds on a clock that never jumps (default performance.now): budgets measure
+   * durations, and a wall clock set back would hold a budget spent for that long.
+   */
+  clock?: () => number
 }
 
 export function createAccessPlugin(deps: {
@@ -56,6 +62,7 @@ export function createAccessPlugin(deps: {
 }) {
   const now = deps.now ?? Date.now
   const { limiter, defaults, authFailures, clientAddress } = deps.rateLimits
+  const clock = deps.rateLimits.clock ?? (() => performance.now())
 
   type Stamped = Parameters<typeof stampApiAnswer>[0] & { [DECIDED]?: AccessContext }
 
@@ -65,6 +72,7 @@ export function createAccessPlugin(deps: {
     server: PeerSource | null
     set: Stamped
     origin: string | null
+    /** On the budgets' clock. */
     at: number
     address: string | undefined
   }
@@ -85,7 +93,7 @@ export function createAccessPlugin(deps: {
     const origin = headers.get('origin')
     // First, so refusals carry the request id and the Origin echo too.
     stampApiAnswer(set, origin)
-    const pending: Pending = { request, server, set, origin, at: now(), address: undefined }
+    const pending: Pending = { request, server, set, origin, at: clock(), address: undefined }
     // An address that drew too many invalid or expired keys is refused before any lookup.
     const wait = authFailures.active(pending.at) ? authFailures.blocked(addressOf(pending), pending.at) : null
     if (wait !== null) throw rateLimited(wait, 'Too many requests with unknown, revoked or expired keys came from this address')
@@ -93,7 +101,7 @@ export function createAccessPlugin(deps: {
       { authorization: headers.get('authorization'), origin, method: request.method, path },
       rule,
       deps.keys,
-      pending.at,
+      now(),
     )
     if (decision instanceof Promise) return decision.then((d) => settle(pending, d))
     return settle(pending, decision)
@@ -131,8 +139,9 @@ export function createAccessPlugin(deps: {
         security: [{ apiKey: [] }],
         description: `Scope: ${rule.scope ?? 'none (any valid key)'}. Public keys: ${rule.public ? 'allowed' : 'refused'}.`,
       } as Record<string, unknown>,
-      // Then Elysia's own JSON parser. Naming it also gives the API reference the
-      // content type; Elysia's macro typing omits named parsers, which its runtime takes.
+      // screenBody parses every body itself; Elysia's JSON parser is named after it so
+      // the API reference shows the content type (Elysia's macro typing omits named
+      // parsers, which its runtime takes).
       parse: [
         function screenRequest({
           request,
@@ -165,9 +174,10 @@ export function createAccessPlugin(deps: {
 
 /**
  * 413 and 415 come after the key checks (an anonymous caller learns nothing) and before
- * parsing. A body with a Content-Length is left to Elysia's parser; one without (chunked)
- * is read here, stopping at the limit, and its parsed value becomes the body. No body
- * at all becomes null.
+ * parsing. The body is read here (one without a Content-Length, chunked, stopping at the
+ * limit) and parsed by src/http/json-body.ts, which refuses deep nesting before JSON.parse
+ * and strings PostgreSQL cannot store; its value becomes the body. No body at all becomes
+ * null.
  */
 function screenBody(request: Request): null | undefined | Promise<unknown> {
   // No body at all: answer null so the JSON parser named after this hook is not run on
@@ -183,7 +193,7 @@ function screenBody(request: Request): null | undefined | Promise<unknown> {
       `The body was sent as ${type ?? 'no Content-Type'}; send JSON with the header "Content-Type: application/json".`,
     )
   }
-  return length === null ? readJsonWithin(request.body, MAX_BODY_BYTES) : undefined
+  return length === null ? readJsonWithin(request.body, MAX_BODY_BYTES) : request.text().then(parseJsonBody)
 }
 
 async function readJsonWithin(stream: ReadableStream<Uint8Array>, limit: number): Promise<unknown> {
@@ -194,11 +204,7 @@ async function readJsonWithin(stream: ReadableStream<Uint8Array>, limit: number)
     if (size > limit) throw tooLarge('more than that')
     chunks.push(chunk)
   }
-  try {
-    return JSON.parse(Buffer.concat(chunks).toString('utf8'))
-  } catch {
-    throw new ApiError('invalid_request', 'The body is not valid JSON. Send a JSON document with "Content-Type: application/json".')
-  }
+  return parseJsonBody(Buffer.concat(chunks).toString('utf8'))
 }
 
 function tooLarge(seen: string): ApiError {

@@ -8,6 +8,8 @@ export interface AdminGuardOptions {
   /** 401s per client address (RATE_LIMIT_ADMIN_AUTH_FAILURES); over it, 429 before any compare. */
   failures: FailureBudget
   clientAddress: ClientAddressOf
+  /** The budget's clock (monotonic by default; tests move it). */
+  clock?: () => number
 }
 
 /** Marks a request the guard has already passed (it runs in both parse and transform). */
@@ -32,7 +34,7 @@ export function createAdminGuard(adminToken: string, options: AdminGuardOptions)
   }): void {
     const marks = set as { [ADMITTED]?: true }
     if (marks[ADMITTED]) return
-    const now = Date.now()
+    const now = options.clock?.() ?? performance.now()
     const address = options.clientAddress(request, server)
     const wait = options.failures.active(now) ? options.failures.blocked(address, now) : null
     if (wait !== null) throw rateLimited(wait, 'Too many requests with a wrong admin token came from this address')

@@ -3,6 +3,7 @@ import { desc, eq } from 'drizzle-orm'
 import type { Db } from '../../db/client.ts'
 import { businesses, flows } from '../../db/schema/index.ts'
 import { ApiError } from '../errors.ts'
+import { parseJsonBody } from '../http/json-body.ts'
 import { toKeyRecord, type KeyService } from '../keys/service.ts'
 import type { AdminGuard } from './auth.ts'
 import { IdParams, KeyChanges, KeyRecordSchema, NewBusiness, NewFlow, NewKey } from './model.ts'
@@ -17,6 +18,7 @@ export function adminRoutes(deps: { db: Db; keys: KeyService; requireAdmin: Admi
 
   return new Elysia({ name: 'admin', prefix: '/admin/v0', detail: { tags: ['admin'], security: [{ adminToken: [] }] } })
     .onParse(requireAdmin)
+    .onParse(readAdminJson)
     .onTransform(requireAdmin)
     .use(memberRoutes({ db, requireAdmin }))
     .post(
@@ -88,6 +90,12 @@ export function adminRoutes(deps: { db: Db; keys: KeyService; requireAdmin: Admi
       },
       { params: IdParams, body: NewFlow, parse: 'json', detail: { summary: 'Define a flow' } },
     )
+}
+
+/** JSON bodies go through the same screen as the API's (depth, storable strings); others are Elysia's. */
+function readAdminJson({ request }: { request: Request }): Promise<unknown> | undefined {
+  if (request.body === null || !/^application\/json\s*(;|$)/i.test(request.headers.get('content-type') ?? '')) return undefined
+  return request.text().then(parseJsonBody)
 }
 
 async function requireBusiness(db: Db, id: string): Promise<void> {

@@ -2,7 +2,7 @@ import { t } from 'elysia'
 
 export const IdParams = t.Object({ id: t.String({ format: 'uuid', error: 'must be a UUID' }) })
 
-export const NewBusiness = t.Object({ name: t.String({ minLength: 1, maxLength: 200 }) })
+export const NewBusiness = t.Object({ name: t.String({ minLength: 1, maxLength: 200, description: '1-200 characters.' }) })
 
 /** A key's own budget (contract section 8); null: the service default for its type. */
 function RateLimit() {
@@ -27,9 +27,9 @@ function RateLimit() {
 }
 
 const keySettings = {
-  name: t.String({ maxLength: 100 }),
-  description: t.Optional(t.Nullable(t.String({ maxLength: 1000 }))),
-  allowedOrigins: t.Optional(t.Array(t.String({ maxLength: 300 }), { maxItems: 100 })),
+  name: t.String({ maxLength: 100, description: '1-100 characters (trimmed).' }),
+  description: t.Optional(t.Nullable(t.String({ maxLength: 1000, description: 'At most 1000 characters.' }))),
+  allowedOrigins: t.Optional(t.Array(t.String({ maxLength: 300, description: 'At most 300 characters.' }), { maxItems: 100, description: 'At most 100 entries.' })),
   scopes: t.Array(t.String({ maxLength: 64 }), { maxItems: 20 }),
   expiresAt: t.Optional(t.Nullable(t.String({ format: 'date-time', error: 'must be an ISO-8601 date-time' }))),
   rateLimit: t.Optional(t.Nullable(RateLimit())),
@@ -38,12 +38,12 @@ const keySettings = {
 export const NewKey = t.Object({
   type: t.Union([t.Literal('public'), t.Literal('private')], { error: 'must be "public" or "private"' }),
   ...keySettings,
-  createdBy: t.String({ minLength: 1, maxLength: 200 }),
+  createdBy: t.String({ minLength: 1, maxLength: 200, description: 'Who asked for the key, 1-200 characters.' }),
 })
 
 export const KeyChanges = t.Partial(t.Object(keySettings), { minProperties: 1 })
 
-export const NewFlow = t.Object({ name: t.String({ minLength: 1, maxLength: 200 }) })
+export const NewFlow = t.Object({ name: t.String({ minLength: 1, maxLength: 200, description: '1-200 characters.' }) })
 
 export const KeyRecordSchema = t.Object(
   {

@@ -3,6 +3,7 @@ import { Elysia } from 'elysia'
 import type { Db } from '../../db/client.ts'
 import { compileOriginMatcher, parseAllowedOrigin } from '../access/origin.ts'
 import { ApiError } from '../errors.ts'
+import { isStorableText } from '../areas/shared/validation.ts'
 import { checkKeySettings } from '../keys/rules.ts'
 import { toKeyRecord, type ApiKeyRow, type KeyService } from '../keys/service.ts'
 import { DASHBOARD_CSS, DASHBOARD_JS } from './assets.ts'
@@ -207,6 +208,11 @@ export function dashboardRoutes({ db, keys, signInLimits, clientAddress, default
           const formToken = form.get('csrf')
           if (crossSiteReason(request) || !cookieToken || !formToken || !sameSecret(cookieToken, formToken)) {
             return signInForm(request, 403, { email, next, error: 'The sign-in form expired or came from another site. Please sign in again.' })
+          }
+          // U+0000 cannot reach the throttle's or the members' queries (PostgreSQL refuses it:
+          // a 500); no member has such an address, and no password is tried for it.
+          if (!isStorableText(email)) {
+            return signInForm(request, 400, { next, error: 'That email address holds a character no address has. Check it and try again.' })
           }
           const address = clientAddress(request, server)
           const throttled = await throttle.check(email, address)
@@ -421,8 +427,20 @@ function linkGone(): Response {
   )
 }
 
-/** Only a dashboard path of this site: never another site (an open redirect) nor `//host`. */
+/**
+ * Only a dashboard path of this site: never another site (an open redirect) nor `//host`.
+ * The path is resolved against a placeholder origin and re-serialized, so what reaches the
+ * Location header is percent-encoded ASCII (a raw `€` there made Response throw: a 500),
+ * and `/dashboard/../admin` resolves before it is judged.
+ */
 function safeNext(next: string | null): string | null {
   if (!next || !next.startsWith(`${COOKIE_PATH}/`) || next.startsWith('//') || /[\\\s]/.test(next)) return null
-  return next
+  let url: URL
+  try {
+    url = new URL(next, 'http://dashboard.invalid')
+  } catch {
+    return null
+  }
+  if (url.origin !== 'http://dashboard.invalid' || !url.pathname.startsWith(`${COOKIE_PATH}/`)) return null
+  return url.pathname + url.search
 }

@@ -1,6 +1,7 @@
 import { parseAllowedOrigins } from '../access/origin.ts'
 import { isScope, PUBLIC_KEY_SCOPES, SCOPES, type Scope } from '../access/scopes.ts'
 import type { KeyType } from '../access/key-format.ts'
+import { DATE_RANGE_TEXT, isAcceptedDate, isStorableText } from '../areas/shared/validation.ts'
 
 /** A field-level problem with a key's settings, phrased for the person who can fix it. */
 export interface FieldProblem {
@@ -45,6 +46,8 @@ export function checkKeySettings(
     const name = input.name.trim()
     if (name.length < 1 || name.length > 100) {
       problems.push({ field: 'name', message: 'name must be 1 to 100 characters (not only spaces).' })
+    } else if (!isStorableText(name)) {
+      problems.push({ field: 'name', message: 'name must not contain U+0000 or a lone UTF-16 surrogate.' })
     } else settings.name = name
   }
 
@@ -52,6 +55,8 @@ export function checkKeySettings(
     const description = input.description?.trim() || null
     if (description !== null && description.length > 1000) {
       problems.push({ field: 'description', message: 'description must be at most 1000 characters.' })
+    } else if (description !== null && !isStorableText(description)) {
+      problems.push({ field: 'description', message: 'description must not contain U+0000 or a lone UTF-16 surrogate.' })
     } else settings.description = description
   }
 
@@ -111,6 +116,8 @@ export function checkKeySettings(
       const at = new Date(input.expiresAt)
       if (Number.isNaN(at.getTime())) {
         problems.push({ field: 'expiresAt', message: 'expiresAt must be an ISO-8601 date-time, e.g. 2027-01-31T00:00:00Z.' })
+      } else if (!isAcceptedDate(at)) {
+        problems.push({ field: 'expiresAt', message: `expiresAt ${input.expiresAt.slice(0, 40)} is outside the accepted range, ${DATE_RANGE_TEXT}.` })
       } else if (at.getTime() <= now.getTime()) {
         problems.push({
           field: 'expiresAt',

@@ -74,7 +74,7 @@ export function createRateLimiter(options: RateLimiterOptions = {}): RateLimiter
     }
   }
 
-  function refill(bucket: string, lease: Lease, budget: Budget): Promise<boolean> {
+  function refill(bucket: string, lease: Lease, budget: Budget, now: number): Promise<boolean> {
     if (lease.refilling) return lease.refilling
     const want = Math.max(1, Math.floor(budget.limit / 20))
     const debt = lease.debt
@@ -88,7 +88,7 @@ export function createRateLimiter(options: RateLimiterOptions = {}): RateLimiter
         }
         lease.tokens += granted.tokens
         lease.sharedRemaining = granted.remaining
-        lease.blockedUntil = granted.tokens === 0 ? Date.now() + granted.waitMs : 0
+        lease.blockedUntil = granted.tokens === 0 ? now + granted.waitMs : 0
         return true
       })
       .finally(() => {
@@ -98,7 +98,7 @@ export function createRateLimiter(options: RateLimiterOptions = {}): RateLimiter
   }
 
   async function takeShared(bucket: string, lease: Lease, budget: Budget, now: number): Promise<RateLimitOutcome> {
-    if (!(await refill(bucket, lease, budget))) return takeLocally(bucket, budget, now)
+    if (!(await refill(bucket, lease, budget, now))) return takeLocally(bucket, budget, now)
     return lease.tokens > 0 ? spend(lease, budget) : refuse(lease, budget, now)
   }
 
@@ -110,7 +110,7 @@ export function createRateLimiter(options: RateLimiterOptions = {}): RateLimiter
         // First sight on this instance: accept at once, charge it with the first lease.
         const fresh: Lease = { tokens: 0, sharedRemaining: budget.limit - 1, blockedUntil: 0, debt: 1, refilling: null }
         leases.set(bucket, fresh)
-        void refill(bucket, fresh, budget)
+        void refill(bucket, fresh, budget, now)
         return { allowed: true, limit: budget.limit, remaining: budget.limit - 1, resetSeconds: 1, retryAfterSeconds: 0 }
       }
       if (lease.tokens > 0) return spend(lease, budget)

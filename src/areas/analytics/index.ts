@@ -2,7 +2,7 @@ import { Elysia, type Static } from 'elysia'
 import type { AccessContext } from '../../access/plugin.ts'
 import type { AreaDeps } from '../deps.ts'
 import { decodePosition, pageSize, positionCursor, toPage } from '../shared/paging.ts'
-import { assertStorable, fieldPath, invalidField, recordPath } from '../shared/validation.ts'
+import { assertJsonSize, assertStorable, DATE_RANGE_TEXT, fieldPath, invalidField, isAcceptedDate, recordPath } from '../shared/validation.ts'
 import { createGroupCommitter } from './group-commit.ts'
 import {
   Accepted,
@@ -87,6 +87,7 @@ function toEventRows(
   return events.map((event, index) => {
     const path = recordPath(batchKey, index)
     assertStorable(event, path)
+    if (event.properties !== undefined) assertJsonSize(event.properties, fieldPath(path, 'properties'))
     let occurred = received
     if (event.timestamp !== undefined) {
       const field = fieldPath(path, 'timestamp')
@@ -121,5 +122,6 @@ function parseTime(value: string, field: string, where: 'body' | 'query'): Date 
     const reason = `${value} is not a real date-time; use an ISO-8601 date-time like "2026-01-31T12:00:00Z"`
     throw invalidField(field, reason, where)
   }
+  if (!isAcceptedDate(time)) throw invalidField(field, `${value} is outside the accepted range, ${DATE_RANGE_TEXT}`, where)
   return time
 }

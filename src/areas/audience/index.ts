@@ -1,7 +1,7 @@
 import { Elysia } from 'elysia'
 import type { AreaDeps } from '../deps.ts'
 import { decodePosition, pageSize, positionCursor, toPage } from '../shared/paging.ts'
-import { assertStorable, IdParams, recordPath } from '../shared/validation.ts'
+import { assertJsonSize, assertStorable, fieldPath, IdParams, recordPath } from '../shared/validation.ts'
 import { addMembers, createList, getList, listLists, listMembers, removeMembers, toListRecord, toMemberRecord } from './lists.ts'
 import {
   Added,
@@ -38,6 +38,12 @@ import {
 } from './service.ts'
 import { COMPANIES, PEOPLE, upsertRecords } from './upsert.ts'
 
+/** What the schema cannot say about a person or company: storable strings, properties within 16 KiB. */
+function assertStorableRecord(record: { properties?: Record<string, unknown> }, path: string): void {
+  assertStorable(record, path)
+  if (record.properties !== undefined) assertJsonSize(record.properties, fieldPath(path, 'properties'))
+}
+
 const byCreatedAt = (row: { createdAt: Date; id: string }) => positionCursor(row.createdAt, row.id)
 
 /**
@@ -53,7 +59,7 @@ export function audienceRoutes({ db, access }: AreaDeps) {
       async ({ body, access: { key } }) => {
         const isBatch = 'people' in body
         const records = isBatch ? body.people : [body]
-        records.forEach((record, i) => assertStorable(record, recordPath(isBatch ? 'people' : null, i)))
+        records.forEach((record, i) => assertStorableRecord(record, recordPath(isBatch ? 'people' : null, i)))
         const { ids } = await upsertRecords(db, PEOPLE, key.businessId, records, isBatch)
         if (key.type === 'public') return { upserted: ids.length }
         const rows = await peopleByIds(db, key.businessId, ids)
@@ -113,7 +119,7 @@ export function audienceRoutes({ db, access }: AreaDeps) {
       async ({ body, access: { key } }) => {
         const isBatch = 'companies' in body
         const records = isBatch ? body.companies : [body]
-        records.forEach((record, i) => assertStorable(record, recordPath(isBatch ? 'companies' : null, i)))
+        records.forEach((record, i) => assertStorableRecord(record, recordPath(isBatch ? 'companies' : null, i)))
         const { ids } = await upsertRecords(db, COMPANIES, key.businessId, records, isBatch)
         if (key.type === 'public') return { upserted: ids.length }
         const rows = await companiesByIds(db, key.businessId, ids)

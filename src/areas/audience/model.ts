@@ -26,14 +26,14 @@ const domainOptions = {
 
 const ExternalId = t.String({
   ...externalIdOptions,
-  description: 'Your own id of the record; matched exactly (case-sensitive).',
+  description: 'Your own id of the record, 1-200 characters; matched exactly (case-sensitive).',
 })
 
-const Email = t.String({ ...emailOptions, description: 'Matched case-insensitively; stored as sent.' })
+const Email = t.String({ ...emailOptions, description: 'At most 254 characters; matched case-insensitively, stored as sent.' })
 
-const Domain = t.String({ ...domainOptions, description: 'Stored and matched lower-cased.' })
+const Domain = t.String({ ...domainOptions, description: 'At most 253 characters; stored and matched lower-cased.' })
 
-const Name = (description: string) => t.String({ minLength: 1, maxLength: 200, description })
+const Name = (description: string) => t.String({ minLength: 1, maxLength: 200, description: `${description}, 1-200 characters.` })
 
 export const PersonInput = t.Object(
   {
@@ -135,7 +135,7 @@ export const SlugParams = t.Object({ slug: Slug })
 export const NewList = t.Object({
   slug: Slug,
   name: Name('Shown in the dashboard'),
-  description: t.Optional(t.String({ maxLength: 1000 })),
+  description: t.Optional(t.String({ maxLength: 1000, description: 'At most 1000 characters.' })),
 })
 
 export const List = t.Object({

@@ -1,7 +1,7 @@
 import { Elysia } from 'elysia'
 import type { AreaDeps } from '../deps.ts'
 import { pageSize } from '../shared/paging.ts'
-import { IdParams, strictBody } from '../shared/validation.ts'
+import { acceptedDate, IdParams, strictBody } from '../shared/validation.ts'
 import {
   Author,
   AuthorChanges,
@@ -41,12 +41,24 @@ import {
 const READ = { scope: 'BLOG_READ', public: true } as const
 const WRITE = { scope: 'BLOG_WRITE', public: false } as const
 
-const newBlog = strictBody(NewBlog)
-const blogChanges = strictBody(BlogChanges)
+const newBlog = withPublishedAt(strictBody(NewBlog))
+const blogChanges = withPublishedAt(strictBody(BlogChanges))
 const newAuthor = strictBody(NewAuthor)
 const authorChanges = strictBody(AuthorChanges)
 const newTag = strictBody(NewTag)
 const tagChanges = strictBody(TagChanges)
+
+/** The strict body check, then the date range the `date-time` format does not state (year 0 passes it). */
+function withPublishedAt<S extends { transform(context: { body: unknown }): void }>(strict: S): S {
+  return {
+    ...strict,
+    transform({ body }: { body: unknown }) {
+      strict.transform({ body })
+      const { publishedAt } = body as { publishedAt?: unknown }
+      if (typeof publishedAt === 'string') acceptedDate(publishedAt, 'publishedAt')
+    },
+  }
+}
 
 const limitOf = (raw: string | undefined) => pageSize(raw, BLOG_PAGE_DEFAULT)
 

@@ -1,8 +1,8 @@
 import { t } from 'elysia'
 import { FLOW_RUN_STATUSES } from '../../../db/schema/index.ts'
-import { describe, JsonObject, Uuid } from '../shared/validation.ts'
+import { describe, JsonObject, MAX_JSON_FIELD_BYTES, Uuid } from '../shared/validation.ts'
 
-export const MAX_INPUT_BYTES = 64 * 1024
+export const MAX_INPUT_BYTES = MAX_JSON_FIELD_BYTES
 
 export const FlowParams = t.Object({ id: describe(Uuid, 'The flow id the operator got from POST /admin/v0/businesses/:id/flows.') })
 export const RunParams = t.Object({ id: Uuid, runId: Uuid })

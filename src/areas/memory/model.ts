@@ -1,9 +1,9 @@
 import { t } from 'elysia'
 import { CursorQuery, limitQuery, pageSchema } from '../shared/paging.ts'
-import { JsonObject, Text } from '../shared/validation.ts'
+import { JsonObject, MAX_JSON_FIELD_BYTES, Text } from '../shared/validation.ts'
 
 export const MEMORY_PAGE_DEFAULT = 20
-export const MAX_METADATA_BYTES = 16 * 1024
+export const MAX_METADATA_BYTES = MAX_JSON_FIELD_BYTES
 
 const Metadata = JsonObject(
   50,

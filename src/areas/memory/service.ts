@@ -132,11 +132,17 @@ async function search(db: Db, businessId: string, q: string, options: ListOption
   )
 }
 
+function isFloat4(value: number): boolean {
+  const size = Math.abs(value)
+  return value === 0 || (size >= 1.1754943508222875e-38 && size <= 3.4028234663852886e38)
+}
+
 function decodeSearchCursor(cursor: string, digest: string): { rank: number; id: string } {
   return decodeCursor(cursor, (value) => {
     if (!Array.isArray(value) || value.length !== 4) return undefined
     const [kind, seen, rank, id] = value
-    const valid = kind === 'q' && seen === digest && typeof rank === 'number' && Number.isFinite(rank) && typeof id === 'string' && UUID_SHAPE.test(id)
+    // A rank outside float4's range (1e300, 1e-50) would overflow or underflow `::real` in the query: a 500.
+    const valid = kind === 'q' && seen === digest && typeof rank === 'number' && isFloat4(rank) && typeof id === 'string' && UUID_SHAPE.test(id)
     return valid ? { rank, id } : undefined
   })
 }

@@ -1,7 +1,7 @@
 import { sql, type SQL } from 'drizzle-orm'
 import type { AnyPgColumn } from 'drizzle-orm/pg-core'
 import { t, type TSchema } from 'elysia'
-import { invalidField, UUID_SHAPE } from './validation.ts'
+import { assertStorableText, invalidField, isAcceptedDate, UUID_SHAPE } from './validation.ts'
 
 /**
  * Cursor pagination of the list endpoints. A query fetches `limit + 1` rows in a fixed
@@ -69,8 +69,11 @@ export function decodeCursor<T>(cursor: string, read: (value: unknown) => T | un
   let value: unknown
   try {
     value = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'))
+    // A string no query can take (["\u0000"] as a slug position) is no cursor of ours.
+    assertStorableText(value, 'cursor')
   } catch {
-    // Not base64url JSON: refused below like any other foreign cursor.
+    // Not base64url JSON of storable text: refused below like any other foreign cursor.
+    value = undefined
   }
   const decoded = value === undefined ? undefined : read(value)
   if (decoded !== undefined) return decoded
@@ -103,7 +106,8 @@ export function decodePosition(cursor: string | undefined): Position | null {
     if (!Array.isArray(value) || value.length !== 2) return undefined
     const [at, id] = value
     const time = typeof at === 'string' ? new Date(at) : null
-    if (time === null || Number.isNaN(time.getTime()) || typeof id !== 'string' || !UUID_SHAPE.test(id)) return undefined
+    // An instant PostgreSQL cannot compare (year 0, year 275760) is no cursor of ours either.
+    if (time === null || !isAcceptedDate(time) || typeof id !== 'string' || !UUID_SHAPE.test(id)) return undefined
     return { at: time, id }
   })
 }
@@ -114,17 +118,39 @@ export function before(time: AnyPgColumn | SQL, id: AnyPgColumn, after: Position
   return sql`(${time}, ${id}) < (${after.at.toISOString()}::timestamptz, ${after.id}::uuid)`
 }
 
-/** Cuts the `limit + 1` rows a query fetched into a page and the cursor of the next one. */
+/**
+ * What one list answer may weigh as JSON (contract section 6): 1000 records of stored
+ * properties could otherwise make hundreds of megabytes. The envelope (`{"data":[...],
+ * "nextCursor":...}`) gets a kilobyte of it.
+ */
+export const MAX_PAGE_BYTES = 4 * 1024 * 1024
+const ENVELOPE_BYTES = 1024
+
+/**
+ * Cuts the `limit + 1` rows a query fetched into a page and the cursor of the next one.
+ * A page also ends before the record that would take it past MAX_PAGE_BYTES (it always
+ * holds at least one record, each of which is bounded by the field limits); the cursor
+ * then points after the last record shown, so the caller just asks for the next page.
+ */
 export function toPage<Row, Out>(
   rows: Row[],
   limit: number,
   cursorOf: (row: Row) => string,
   render: (row: Row) => Out,
+  maxBytes = MAX_PAGE_BYTES,
 ): Page<Out> {
-  const shown = rows.slice(0, limit)
-  const last = shown[shown.length - 1]
+  const data: Out[] = []
+  let bytes = ENVELOPE_BYTES
+  let shown = 0
+  for (; shown < rows.length && shown < limit; shown++) {
+    const record = render(rows[shown]!)
+    bytes += 1 + Buffer.byteLength(JSON.stringify(record))
+    if (bytes > maxBytes && shown > 0) break
+    data.push(record)
+  }
+  const last = rows[shown - 1]
   return {
-    data: shown.map(render),
-    nextCursor: rows.length > limit && last !== undefined ? cursorOf(last) : null,
+    data,
+    nextCursor: rows.length > shown && last !== undefined ? cursorOf(last) : null,
   }
 }
