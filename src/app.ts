@@ -14,6 +14,10 @@ import { healthRoutes } from './http/health.ts'
 import { apiReference } from './http/openapi.ts'
 import { stampRequestId } from './http/request-context.ts'
 import { createKeyService } from './keys/service.ts'
+import { feedKeyChanges, type KeyChangeFeedOptions } from './access/key-invalidation.ts'
+import { createLogger, errorFields, type Logger } from './observability/log.ts'
+import { createMetrics, type Metrics } from './observability/metrics.ts'
+import { metricsRoute, requestObservation } from './observability/http.ts'
 
 export interface AppOptions {
   database: Database
@@ -21,7 +25,18 @@ export interface AppOptions {
   keyCache?: KeyStoreOptions
   /** Clock for the key chain (expiry, lastUsedAt); tests move it. */
   now?: () => number
-  log?: (line: string) => void
+  /** Where log lines go; JSON on stdout by default. */
+  logger?: Logger
+  /** One log line per request (LOG_REQUESTS=1). */
+  logRequests?: boolean
+  /** Counters behind GET /metrics; a fresh set by default. */
+  metrics?: Metrics
+  /**
+   * Follow key changes made by other instances (LISTEN/NOTIFY on PostgreSQL), so cached
+   * keys can be trusted for the long TTL. Off by default (tests with one app): keys are
+   * then re-read after the short fallback TTL. src/index.ts turns it on.
+   */
+  keyChanges?: boolean | KeyChangeFeedOptions
 }
 
 /**
@@ -30,14 +45,31 @@ export interface AppOptions {
  */
 export function createApp(options: AppOptions) {
   const { db } = options.database
+  const logger = options.logger ?? createLogger()
+  const metrics = options.metrics ?? createMetrics()
   const keyStore = createKeyStore(db, options.keyCache)
+  metrics.readKeyCache(() => keyStore.stats)
+  const keyFeed = options.keyChanges
+    ? feedKeyChanges(options.database, keyStore, logger, options.keyChanges === true ? {} : options.keyChanges)
+    : null
   const lastUsed = createLastUsedRecorder(db, {
-    onError: (e) => (options.log ?? console.error)(`lastUsedAt write failed: ${String(e)}`),
+    onError: (e) => logger.error('lastUsedAt write failed', errorFields(e)),
   })
   const keys = createKeyService(db, (hash) => keyStore.invalidate(hash))
-  const access = createAccessPlugin({ keys: keyStore, lastUsed, now: options.now })
+  const access = createAccessPlugin({
+    keys: keyStore,
+    lastUsed,
+    now: options.now,
+    onRefusal: (code) => metrics.authRefused(code),
+  })
+  const observation = requestObservation({ metrics, logger, logRequests: options.logRequests ?? false })
   const shutdownTasks: (() => Promise<void>)[] = []
-  const area: AreaDeps = { db, access, onShutdown: (task) => void shutdownTasks.push(task) }
+  const area: AreaDeps = {
+    db,
+    access,
+    onShutdown: (task) => void shutdownTasks.push(task),
+    reportIngest: (source) => metrics.readIngest(source),
+  }
 
   // The preflight answers with each route's methods: it reads the final route list.
   let routes: readonly RouteShape[] = []
@@ -46,23 +78,32 @@ export function createApp(options: AppOptions) {
   const surfaces = new Elysia({ name: 'surfaces' })
     .onTransform(stampRequestId)
     .use(healthRoutes(options.database.ping))
+    .use(metricsRoute({ metrics, adminToken: options.adminToken }))
     .use(apiReference)
     .use(preflight(() => routes))
     .use(adminRoutes({ db, keys, adminToken: options.adminToken }))
     .use(sdkRoutes())
     .use(dashboardRoutes({ db, keys }))
 
-  const app = new Elysia().use(errorHandling(options.log)).use(surfaces).use(apiAreas(area))
+  const app = new Elysia()
+    .use(observation.plugin)
+    .use(errorHandling(logger))
+    .use(surfaces)
+    .use(apiAreas(area))
 
   routes = app.routes
+  observation.attach(app)
 
   return {
     app,
-    services: { keys, keyStore, lastUsed },
+    services: { keys, keyStore, lastUsed, keyFeed },
+    logger,
+    metrics,
     /** Writes what is buffered (events, lastUsedAt); call before closing the database. */
     async drain() {
       await Promise.all(shutdownTasks.map((task) => task()))
       await lastUsed.close()
+      await keyFeed?.close()
     },
   }
 }

@@ -1,5 +1,5 @@
 import { Elysia } from 'elysia'
-import { ApiError } from '../errors.ts'
+import { ApiError, type ErrorCode } from '../errors.ts'
 import { stampApiAnswer } from '../http/request-context.ts'
 import { authorize, type AccessDecision } from './chain.ts'
 import type { ActiveKey, KeyStore } from './key-store.ts'
@@ -17,6 +17,11 @@ export const MAX_BODY_BYTES = 1024 * 1024
 
 /** Where a granted request's AccessContext waits between the chain's hooks. */
 const DECIDED = Symbol('access decided')
+
+/** The id of the key a request was granted with, for the request log; undefined when none was. */
+export function decidedKeyId(set: object): string | undefined {
+  return (set as { [DECIDED]?: AccessContext })[DECIDED]?.key.id
+}
 
 /**
  * The `access` route option: `{ access: { scope: 'ANALYTICS_WRITE', public: true } }`.
@@ -37,6 +42,8 @@ export function createAccessPlugin(deps: {
   keys: KeyStore
   lastUsed: LastUsedRecorder
   now?: () => number
+  /** Told each refusal's code (the metrics count them). */
+  onRefusal?: (code: ErrorCode) => void
 }) {
   const now = deps.now ?? Date.now
 
@@ -61,6 +68,7 @@ export function createAccessPlugin(deps: {
   function settle(set: Stamped, decision: AccessDecision, origin: string | null): void {
     if (!decision.ok) {
       const { code, message, headers } = decision.denial
+      deps.onRefusal?.(code)
       throw new ApiError(code, message, headers)
     }
     set[DECIDED] = { key: decision.key, origin }

@@ -4,6 +4,7 @@ import { createLastUsedRecorder } from '../../src/access/last-used.ts'
 import { createAccessPlugin } from '../../src/access/plugin.ts'
 import { errorHandling } from '../../src/http/errors.ts'
 import { createKeyService } from '../../src/keys/service.ts'
+import { silentLogger, type Logger } from '../../src/observability/log.ts'
 import { testDatabase } from './database.ts'
 
 /**
@@ -11,7 +12,7 @@ import { testDatabase } from './database.ts'
  * the areas: a public route, a private one with a body, and one that fails on purpose.
  * `reached` counts handler runs: a refused request must leave it unchanged.
  */
-export async function chainApp(options: { now?: () => number; keyCache?: KeyStoreOptions; log?: (l: string) => void } = {}) {
+export async function chainApp(options: { now?: () => number; keyCache?: KeyStoreOptions; logger?: Logger } = {}) {
   const { db } = await testDatabase()
   const keyStore = createKeyStore(db, options.keyCache)
   const lastUsed = createLastUsedRecorder(db)
@@ -19,7 +20,7 @@ export async function chainApp(options: { now?: () => number; keyCache?: KeyStor
   const access = createAccessPlugin({ keys: keyStore, lastUsed, now: options.now })
   const reached: string[] = []
   const app = new Elysia()
-    .use(errorHandling(options.log ?? (() => {})))
+    .use(errorHandling(options.logger ?? silentLogger))
     .use(access)
     .get('/api/v0/public-read', ({ access }) => (reached.push('public-read'), { keyId: access.key.id }), {
       access: { scope: 'BLOG_READ', public: true },
