@@ -131,6 +131,14 @@ function adminClient(base: string, adminToken: string) {
     return JSON.parse(text) as Record<string, unknown>
   }
   return {
+    /** Any admin call without a body; answers the response as it is. */
+    request(method: string, path: string): Promise<Response> {
+      return fetch(`${base}/admin/v0${path}`, {
+        method,
+        headers: { authorization: `Bearer ${adminToken}` },
+        signal: AbortSignal.timeout(10_000),
+      })
+    },
     /** Answers the new business's id. */
     async createBusiness(name: string): Promise<string> {
       const business = await post('/businesses', { name })
