@@ -92,7 +92,7 @@ export function createApp(options: AppOptions) {
     .use(apiAreas(area))
 
   routes = app.routes
-  observation.attach(app)
+  observation.declareRoutes(routes)
 
   return {
     app,

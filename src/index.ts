@@ -4,7 +4,7 @@ import { MAX_BODY_BYTES } from './access/plugin.ts'
 import { createApp, type Service } from './app.ts'
 import { loadConfig } from './config.ts'
 import { bootstrapFirstOwner } from './dashboard/bootstrap.ts'
-import { createLogger, lineLogger } from './observability/log.ts'
+import { createLogger, flushLog, lineLogger } from './observability/log.ts'
 
 // config -> database -> migrations -> app -> listen; stop gracefully on SIGTERM/SIGINT.
 // The signal handlers come first: a stop during a slow start closes what was opened.
@@ -21,6 +21,7 @@ async function stop(signal: string) {
   await service?.app.server?.stop(false)
   await service?.drain()
   await database?.close()
+  flushLog()
   process.exit(0)
 }
 process.on('SIGTERM', () => void stop('SIGTERM'))

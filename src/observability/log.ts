@@ -63,8 +63,24 @@ function prettyLine(level: LogLevel, msg: string, fields: LogFields | undefined)
   return line + '\n'
 }
 
+// Bun's FileSink on stdout: lines are buffered and written together once per turn of the
+// event loop (1.5 against 2.0 µs a line to a file, 2.7 against 4.1 µs to a pipe, measured
+// against process.stdout.write; see bench/README.md).
+const stdout = Bun.stdout.writer({ highWaterMark: 64 * 1024 })
+let flushScheduled = false
+
 function writeStdout(line: string): void {
-  process.stdout.write(line)
+  stdout.write(line)
+  if (!flushScheduled) {
+    flushScheduled = true
+    setImmediate(flushLog)
+  }
+}
+
+/** Writes out what is buffered; called on every turn of the event loop, and before exiting. */
+export function flushLog(): void {
+  flushScheduled = false
+  void stdout.flush()
 }
 
 // Engine errors name code, not values ("undefined is not an object"); anything else, a
