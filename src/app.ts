@@ -93,6 +93,7 @@ export function createApp(options: AppOptions) {
 
   routes = app.routes
   observation.declareRoutes(routes)
+  observation.readServer(() => app.server)
 
   return {
     app,
