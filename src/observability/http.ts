@@ -50,6 +50,9 @@ export function requestObservation(deps: { metrics: Metrics; logger: Logger; log
           client: clientAddress(request, server()),
         })
       }
+      // Elysia 1.4 drops the body of a NOT_FOUND answer when a global mapResponse returns
+      // nothing; handing the value back keeps the error envelope (test/api/http.test.ts).
+      if (route === undefined) return responseValue as Response | undefined
     })
 
   return {
