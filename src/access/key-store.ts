@@ -78,11 +78,9 @@ export function createKeyStore(db: Db, options: KeyStoreOptions = {}): KeyStore 
   const fallbackTtl = options.fallbackTtlMs ?? 500
   let mode: KeyCacheMode = options.mode ?? 'fallback'
   const known = new LRUCache<string, ActiveKey>({ max: options.max ?? 50_000, ttl: fallbackTtl })
-  const unknown = new LRUCache<string, true>({
-    max: options.unknownMax ?? 10_000,
-    // A key created elsewhere notifies too, but without the feed it must not stay unknown long.
-    ttl: Math.min(options.unknownTtlMs ?? 1_000, fallbackTtl * 2),
-  })
+  // Short whatever the mode: a key created elsewhere must work here within a second even
+  // when its insert's notification was missed.
+  const unknown = new LRUCache<string, true>({ max: options.unknownMax ?? 10_000, ttl: options.unknownTtlMs ?? 1_000 })
   const loading = new Map<string, Promise<ActiveKey | null>>()
   const stats: KeyCacheStats = { hit: 0, negative: 0, miss: 0 }
   // Bumped by every invalidation and flush: a load that started before it may hold the old
