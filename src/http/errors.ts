@@ -1,6 +1,7 @@
 import { Elysia, ValidationError } from 'elysia'
 import { ApiError, causeCodes, errorBody, type ErrorCode } from '../errors.ts'
 import { errorFields, type Logger } from '../observability/log.ts'
+import { methodLabel, UNMATCHED_ROUTE } from '../observability/metrics.ts'
 import { API_PREFIX, stampApiAnswer, stampRequestId } from './request-context.ts'
 
 /** Paths the seed mentions that are not routes, with the canonical path to use instead. */
@@ -27,7 +28,12 @@ export function errorHandling(logger: Logger) {
       if (failure.code === 'internal_error') {
         // The route as declared, not the path a client wrote (which may hold anything); the
         // error without driver messages (which may quote SQL parameters).
-        logger.error('request failed', { requestId, method: request.method, route: route || 'unmatched', ...errorFields(error) })
+        logger.error('request failed', {
+          requestId,
+          method: methodLabel(request.method),
+          route: route || UNMATCHED_ROUTE,
+          ...errorFields(error),
+        })
       }
       set.status = failure.status
       if (failure.headers) Object.assign(headers, failure.headers)

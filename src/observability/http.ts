@@ -4,7 +4,7 @@ import { createAdminGuard } from '../admin/auth.ts'
 import { decidedKeyId } from '../access/plugin.ts'
 import { clientAddress } from './client-address.ts'
 import type { Logger } from './log.ts'
-import { UNMATCHED_ROUTE, type Metrics } from './metrics.ts'
+import { methodLabel, UNMATCHED_ROUTE, type Metrics } from './metrics.ts'
 
 /** When a request arrived, under a symbol on `set` (the one plain object Elysia keeps per request). */
 const STARTED = Symbol('request started')
@@ -42,7 +42,7 @@ export function requestObservation(deps: { metrics: Metrics; logger: Logger; log
       if (logRequests) {
         logger.info('request', {
           requestId: timed.headers['x-request-id'] as string | undefined,
-          method: request.method,
+          method: methodLabel(request.method),
           route: label,
           status,
           durationMs: Math.round(seconds * 1e6) / 1e3,

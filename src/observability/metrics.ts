@@ -150,6 +150,11 @@ export function createMetrics(): Metrics {
   }
 }
 
+/** The method as a label: one of the standard ones, else `OTHER` (a client may send anything there). */
+export function methodLabel(method: string): string {
+  return METHODS[methodSlot(method)]!
+}
+
 function methodSlot(method: string): number {
   switch (method) {
     case 'GET':
