@@ -19,14 +19,14 @@ type Timed = { [STARTED]?: number; status?: number | string; headers: Record<str
  * Two global hooks: onRequest reads the clock, mapResponse (which Elysia runs for every
  * answer, errors and unknown paths included, once its value is final) counts and logs.
  * Not onAfterResponse: Elysia schedules it with a setImmediate per request, which cost
- * about 1.5 µs per request against about 0.2 µs for these two (bench/observability.ts).
+ * about 1.5 µs more per request; these two add about 0.5 µs (bench/observability.ts).
  */
 export function requestObservation(deps: { metrics: Metrics; logger: Logger; logRequests: boolean }) {
   const { metrics, logger, logRequests } = deps
   // Labels come only from declared routes: whatever path a client sends, the label set stays bounded.
   let declared: ReadonlySet<string> = new Set()
-  // Not Elysia's `server` from the hook's context: a hook that names it cost about 20 µs
-  // of CPU per request through a real socket (measured with wrk); the app's own is read.
+  // Not Elysia's `server` from the hook's context: reading the peer through it in a hook
+  // looked costly under wrk (bench/README.md); the app's own server is read instead.
   let server: () => Server | null = () => null
 
   const plugin = new Elysia({ name: 'observability' })
