@@ -49,8 +49,8 @@ const LISTENING = /listening on http:\/\/localhost:(\d+)/
 const START_TIMEOUT_MS = 30_000
 
 /** Starts a server and waits (at most 30 s) for its "listening on" line; answers its base URL. */
-export async function startServer(command: string[], env: Record<string, string>) {
-  const child = killOnExit(Bun.spawn(command, { cwd: root, env: { ...process.env, ...env }, stdout: 'pipe', stderr: 'inherit' }))
+export async function startServer(command: string[], env: Record<string, string>, cwd = root) {
+  const child = killOnExit(Bun.spawn(command, { cwd, env: { ...process.env, ...env }, stdout: 'pipe', stderr: 'inherit' }))
   const reader = child.stdout.getReader()
   const decoder = new TextDecoder()
   let seen = ''
@@ -102,15 +102,15 @@ export async function ensureDatabase(url: string): Promise<void> {
 
 /**
  * The service on core 0, on `databaseUrl` (which must exist: see ensureDatabase), with an
- * admin token of this run's for its admin API.
+ * admin token of this run's for its admin API; `cwd` runs another checkout's src/index.ts.
  */
-export async function startService() {
+export async function startService(options: { env?: Record<string, string>; cwd?: string } = {}) {
   const adminToken = `bench-${crypto.randomUUID()}`
-  const service = await startServer(onCore(0, [process.execPath, 'src/index.ts']), {
-    DATABASE_URL: databaseUrl,
-    PORT: '0',
-    ADMIN_TOKEN: adminToken,
-  })
+  const service = await startServer(
+    onCore(0, [process.execPath, 'src/index.ts']),
+    { DATABASE_URL: databaseUrl, PORT: '0', ADMIN_TOKEN: adminToken, ...options.env },
+    options.cwd,
+  )
   return { ...service, admin: adminClient(service.base, adminToken) }
 }
 
@@ -131,6 +131,14 @@ function adminClient(base: string, adminToken: string) {
     return JSON.parse(text) as Record<string, unknown>
   }
   return {
+    /** Any admin call without a body; answers the response as it is. */
+    request(method: string, path: string): Promise<Response> {
+      return fetch(`${base}/admin/v0${path}`, {
+        method,
+        headers: { authorization: `Bearer ${adminToken}` },
+        signal: AbortSignal.timeout(10_000),
+      })
+    },
     /** Answers the new business's id. */
     async createBusiness(name: string): Promise<string> {
       const business = await post('/businesses', { name })

@@ -7,7 +7,9 @@
  * markdown table and the ratio `whoami with auth and CORS / bare Elysia route`.
  *
  * DATABASE_URL: the PostgreSQL to use (default postgres://postgres@127.0.0.1:5432/bench,
- * created when missing). See bench/README.md.
+ * created when missing). COMPARE_TREE=<dir>: also measure the service of another checkout
+ * (a commit before a change, say) in the same run. COMPARE_LOG_REQUESTS=1: also measure
+ * this service with LOG_REQUESTS=1. See bench/README.md.
  */
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { cpus, loadavg } from 'node:os'
@@ -74,6 +76,16 @@ async function main(): Promise<number> {
     { label: 'keygate whoami: key chain + origin + CORS, PostgreSQL', process: service.process, url: `${service.base}/api/v0/whoami`, headers },
     { label: 'bare Elysia route', process: bare.process, url: `${bare.base}/api/v0/whoami`, headers },
   ]
+  // Variants share the database (and so the key) of the service above.
+  const compareTree = process.env.COMPARE_TREE
+  if (compareTree) {
+    const other = await startService({ cwd: compareTree })
+    targets.push({ label: `keygate whoami at ${compareTree}`, process: other.process, url: `${other.base}/api/v0/whoami`, headers })
+  }
+  if (process.env.COMPARE_LOG_REQUESTS === '1') {
+    const logging = await startService({ env: { LOG_REQUESTS: '1' } })
+    targets.push({ label: 'keygate whoami with LOG_REQUESTS=1', process: logging.process, url: `${logging.base}/api/v0/whoami`, headers })
+  }
 
   const context = [
     `date: ${new Date().toISOString()}`,
@@ -117,13 +129,14 @@ async function main(): Promise<number> {
     stopChildren()
   }
 
-  const [keygate, baseline] = targets.map((t) => summarise(results.get(t)!))
+  const summaries = targets.map((t) => summarise(results.get(t)!))
+  const [keygate, baseline] = summaries
   const ratio = keygate!.requestsPerSecond / baseline!.requestsPerSecond
   const table = [
     '| Server, `GET /api/v0/whoami` | req/s (median) | p99 (median) | CPU per request | req/s of each run | failed answers |',
     '|---|---|---|---|---|---|',
     ...targets.map((target, i) => {
-      const summary = [keygate!, baseline!][i]!
+      const summary = summaries[i]!
       const runs = results.get(target)!
       return `| ${target.label} | ${format(summary.requestsPerSecond)} | ${(summary.p99Us / 1000).toFixed(2)} ms | ${
         summary.cpuUsPerRequest === null ? 'n/a' : `${summary.cpuUsPerRequest.toFixed(1)} µs`
@@ -141,6 +154,14 @@ async function main(): Promise<number> {
             " (the req/s ratio to expect when the server's core is the limit; steadier on a busy machine)",
         ]
       : []),
+    ...targets.slice(2).map((target, i) => {
+      const variant = summaries[i + 2]!
+      const cpu =
+        variant.cpuUsPerRequest !== null && keygate!.cpuUsPerRequest !== null
+          ? `, CPU per request ${(variant.cpuUsPerRequest - keygate!.cpuUsPerRequest).toFixed(1)} µs against keygate whoami`
+          : ''
+      return `${target.label} / keygate whoami: ${(variant.requestsPerSecond / keygate!.requestsPerSecond).toFixed(2)} req/s${cpu}`
+    }),
     ...(invalid ? ['', 'INVALID: some answers failed (status >= 400 or socket errors); the numbers above do not count.'] : []),
   ].join('\n')
   console.log(summaryText)

@@ -4,6 +4,7 @@ import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js'
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core'
 import { sql, type SQL } from 'drizzle-orm'
 import postgres from 'postgres'
+import { listenForever, type ListenHandlers, type Listener, type ListenOptions } from './notifications.ts'
 import { pgliteAssets } from './pglite-assets.ts'
 import * as schema from './schema/index.ts'
 
@@ -22,6 +23,11 @@ export interface Database {
    * single owner, so it just runs `task`.
    */
   exclusively<T>(task: (db: Db) => Promise<T>): Promise<T>
+  /**
+   * LISTEN on a channel over a connection of its own (db/notifications.ts). PostgreSQL
+   * only: PGlite has one owning process, whose own changes need no notification.
+   */
+  listen?(channel: string, handlers: ListenHandlers, options?: ListenOptions): Listener
   close(): Promise<void>
 }
 
@@ -59,6 +65,8 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
           await single.end({ timeout: 5 })
         }
       },
+      listen: (channel, handlers, listenOptions) =>
+        listenForever(options.databaseUrl!, channel, handlers, listenOptions),
       close: () => client.end({ timeout: 5 }),
     }
   }

@@ -18,6 +18,10 @@ import { createClientAddressOf, type ClientAddressOf } from './access/client-add
 import { createFailureBudget, createRateLimiter } from './access/rate-limit/limiter.ts'
 import { createAdminGuard } from './admin/auth.ts'
 import type { Config } from './config.ts'
+import { feedKeyChanges, type KeyChangeFeedOptions } from './access/key-invalidation.ts'
+import { createLogger, errorFields, lineLogger, type Logger } from './observability/log.ts'
+import { createMetrics, type Metrics } from './observability/metrics.ts'
+import { metricsRoute, requestObservation } from './observability/http.ts'
 
 export interface AppOptions {
   database: Database
@@ -25,7 +29,6 @@ export interface AppOptions {
   keyCache?: KeyStoreOptions
   /** Clock for the key chain (expiry, lastUsedAt); tests move it. */
   now?: () => number
-  log?: (line: string) => void
   /** Budgets of contract section 8; the contract's defaults when absent. */
   rateLimits?: Config['rateLimits']
   /** TRUST_PROXY: proxies whose X-Forwarded-For is believed; none when absent. */
@@ -36,6 +39,18 @@ export interface AppOptions {
   limitClock?: () => number
   /** Replaces the TRUST_PROXY rule (tests stand for a proxy in front of `app.handle`). */
   clientAddress?: ClientAddressOf
+  /** Where log lines go; JSON on stdout by default. */
+  logger?: Logger
+  /** One log line per request (LOG_REQUESTS=1). */
+  logRequests?: boolean
+  /** Counters behind GET /metrics; a fresh set by default. */
+  metrics?: Metrics
+  /**
+   * Follow key changes made by other instances (LISTEN/NOTIFY on PostgreSQL), so cached
+   * keys can be trusted for the long TTL. Off by default (tests with one app): keys are
+   * then re-read after the short fallback TTL. src/index.ts turns it on.
+   */
+  keyChanges?: boolean | KeyChangeFeedOptions
 }
 
 /** Contract section 8's defaults. */
@@ -52,15 +67,20 @@ export const DEFAULT_RATE_LIMITS: Config['rateLimits'] = {
  */
 export function createApp(options: AppOptions) {
   const { db } = options.database
+  const logger = options.logger ?? createLogger()
+  const metrics = options.metrics ?? createMetrics()
   const keyStore = createKeyStore(db, options.keyCache)
+  metrics.readKeyCache(() => keyStore.stats)
+  const keyFeed = options.keyChanges
+    ? feedKeyChanges(options.database, keyStore, logger, options.keyChanges === true ? {} : options.keyChanges)
+    : null
   const lastUsed = createLastUsedRecorder(db, {
-    onError: (e) => (options.log ?? console.error)(`lastUsedAt write failed: ${String(e)}`),
+    onError: (e) => logger.error('lastUsedAt write failed', errorFields(e)),
   })
   const keys = createKeyService(db, (hash) => keyStore.invalidate(hash))
   const budgets = options.rateLimits ?? DEFAULT_RATE_LIMITS
   const clientAddress = options.clientAddress ?? createClientAddressOf(options.trustProxy ?? [])
-  const limiter = createRateLimiter({ redisUrl: options.redisUrl, log: options.log })
-  const rateLimitStats = { limited: { public: 0, private: 0 } }
+  const limiter = createRateLimiter({ redisUrl: options.redisUrl, log: lineLogger(logger, 'warn') })
   const access = createAccessPlugin({
     keys: keyStore,
     lastUsed,
@@ -70,17 +90,29 @@ export function createApp(options: AppOptions) {
       defaults: { public: budgets.public, private: budgets.private },
       authFailures: createFailureBudget(budgets.apiAuthFailures),
       clientAddress,
-      onLimited: (keyType) => void rateLimitStats.limited[keyType]++,
+      onLimited: (keyType) => metrics.rateLimited(keyType),
       clock: options.limitClock,
     },
+    onRefusal: (code) => metrics.authRefused(code),
   })
   const requireAdmin = createAdminGuard(options.adminToken, {
     failures: createFailureBudget(budgets.adminAuthFailures),
     clientAddress,
     clock: options.limitClock,
   })
+  const observation = requestObservation({
+    metrics,
+    logger,
+    logRequests: options.logRequests ?? false,
+    clientAddress,
+  })
   const shutdownTasks: (() => Promise<void>)[] = []
-  const area: AreaDeps = { db, access, onShutdown: (task) => void shutdownTasks.push(task) }
+  const area: AreaDeps = {
+    db,
+    access,
+    onShutdown: (task) => void shutdownTasks.push(task),
+    reportIngest: (source) => metrics.readIngest(source),
+  }
 
   // The preflight answers with each route's methods: it reads the final route list.
   let routes: readonly RouteShape[] = []
@@ -89,23 +121,33 @@ export function createApp(options: AppOptions) {
   const surfaces = new Elysia({ name: 'surfaces' })
     .onTransform(stampRequestId)
     .use(healthRoutes(options.database.ping))
+    .use(metricsRoute({ metrics, requireAdmin }))
     .use(apiReference)
     .use(preflight(() => routes))
     .use(adminRoutes({ db, keys, requireAdmin }))
     .use(sdkRoutes())
     .use(dashboardRoutes({ db, keys, clientAddress, defaultRateLimit: budgets.public }))
 
-  const app = new Elysia().use(errorHandling(options.log)).use(surfaces).use(apiAreas(area))
+  const app = new Elysia()
+    .use(observation.plugin)
+    .use(errorHandling(logger))
+    .use(surfaces)
+    .use(apiAreas(area))
 
   routes = app.routes
+  observation.declareRoutes(routes)
+  observation.readServer(() => app.server)
 
   return {
     app,
-    services: { keys, keyStore, lastUsed, rateLimitStats },
+    services: { keys, keyStore, lastUsed, keyFeed },
+    logger,
+    metrics,
     /** Writes what is buffered (events, lastUsedAt); call before closing the database. */
     async drain() {
       await Promise.all(shutdownTasks.map((task) => task()))
       await lastUsed.close()
+      await keyFeed?.close()
       await limiter.close()
     },
   }

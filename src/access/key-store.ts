@@ -27,20 +27,49 @@ export interface ActiveKey {
   lastUsedAt: number | null
 }
 
+/** Lookups since start, by result; read by /metrics. Plain increments on the request path. */
+export interface KeyCacheStats {
+  /** A known key answered from the cache. */
+  hit: number
+  /** An unknown digest answered from the negative cache. */
+  negative: number
+  /** Read from the database (a request that joined a load already in flight counts too). */
+  miss: number
+}
+
 export interface KeyStore {
   /** The key with this digest, null when unknown. Synchronous on a cache hit. */
   resolve(hash: string): ActiveKey | null | Promise<ActiveKey | null>
-  /** Forget what is cached for this digest: called after every change to a key. */
+  /** Forget what is cached for this digest: called after every change to a key, here or elsewhere. */
   invalidate(hash: string): void
+  /** Forget everything (the invalidation feed was lost or is back: anything may have changed meanwhile). */
+  flush(): void
+  /**
+   * `live`: changes reach this store at once (LISTEN/NOTIFY, or a single process), so a
+   * loaded key is trusted for `ttlMs`. `fallback`: they may not, so only for `fallbackTtlMs`.
+   */
+  setMode(mode: KeyCacheMode): void
+  readonly mode: KeyCacheMode
+  readonly stats: Readonly<KeyCacheStats>
 }
+
+export type KeyCacheMode = 'live' | 'fallback'
 
 export interface KeyStoreOptions {
   /**
-   * How long a loaded key is trusted before it is read again. Another instance's
-   * revocation or edit reaches this one within this time (the contract allows 1 s);
-   * this instance's own changes invalidate at once.
+   * How long a loaded key is trusted while invalidation is live (default 60 s). Every
+   * change to a key reaches every instance through NOTIFY at once; this only bounds how
+   * long a record lives without a change.
    */
   ttlMs?: number
+  /**
+   * How long a loaded key is trusted while changes may be missed (default 500 ms): the
+   * notification connection is down, so another instance's revocation reaches this one
+   * only through re-reading (the contract allows 1 s).
+   */
+  fallbackTtlMs?: number
+  /** The mode at start (default `fallback`, until the feed says it is listening). */
+  mode?: KeyCacheMode
   max?: number
   /** Unknown digests are remembered (bounded, briefly) so floods of a bad key stay off the database. */
   unknownMax?: number
@@ -48,17 +77,17 @@ export interface KeyStoreOptions {
 }
 
 export function createKeyStore(db: Db, options: KeyStoreOptions = {}): KeyStore {
-  const known = new LRUCache<string, ActiveKey>({
-    max: options.max ?? 50_000,
-    ttl: options.ttlMs ?? 500,
-  })
-  const unknown = new LRUCache<string, true>({
-    max: options.unknownMax ?? 10_000,
-    ttl: options.unknownTtlMs ?? 1_000,
-  })
+  const liveTtl = options.ttlMs ?? 60_000
+  const fallbackTtl = options.fallbackTtlMs ?? 500
+  let mode: KeyCacheMode = options.mode ?? 'fallback'
+  const known = new LRUCache<string, ActiveKey>({ max: options.max ?? 50_000, ttl: fallbackTtl })
+  // Short whatever the mode: a key created elsewhere must work here within a second even
+  // when its insert's notification was missed.
+  const unknown = new LRUCache<string, true>({ max: options.unknownMax ?? 10_000, ttl: options.unknownTtlMs ?? 1_000 })
   const loading = new Map<string, Promise<ActiveKey | null>>()
-  // Bumped by every invalidation: a load that started before it must not cache its
-  // (possibly stale) row afterwards.
+  const stats: KeyCacheStats = { hit: 0, negative: 0, miss: 0 }
+  // Bumped by every invalidation and flush: a load that started before it may hold the old
+  // row, so it answers its own request but never caches that row.
   let generation = 0
 
   async function load(hash: string): Promise<ActiveKey | null> {
@@ -66,30 +95,59 @@ export function createKeyStore(db: Db, options: KeyStoreOptions = {}): KeyStore 
     const [row] = await db.select().from(apiKeys).where(eq(apiKeys.keyHash, hash)).limit(1)
     const key = row ? toActiveKey(row) : null
     if (startedAt === generation) {
-      if (key) known.set(hash, key)
+      if (key) known.set(hash, key, { ttl: mode === 'live' ? liveTtl : fallbackTtl })
       else unknown.set(hash, true)
     }
     return key
   }
 
+  function forgetLoads(): void {
+    generation++
+    // Requests arriving after a change must not join a load that may read the old row.
+    loading.clear()
+  }
+
   return {
     resolve(hash) {
       const hit = known.get(hash)
-      if (hit !== undefined) return hit
-      if (unknown.has(hash)) return null
+      if (hit !== undefined) {
+        stats.hit++
+        return hit
+      }
+      if (unknown.has(hash)) {
+        stats.negative++
+        return null
+      }
+      stats.miss++
       let pending = loading.get(hash)
       if (pending === undefined) {
         // Concurrent misses for one key share a single query.
-        pending = load(hash).finally(() => loading.delete(hash))
+        const started: Promise<ActiveKey | null> = load(hash).finally(() => {
+          if (loading.get(hash) === started) loading.delete(hash)
+        })
+        pending = started
         loading.set(hash, pending)
       }
       return pending
     },
     invalidate(hash) {
       generation++
+      loading.delete(hash)
       known.delete(hash)
       unknown.delete(hash)
     },
+    flush() {
+      forgetLoads()
+      known.clear()
+      unknown.clear()
+    },
+    setMode(next) {
+      mode = next
+    },
+    get mode() {
+      return mode
+    },
+    stats,
   }
 }
 

@@ -1,6 +1,6 @@
 import { Elysia } from 'elysia'
 import type { Budget } from '../config.ts'
-import { ApiError } from '../errors.ts'
+import { ApiError, type ErrorCode } from '../errors.ts'
 import { parseJsonBody } from '../http/json-body.ts'
 import { stampApiAnswer } from '../http/request-context.ts'
 import { authorize, type AccessDecision } from './chain.ts'
@@ -22,6 +22,11 @@ export const MAX_BODY_BYTES = 1024 * 1024
 
 /** Where a granted request's AccessContext waits between the chain's hooks. */
 const DECIDED = Symbol('access decided')
+
+/** The id of the key a request was granted with, for the request log; undefined when none was. */
+export function decidedKeyId(set: object): string | undefined {
+  return (set as { [DECIDED]?: AccessContext })[DECIDED]?.key.id
+}
 
 /**
  * The `access` route option: `{ access: { scope: 'ANALYTICS_WRITE', public: true } }`.
@@ -59,6 +64,8 @@ export function createAccessPlugin(deps: {
   lastUsed: LastUsedRecorder
   rateLimits: RateLimitDeps
   now?: () => number
+  /** Told each refusal's code (the metrics count them). */
+  onRefusal?: (code: ErrorCode) => void
 }) {
   const now = deps.now ?? Date.now
   const { limiter, defaults, authFailures, clientAddress } = deps.rateLimits
@@ -110,6 +117,7 @@ export function createAccessPlugin(deps: {
   function settle(pending: Pending, decision: AccessDecision): void | Promise<void> {
     if (!decision.ok) {
       const { code, message, headers } = decision.denial
+      deps.onRefusal?.(code)
       if (code === 'invalid_api_key' || code === 'expired_api_key') authFailures.record(addressOf(pending), pending.at)
       throw new ApiError(code, message, headers)
     }

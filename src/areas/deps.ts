@@ -1,5 +1,6 @@
 import type { Db } from '../../db/client.ts'
 import type { createAccessPlugin } from '../access/plugin.ts'
+import type { IngestFigures } from '../observability/metrics.ts'
 
 /** What every area plugin receives from createApp. */
 export interface AreaDeps {
@@ -8,4 +9,6 @@ export interface AreaDeps {
   access: ReturnType<typeof createAccessPlugin>
   /** Registers work to finish before the database closes (buffered writes). */
   onShutdown(task: () => Promise<void>): void
+  /** Where /metrics reads the ingest queue's figures (keygate_ingest_queue_rows, keygate_ingest_rows_total). */
+  reportIngest?(source: () => IngestFigures): void
 }

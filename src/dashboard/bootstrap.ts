@@ -3,6 +3,7 @@ import type { Db } from '../../db/client.ts'
 import { businesses, members, memberSignInLinks } from '../../db/schema/index.ts'
 import { signInLinkUrl, SIGN_IN_LINK_TTL_MS } from './members.ts'
 import { hashToken, randomToken } from './tokens.ts'
+import { createLogger, lineLogger } from '../observability/log.ts'
 
 export interface BootstrapOptions {
   /** Where this service is reached, e.g. `http://localhost:3000`; the link points there. */
@@ -46,7 +47,7 @@ export async function bootstrapFirstOwner(db: Db, options: BootstrapOptions): Pr
   if (!created) return null
   const url = signInLinkUrl(options.baseUrl, token)
   const hours = Math.round(SIGN_IN_LINK_TTL_MS / 3600_000)
-  ;(options.log ?? console.log)(
+  ;(options.log ?? lineLogger(createLogger(), 'info'))(
     `${BOOTSTRAP_LINE_PREFIX} created business "${created.business.name}" and its owner ${email}. ` +
       `Open this one-time link within ${hours} h to choose a password and sign in: ${url}`,
   )

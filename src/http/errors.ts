@@ -1,5 +1,7 @@
 import { Elysia, ValidationError } from 'elysia'
 import { ApiError, causeCodes, errorBody, type ErrorCode } from '../errors.ts'
+import { errorFields, type Logger } from '../observability/log.ts'
+import { methodLabel, UNMATCHED_ROUTE } from '../observability/metrics.ts'
 import { API_PREFIX, stampApiAnswer, stampRequestId } from './request-context.ts'
 
 /** Paths the seed mentions that are not routes, with the canonical path to use instead. */
@@ -13,10 +15,10 @@ const VARIANT_PATHS: Record<string, string> = {
  * src/errors.ts; a 500 says nothing of its cause (no stack, no SQL), which goes to the
  * log under the request id instead.
  */
-export function errorHandling(log: (line: string) => void = console.error) {
+export function errorHandling(logger: Logger) {
   return new Elysia({ name: 'error-handling' }).onError(
     { as: 'global' },
-    function renderError({ code, error, set, request, path }) {
+    function renderError({ code, error, set, request, path, route }) {
       // A failure before any route hook (an unknown path, say) is not stamped yet.
       if (path.startsWith(API_PREFIX)) stampApiAnswer(set, request.headers.get('origin'))
       else stampRequestId({ set })
@@ -24,7 +26,14 @@ export function errorHandling(log: (line: string) => void = console.error) {
       const requestId = headers['x-request-id']!
       const failure = describe(code, error, request.method, path)
       if (failure.code === 'internal_error') {
-        log(`request ${requestId} ${request.method} ${path} failed: ${summarise(error)}`)
+        // The route as declared, not the path a client wrote (which may hold anything); the
+        // error without driver messages (which may quote SQL parameters).
+        logger.error('request failed', {
+          requestId,
+          method: methodLabel(request.method),
+          route: route || UNMATCHED_ROUTE,
+          ...errorFields(error),
+        })
       }
       set.status = failure.status
       if (failure.headers) Object.assign(headers, failure.headers)
@@ -106,17 +115,4 @@ const UNAVAILABLE_CODES = new Set([
 
 export function isDatabaseUnavailable(error: unknown): boolean {
   return causeCodes(error).some((code) => UNAVAILABLE_CODES.has(code))
-}
-
-function summarise(error: unknown): string {
-  // Drizzle's own message carries the statement's parameters (a public key on insert,
-  // say); only the driver's cause is safe to log.
-  if (error instanceof Error && error.message.startsWith('Failed query') && error.cause instanceof Error) {
-    return summarise(error.cause)
-  }
-  if (error instanceof Error) {
-    const cause = error.cause instanceof Error ? ` (cause: ${error.cause.message})` : ''
-    return `${error.name}: ${error.message}${cause}`
-  }
-  return String(error)
 }

@@ -3,6 +3,7 @@ import { eq } from 'drizzle-orm'
 import { apiKeys } from '../../db/schema/index.ts'
 import { chainApp } from '../support/chain-app.ts'
 import { call, errorOf, seedBusiness, seedKey, testService } from '../support/service.ts'
+import { createLogger } from '../../src/observability/log.ts'
 
 // Contract section 3: the checks, their order, their answers; through app.handle.
 
@@ -334,7 +335,7 @@ describe('answers', () => {
 
   test('a failure inside a handler answers 500 internal_error without stack or SQL, logged under the request id', async () => {
     const lines: string[] = []
-    const { app, make } = await setup({ log: (l) => lines.push(l) })
+    const { app, make } = await setup({ logger: createLogger({ write: (l) => lines.push(l) }) })
     const { key } = await make({})
     const response = await call({ app }, '/api/v0/explode', { key, origin: ORIGIN })
     expect(response.status).toBe(500)

@@ -2,6 +2,7 @@ import { describe, expect, test } from 'bun:test'
 import { createApp } from '../../src/app.ts'
 import { openDatabase } from '../../db/client.ts'
 import { ADMIN_TOKEN, call, errorOf, seedBusiness, seedKey, testService } from '../support/service.ts'
+import { silentLogger } from '../../src/observability/log.ts'
 
 // Contract section 3, the HTTP envelope: CORS, request ids, 404s, health, 503.
 
@@ -129,7 +130,7 @@ describe('database down', () => {
   async function deadService() {
     // Port 9 (discard) has nothing listening on loopback: every query fails to connect.
     const database = await openDatabase({ databaseUrl: 'postgres://postgres@127.0.0.1:9/none', dataDir: 'memory://' })
-    return { database, service: createApp({ database, adminToken: ADMIN_TOKEN, log: () => {} }) }
+    return { database, service: createApp({ database, adminToken: ADMIN_TOKEN, logger: silentLogger }) }
   }
 
   test('/readyz answers 503 while /healthz still answers 200', async () => {

@@ -4,6 +4,7 @@ import { apiKeys } from '../../db/schema/index.ts'
 import { hashKey } from '../../src/access/key-format.ts'
 import { testDatabase } from '../support/database.ts'
 import { admin, call, errorOf, seedBusiness, seedKey, testService } from '../support/service.ts'
+import { createLogger } from '../../src/observability/log.ts'
 
 // Contract section 2: keys, their creation rules, storage, lastUsedAt, revocation, expiry.
 
@@ -214,7 +215,7 @@ describe('revocation and changes across instances', () => {
 describe('keys never leak', () => {
   test('no full key reaches a log line, even when requests fail', async () => {
     const lines: string[] = []
-    const service = await testService({ log: (l) => lines.push(l) })
+    const service = await testService({ logger: createLogger({ write: (l) => lines.push(l) }), logRequests: true })
     const businessId = await seedBusiness(service)
     const { key } = await seedKey(service, businessId)
     await call(service, '/api/v0/whoami', { key, origin: 'https://evil.io' })

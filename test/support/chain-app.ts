@@ -7,6 +7,7 @@ import { createFailureBudget, createRateLimiter } from '../../src/access/rate-li
 import { DEFAULT_RATE_LIMITS } from '../../src/app.ts'
 import { errorHandling } from '../../src/http/errors.ts'
 import { createKeyService } from '../../src/keys/service.ts'
+import { silentLogger, type Logger } from '../../src/observability/log.ts'
 import { testDatabase } from './database.ts'
 
 /**
@@ -15,7 +16,7 @@ import { testDatabase } from './database.ts'
  * `reached` counts handler runs: a refused request must leave it unchanged.
  */
 export async function chainApp(
-  options: { now?: () => number; keyCache?: KeyStoreOptions; log?: (l: string) => void; rateLimits?: Partial<RateLimitDeps> } = {},
+  options: { now?: () => number; keyCache?: KeyStoreOptions; logger?: Logger; rateLimits?: Partial<RateLimitDeps> } = {},
 ) {
   const { db } = await testDatabase()
   const keyStore = createKeyStore(db, options.keyCache)
@@ -31,7 +32,7 @@ export async function chainApp(
   const access = createAccessPlugin({ keys: keyStore, lastUsed, now: options.now, rateLimits })
   const reached: string[] = []
   const app = new Elysia()
-    .use(errorHandling(options.log ?? (() => {})))
+    .use(errorHandling(options.logger ?? silentLogger))
     .use(access)
     .get('/api/v0/public-read', ({ access }) => (reached.push('public-read'), { keyId: access.key.id }), {
       access: { scope: 'BLOG_READ', public: true },

@@ -2,6 +2,7 @@ import { createApp, type AppOptions, type Service } from '../../src/app.ts'
 import type { KeyType } from '../../src/access/key-format.ts'
 import { businesses } from '../../db/schema/index.ts'
 import { createClientAddressRule, type ClientAddressOf } from '../../src/access/client-address.ts'
+import { silentLogger } from '../../src/observability/log.ts'
 import { testDatabase } from './database.ts'
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789'
@@ -20,7 +21,7 @@ export async function testService(options: Partial<AppOptions> = {}): Promise<Se
   return createApp({
     database: await testDatabase(),
     adminToken: ADMIN_TOKEN,
-    log: () => {},
+    logger: silentLogger,
     ...options,
   })
 }

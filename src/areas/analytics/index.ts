@@ -16,9 +16,12 @@ import {
 } from './model.ts'
 import { insertEvents, listEvents, toEventRecord, type EventRow } from './service.ts'
 
-export function analyticsRoutes({ db, access, onShutdown }: AreaDeps) {
+export function analyticsRoutes({ db, access, onShutdown, reportIngest }: AreaDeps) {
   const writer = createGroupCommitter<EventRow>({ insert: (rows) => insertEvents(db, rows) })
   onShutdown(() => writer.close())
+  // Rows handed to the committer and not answered yet (queued or in the insert running).
+  let waitingRows = 0
+  reportIngest?.(() => ({ queuedRows: waitingRows, committedRows: writer.stats.rows }))
 
   return new Elysia({ name: 'area/analytics', prefix: '/api/v0' })
     .use(access)
@@ -26,7 +29,12 @@ export function analyticsRoutes({ db, access, onShutdown }: AreaDeps) {
       '/analytics',
       async ({ body, access, status }) => {
         const rows = 'events' in body ? toEventRows(body.events, 'events', access) : toEventRows([body], null, access)
-        await writer.write(rows)
+        waitingRows += rows.length
+        try {
+          await writer.write(rows)
+        } finally {
+          waitingRows -= rows.length
+        }
         return status(202, { accepted: rows.length })
       },
       {
