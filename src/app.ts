@@ -140,7 +140,7 @@ export function createApp(options: AppOptions) {
 
   return {
     app,
-    services: { keys, keyStore, lastUsed, keyFeed },
+    services: { keys, keyStore, lastUsed, keyFeed, limiter },
     logger,
     metrics,
     /** Writes what is buffered (events, lastUsedAt); call before closing the database. */

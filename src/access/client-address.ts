@@ -55,13 +55,16 @@ export function createClientAddressRule(trustedProxies: readonly string[]): Clie
     const address = normalise(peer)
     if (forwardedFor === null || !isTrusted(address)) return address
     const hops = forwardedFor.split(',')
+    let client = address
     for (let i = hops.length - 1; i >= 0; i--) {
       const hop = hops[i]!.trim()
       // A hop that is no address at all is where the chain can no longer be believed.
-      if (isIP(hop) === 0) return address
-      if (!isTrusted(hop)) return normalise(hop)
+      if (isIP(hop) === 0) return client
+      client = normalise(hop)
+      if (!isTrusted(hop)) return client
     }
-    return address
+    // Every hop is a trusted proxy: the furthest one is the closest thing to the client.
+    return client
   }
 }
 

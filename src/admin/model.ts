@@ -32,7 +32,11 @@ const keySettings = {
   allowedOrigins: t.Optional(t.Array(t.String({ maxLength: 300, description: 'At most 300 characters.' }), { maxItems: 100, description: 'At most 100 entries.' })),
   scopes: t.Array(t.String({ maxLength: 64 }), { maxItems: 20 }),
   expiresAt: t.Optional(t.Nullable(t.String({ format: 'date-time', error: 'must be an ISO-8601 date-time' }))),
-  rateLimit: t.Optional(t.Nullable(RateLimit())),
+  rateLimit: t.Optional(
+    t.Nullable(RateLimit(), {
+      error: 'must be {"limit": 1-1000000, "windowSeconds": 1-86400} in whole numbers, or null for the service default',
+    }),
+  ),
 }
 
 export const NewKey = t.Object({

@@ -38,6 +38,7 @@ export interface SeedKeyOptions {
   allowedOrigins?: string[]
   expiresAt?: string | null
   name?: string
+  rateLimit?: { limit: number; windowSeconds: number } | null
 }
 
 /** Creates a key through the same service the admin API uses; returns the plaintext too. */
@@ -49,6 +50,7 @@ export async function seedKey(service: Service, businessId: string, options: See
     scopes: options.scopes ?? (type === 'public' ? ['ANALYTICS_WRITE'] : ['ANALYTICS_READ']),
     allowedOrigins: options.allowedOrigins ?? (type === 'public' ? ['example.com'] : []),
     expiresAt: options.expiresAt ?? null,
+    rateLimit: options.rateLimit ?? null,
     createdBy: 'test',
   })
   return { key: created.key, record: created.record }

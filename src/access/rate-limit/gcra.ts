@@ -31,12 +31,11 @@ export function gcra(storedTat: number, now: number, budget: Budget): Verdict {
   const window = budget.windowSeconds * 1000
   const base = storedTat > now ? storedTat : now
   const next = base + interval
-  // A little slack for floating-point sums of the interval (3 × 20 ms ≠ 60 ms exactly).
-  if (next - now <= window + 1e-6) {
+  if (next - now <= window + slack(interval)) {
     return {
       allowed: true,
       tat: next,
-      remaining: Math.max(0, Math.floor((window - (next - now)) / interval + 1e-9)),
+      remaining: Math.max(0, Math.floor((window - (next - now) + slack(interval)) / interval)),
       resetSeconds: Math.ceil((next - now) / 1000),
       retryAfterSeconds: 0,
     }
@@ -52,5 +51,11 @@ export function gcra(storedTat: number, now: number, budget: Budget): Verdict {
 
 /** True while a stored TAT leaves no room for one more request at `now`. */
 export function exhausted(storedTat: number, now: number, budget: Budget): boolean {
-  return storedTat - now > budget.windowSeconds * 1000 - emissionInterval(budget) + 1e-6
+  const interval = emissionInterval(budget)
+  return storedTat - now > budget.windowSeconds * 1000 - interval + slack(interval)
+}
+
+/** Floating-point sums of the interval drift (3 × 20 ms is not exactly 60 ms): a thousandth of one (at most half a millisecond) is ignored. */
+function slack(interval: number): number {
+  return Math.min(interval / 1000, 0.5)
 }

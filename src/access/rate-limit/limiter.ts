@@ -15,6 +15,8 @@ export interface RateLimitOutcome {
 export interface RateLimiter {
   /** Counts one request against `bucket`'s budget. Synchronous unless the shared counters must be asked. */
   take(bucket: string, budget: Budget, now: number): RateLimitOutcome | Promise<RateLimitOutcome>
+  /** True while budgets are shared through Redis; false when counting alone. */
+  sharing(): boolean
   close(): Promise<void>
 }
 
@@ -117,6 +119,7 @@ export function createRateLimiter(options: RateLimiterOptions = {}): RateLimiter
       if (lease.blockedUntil > now) return refuse(lease, budget, now)
       return takeShared(bucket, lease, budget, now)
     },
+    sharing: () => shared !== null && shared.available(),
     async close() {
       await shared?.close()
     },

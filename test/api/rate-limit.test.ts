@@ -1,0 +1,268 @@
+import { afterAll, describe, expect, test } from 'bun:test'
+import { count, eq } from 'drizzle-orm'
+import { analyticsEvents, apiKeys } from '../../db/schema/index.ts'
+import { testDatabase } from '../support/database.ts'
+import {
+  admin,
+  ADMIN_TOKEN,
+  behindTrustedProxy,
+  call,
+  errorOf,
+  seedBusiness,
+  seedKey,
+  testService,
+  type SeedKeyOptions,
+} from '../support/service.ts'
+
+const ORIGIN = 'https://www.example.com'
+
+/** A service whose budgets run on a clock the test moves, behind a trusted proxy. */
+async function limited(overrides: Parameters<typeof testService>[0] = {}) {
+  let clock = 1_000_000
+  const service = await testService({ clientAddress: behindTrustedProxy, limitClock: () => clock, ...overrides })
+  const businessId = await seedBusiness(service)
+  return {
+    service,
+    businessId,
+    advance: (ms: number) => void (clock += ms),
+    key: (options: SeedKeyOptions) => seedKey(service, businessId, options),
+  }
+}
+
+function whoami(service: Parameters<typeof call>[0], key: string, from?: string, origin = ORIGIN) {
+  return call(service, '/api/v0/whoami', { key, origin, headers: from ? { 'x-forwarded-for': from } : {} })
+}
+
+async function statuses(responses: Promise<Response>[]): Promise<number[]> {
+  return (await Promise.all(responses)).map((response) => response.status)
+}
+
+describe('private keys: the budget is the key\'s', () => {
+  test('a burst over the limit gets exactly the limit; the rest 429 with Retry-After and RateLimit-*', async () => {
+    const s = await limited()
+    const { key } = await s.key({ type: 'private', scopes: ['ANALYTICS_READ'], rateLimit: { limit: 5, windowSeconds: 60 } })
+    const answers = await Promise.all(Array.from({ length: 8 }, (_, i) => whoami(s.service, key, `198.51.100.${i + 1}`)))
+    expect(answers.map((a) => a.status).sort()).toEqual([200, 200, 200, 200, 200, 429, 429, 429])
+    const accepted = answers.filter((a) => a.status === 200)
+    // Every answer to a private key carries the three headers, the accepted ones too.
+    expect(accepted.map((a) => Number(a.headers.get('ratelimit-remaining'))).sort()).toEqual([0, 1, 2, 3, 4])
+    for (const answer of accepted) {
+      expect(answer.headers.get('ratelimit-limit')).toBe('5')
+      expect(Number(answer.headers.get('ratelimit-reset'))).toBeGreaterThanOrEqual(1)
+    }
+    const refused = answers.find((a) => a.status === 429)!
+    expect(refused.headers.get('retry-after')).toBe('12')
+    expect(refused.headers.get('ratelimit-limit')).toBe('5')
+    expect(refused.headers.get('ratelimit-remaining')).toBe('0')
+    expect(refused.headers.get('ratelimit-reset')).toBe('60')
+    const error = await errorOf(refused)
+    expect(error.code).toBe('rate_limited')
+    expect(error.message).toContain('Retry after 12 s')
+  })
+
+  test('the budget returns: one request per interval, the whole budget one window after the burst', async () => {
+    const s = await limited()
+    const { key } = await s.key({ type: 'private', scopes: ['ANALYTICS_READ'], rateLimit: { limit: 3, windowSeconds: 30 } })
+    expect(await statuses([1, 2, 3, 4].map(() => whoami(s.service, key)))).toEqual([200, 200, 200, 429])
+    s.advance(9_999)
+    expect((await whoami(s.service, key)).status).toBe(429)
+    s.advance(1)
+    expect(await statuses([1, 2].map(() => whoami(s.service, key)))).toEqual([200, 429])
+    s.advance(30_000)
+    expect(await statuses([1, 2, 3, 4].map(() => whoami(s.service, key)))).toEqual([200, 200, 200, 429])
+  })
+
+  test('a key without its own limit gets RATE_LIMIT_PRIVATE', async () => {
+    const budgets = { public: { limit: 50, windowSeconds: 60 }, private: { limit: 2, windowSeconds: 60 } }
+    const s = await limited({
+      rateLimits: { ...budgets, apiAuthFailures: { limit: 300, windowSeconds: 60 }, adminAuthFailures: { limit: 30, windowSeconds: 60 } },
+    })
+    const { key } = await s.key({ type: 'private', scopes: ['ANALYTICS_READ'] })
+    const answers = await Promise.all([1, 2, 3].map(() => whoami(s.service, key)))
+    expect(answers.map((a) => a.status)).toEqual([200, 200, 429])
+    expect(answers[0]!.headers.get('ratelimit-limit')).toBe('2')
+  })
+
+  test('a refused request writes nothing and never reaches the handler', async () => {
+    const s = await limited()
+    const { key, record } = await s.key({ type: 'private', scopes: ['ANALYTICS_WRITE'], rateLimit: { limit: 1, windowSeconds: 60 } })
+    const send = () => call(s.service, '/api/v0/analytics', { method: 'POST', key, body: { eventType: 'page_view' } })
+    expect((await send()).status).toBe(202)
+    expect((await send()).status).toBe(429)
+    await s.service.services.lastUsed.flush()
+    const { db } = await testDatabase()
+    const [stored] = await db.select({ n: count() }).from(analyticsEvents).where(eq(analyticsEvents.keyId, record.id))
+    expect(stored!.n).toBe(1)
+  })
+})
+
+describe('public keys: the budget is each visitor\'s', () => {
+  test('one visitor using up its budget leaves the others theirs', async () => {
+    const s = await limited()
+    const { key } = await s.key({ type: 'public', rateLimit: { limit: 3, windowSeconds: 60 } })
+    const a = await statuses([1, 2, 3, 4, 5].map(() => whoami(s.service, key, '198.51.100.7')))
+    expect(a.filter((status) => status === 200)).toHaveLength(3)
+    expect(a.filter((status) => status === 429)).toHaveLength(2)
+    expect(await statuses([1, 2, 3].map(() => whoami(s.service, key, '198.51.100.8')))).toEqual([200, 200, 200])
+    // Public answers carry no RateLimit-* headers (only refusals do).
+    const other = await whoami(s.service, key, '198.51.100.9')
+    expect(other.headers.get('ratelimit-limit')).toBeNull()
+  })
+
+  test('IPv6 visitors share one budget per /64', async () => {
+    const s = await limited()
+    const { key } = await s.key({ type: 'public', rateLimit: { limit: 2, windowSeconds: 60 } })
+    expect((await whoami(s.service, key, '2001:db8:1:2::1')).status).toBe(200)
+    expect((await whoami(s.service, key, '2001:db8:1:2::ffff')).status).toBe(200)
+    expect((await whoami(s.service, key, '2001:db8:1:2:aaaa::3')).status).toBe(429)
+    expect((await whoami(s.service, key, '2001:db8:1:3::1')).status).toBe(200)
+  })
+
+  test('the limit comes after the origin and scope checks: an over-budget visitor still learns what is wrong', async () => {
+    const s = await limited()
+    const { key } = await s.key({ type: 'public', scopes: ['ANALYTICS_WRITE'], rateLimit: { limit: 1, windowSeconds: 60 } })
+    expect((await whoami(s.service, key, '198.51.100.1')).status).toBe(200)
+    expect((await whoami(s.service, key, '198.51.100.1')).status).toBe(429)
+    const badOrigin = await whoami(s.service, key, '198.51.100.1', 'https://evil.example.org')
+    expect((await errorOf(badOrigin)).code).toBe('origin_not_allowed')
+    const badScope = await call(s.service, '/api/v0/audience/people', {
+      method: 'POST',
+      key,
+      origin: ORIGIN,
+      headers: { 'x-forwarded-for': '198.51.100.1' },
+      body: { email: 'a@example.com' },
+    })
+    expect((await errorOf(badScope)).code).toBe('insufficient_scope')
+  })
+
+  test('an over-budget request with an invalid body is 429, not 400: the body is never read', async () => {
+    const s = await limited()
+    const { key, record } = await s.key({ type: 'public', rateLimit: { limit: 1, windowSeconds: 60 } })
+    const send = (body: unknown) =>
+      call(s.service, '/api/v0/analytics', { method: 'POST', key, origin: ORIGIN, headers: { 'x-forwarded-for': '198.51.100.2' }, body })
+    expect((await send({ eventType: 'page_view' })).status).toBe(202)
+    const refused = await send({ eventType: '' })
+    expect(refused.status).toBe(429)
+    expect(refused.headers.get('access-control-allow-origin')).toBe(ORIGIN)
+    const { db } = await testDatabase()
+    const [stored] = await db.select({ n: count() }).from(analyticsEvents).where(eq(analyticsEvents.keyId, record.id))
+    expect(stored!.n).toBe(1)
+  })
+})
+
+describe('without TRUST_PROXY, over a real socket', () => {
+  const servers: { stop(): void }[] = []
+  afterAll(() => servers.forEach((server) => server.stop()))
+
+  test('X-Forwarded-For is ignored: every forged address draws on the one peer\'s budget', async () => {
+    const service = await testService()
+    const businessId = await seedBusiness(service)
+    const { key } = await seedKey(service, businessId, { type: 'public', rateLimit: { limit: 2, windowSeconds: 60 } })
+    service.app.listen({ port: 0, hostname: '127.0.0.1' })
+    servers.push(service.app.server!)
+    const base = `http://127.0.0.1:${service.app.server!.port}`
+    const answers = []
+    for (const forged of ['203.0.113.1', '203.0.113.2', '203.0.113.3']) {
+      answers.push(
+        await fetch(`${base}/api/v0/whoami`, {
+          headers: { authorization: `Bearer ${key}`, origin: ORIGIN, 'x-forwarded-for': forged },
+        }),
+      )
+    }
+    expect(answers.map((a) => a.status)).toEqual([200, 200, 429])
+  })
+
+  test('with TRUST_PROXY naming the peer, X-Forwarded-For picks the visitor', async () => {
+    const service = await testService({ trustProxy: ['127.0.0.1', '::1'] })
+    const businessId = await seedBusiness(service)
+    const { key } = await seedKey(service, businessId, { type: 'public', rateLimit: { limit: 1, windowSeconds: 60 } })
+    service.app.listen({ port: 0, hostname: '127.0.0.1' })
+    servers.push(service.app.server!)
+    const base = `http://127.0.0.1:${service.app.server!.port}`
+    const send = (visitor: string) =>
+      fetch(`${base}/api/v0/whoami`, { headers: { authorization: `Bearer ${key}`, origin: ORIGIN, 'x-forwarded-for': visitor } })
+    expect((await send('203.0.113.1')).status).toBe(200)
+    expect((await send('203.0.113.1')).status).toBe(429)
+    expect((await send('203.0.113.2')).status).toBe(200)
+  })
+})
+
+describe('failed authentication is budgeted per address', () => {
+  const auth = {
+    public: { limit: 300, windowSeconds: 60 },
+    private: { limit: 6000, windowSeconds: 60 },
+    apiAuthFailures: { limit: 3, windowSeconds: 60 },
+    adminAuthFailures: { limit: 2, windowSeconds: 60 },
+  }
+
+  test('/api/v0: after the budget of invalid keys, even a valid key is 429 from that address, until the window passes', async () => {
+    const s = await limited({ rateLimits: auth })
+    const { key } = await s.key({ type: 'private', scopes: ['ANALYTICS_READ'] })
+    const unknown = 'sk_' + 'x'.repeat(32)
+    for (let i = 0; i < 3; i++) expect((await whoami(s.service, unknown, '198.51.100.66')).status).toBe(401)
+    const refused = await whoami(s.service, key, '198.51.100.66')
+    expect(refused.status).toBe(429)
+    expect((await errorOf(refused)).code).toBe('rate_limited')
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThanOrEqual(1)
+    // Another address is not affected; the first is served again once the window has passed.
+    expect((await whoami(s.service, key, '198.51.100.67')).status).toBe(200)
+    s.advance(60_000)
+    expect((await whoami(s.service, key, '198.51.100.66')).status).toBe(200)
+  })
+
+  test('/api/v0: expired keys count, and the refusal comes before any key lookup', async () => {
+    const s = await limited({ rateLimits: auth })
+    const { key, record } = await s.key({ type: 'private', scopes: ['ANALYTICS_READ'] })
+    const { db } = await testDatabase()
+    await db.update(apiKeys).set({ expiresAt: new Date(Date.now() - 1000) }).where(eq(apiKeys.id, record.id))
+    s.service.services.keyStore.invalidate(record.id)
+    const fresh = await s.key({ type: 'private', scopes: ['ANALYTICS_READ'] })
+    for (let i = 0; i < 3; i++) expect((await whoami(s.service, key, '198.51.100.70')).status).toBe(401)
+    expect((await whoami(s.service, fresh.key, '198.51.100.70')).status).toBe(429)
+  })
+
+  test('/admin/v0: after the budget of wrong tokens, even the right token is 429 from that address', async () => {
+    const s = await limited({ rateLimits: auth })
+    const wrong = { token: 'wrong-token-0123456789', headers: { 'x-forwarded-for': '198.51.100.90' } }
+    expect((await admin(s.service, '/businesses', wrong)).status).toBe(401)
+    expect((await admin(s.service, '/businesses', wrong)).status).toBe(401)
+    const refused = await admin(s.service, '/businesses', { headers: { 'x-forwarded-for': '198.51.100.90' } })
+    expect(refused.status).toBe(429)
+    expect((await errorOf(refused)).code).toBe('rate_limited')
+    const elsewhere = await admin(s.service, '/businesses', { token: ADMIN_TOKEN, headers: { 'x-forwarded-for': '198.51.100.91' } })
+    expect(elsewhere.status).toBe(200)
+  })
+})
+
+describe('rateLimit on the key record', () => {
+  test('admin create and PATCH set it, null goes back to the default, and bad values are 400 naming the field', async () => {
+    const service = await testService()
+    const businessId = await seedBusiness(service)
+    const created = await admin(service, `/businesses/${businessId}/keys`, {
+      method: 'POST',
+      body: { type: 'private', name: 'server', scopes: ['ANALYTICS_READ'], createdBy: 'ops', rateLimit: { limit: 100, windowSeconds: 10 } },
+    })
+    expect(created.status).toBe(201)
+    const record = (await created.json()) as { id: string; rateLimit: unknown }
+    expect(record.rateLimit).toEqual({ limit: 100, windowSeconds: 10 })
+    const patched = await admin(service, `/keys/${record.id}`, { method: 'PATCH', body: { rateLimit: null } })
+    expect(((await patched.json()) as { rateLimit: unknown }).rateLimit).toBeNull()
+    for (const [rateLimit, field] of [
+      [{ limit: 0, windowSeconds: 10 }, 'rateLimit'],
+      [{ limit: 1_000_001, windowSeconds: 10 }, 'rateLimit'],
+      [{ limit: 1.5, windowSeconds: 10 }, 'rateLimit'],
+      [{ limit: 10, windowSeconds: 86_401 }, 'rateLimit'],
+      [{ limit: 10 }, 'rateLimit'],
+      ['100/60', 'rateLimit'],
+    ] as const) {
+      const refused = await admin(service, `/keys/${record.id}`, { method: 'PATCH', body: { rateLimit } })
+      expect(refused.status).toBe(400)
+      const { message } = await errorOf(refused)
+      expect(message).toContain(`"${field}"`)
+      expect(message).toContain('windowSeconds": 1-86400')
+    }
+    const { db } = await testDatabase()
+    const [row] = await db.select().from(apiKeys).where(eq(apiKeys.id, record.id))
+    expect([row!.rateLimitLimit, row!.rateLimitWindowSeconds]).toEqual([null, null])
+  })
+})

@@ -1,0 +1,145 @@
+import { describe, expect, test } from 'bun:test'
+import { budgetSubject, createClientAddressRule, parseTrustedProxies } from '../../src/access/client-address.ts'
+import { gcra } from '../../src/access/rate-limit/gcra.ts'
+import { createFailureBudget, createRateLimiter } from '../../src/access/rate-limit/limiter.ts'
+
+const budget = { limit: 10, windowSeconds: 60 }
+
+describe('GCRA (contract section 8)', () => {
+  test('a burst of more than the limit gets exactly the limit', () => {
+    let tat = 0
+    const allowed = Array.from({ length: 25 }, () => {
+      const verdict = gcra(tat, 1_000, budget)
+      tat = verdict.tat
+      return verdict.allowed
+    })
+    expect(allowed.filter(Boolean)).toHaveLength(10)
+    expect(allowed.slice(0, 10).every(Boolean)).toBe(true)
+  })
+
+  test('remaining counts down to 0 and a refusal says when to retry and when the budget is whole', () => {
+    let tat = 0
+    const remaining: number[] = []
+    for (let i = 0; i < 10; i++) {
+      const verdict = gcra(tat, 0, budget)
+      tat = verdict.tat
+      remaining.push(verdict.remaining)
+    }
+    expect(remaining).toEqual([9, 8, 7, 6, 5, 4, 3, 2, 1, 0])
+    const refused = gcra(tat, 0, budget)
+    expect(refused).toMatchObject({ allowed: false, remaining: 0, retryAfterSeconds: 6, resetSeconds: 60 })
+    // One emission interval (6 s) later exactly one more fits.
+    expect(gcra(tat, 5_999, budget).allowed).toBe(false)
+    expect(gcra(tat, 6_000, budget).allowed).toBe(true)
+  })
+
+  test('the full budget is back one window after the burst', () => {
+    let tat = 0
+    for (let i = 0; i < 10; i++) tat = gcra(tat, 0, budget).tat
+    let later = tat
+    const allowed = Array.from({ length: 12 }, () => {
+      const verdict = gcra(later, 60_000, budget)
+      later = verdict.tat
+      return verdict.allowed
+    })
+    expect(allowed.filter(Boolean)).toHaveLength(10)
+  })
+
+  test('over a long run the accepted rate does not exceed limit / window by more than 1%', () => {
+    // A client hammering every 100 ms for an hour: the first burst, then one per interval.
+    let tat = 0
+    let accepted = 0
+    for (let t = 0; t < 3_600_000; t += 100) {
+      const verdict = gcra(tat, t, budget)
+      tat = verdict.tat
+      if (verdict.allowed) accepted++
+    }
+    const steady = (10 / 60) * 3_600
+    expect(accepted).toBeLessThanOrEqual(Math.floor(steady * 1.01) + 10)
+    expect(accepted).toBeGreaterThanOrEqual(steady)
+  })
+
+  const rates = [
+    { limit: 1, windowSeconds: 1 },
+    { limit: 3, windowSeconds: 1 },
+    { limit: 300, windowSeconds: 60 },
+    { limit: 6000, windowSeconds: 60 },
+    { limit: 1_000_000, windowSeconds: 86_400 },
+    { limit: 7, windowSeconds: 86_400 },
+  ]
+  for (const rate of rates) {
+    test(`${rate.limit}/${rate.windowSeconds}: a burst of limit + 5 gets exactly the limit`, () => {
+      const limiter = createRateLimiter()
+      let allowed = 0
+      for (let i = 0; i < rate.limit + 5; i++) {
+        const outcome = limiter.take('k', rate, 10)
+        if (!(outcome instanceof Promise) && outcome.allowed) allowed++
+      }
+      expect(allowed).toBe(rate.limit)
+    })
+  }
+})
+
+describe('the limiter in memory', () => {
+  test('buckets are apart, and the number of buckets is bounded', () => {
+    const limiter = createRateLimiter({ maxBuckets: 3 })
+    const take = (bucket: string) => limiter.take(bucket, { limit: 1, windowSeconds: 60 }, 0) as { allowed: boolean }
+    expect(take('a').allowed).toBe(true)
+    expect(take('a').allowed).toBe(false)
+    expect(take('b').allowed).toBe(true)
+    // Four more buckets push 'a' out: forgotten, it starts with a full budget (memory stays bounded).
+    for (const bucket of ['c', 'd', 'e', 'f']) take(bucket)
+    expect(take('a').allowed).toBe(true)
+  })
+})
+
+describe('failed-authentication budgets', () => {
+  test('blocks an address once it drew the budget in failures, until the window has passed', () => {
+    const failures = createFailureBudget({ limit: 3, windowSeconds: 60 })
+    expect(failures.active(0)).toBe(false)
+    for (let i = 0; i < 3; i++) {
+      expect(failures.blocked('198.51.100.1', i)).toBeNull()
+      failures.record('198.51.100.1', i)
+    }
+    expect(failures.active(3)).toBe(true)
+    expect(failures.blocked('198.51.100.1', 3)).toBeGreaterThanOrEqual(1)
+    expect(failures.blocked('198.51.100.2', 3)).toBeNull()
+    expect(failures.blocked('198.51.100.1', 60_003)).toBeNull()
+    expect(failures.active(60_003)).toBe(false)
+  })
+})
+
+describe('client address (TRUST_PROXY, X-Forwarded-For)', () => {
+  const behindProxies = createClientAddressRule(['10.0.0.0/8', '127.0.0.1', 'fd00::/8'])
+  const cases: [string, string | undefined, string | null, string][] = [
+    ['no proxy trusted: the peer, X-Forwarded-For ignored', undefined, '203.0.113.9', '198.51.100.1'],
+    ['a trusted peer: the right-most entry', '10.1.1.1', '203.0.113.9', '203.0.113.9'],
+    ['a trusted peer: trusted hops are skipped from the right', '10.1.1.1', '203.0.113.9, 10.2.2.2, 127.0.0.1', '203.0.113.9'],
+    ['a trusted peer: a forged left entry does not count', '10.1.1.1', '1.2.3.4, 203.0.113.9', '203.0.113.9'],
+    ['an untrusted peer: X-Forwarded-For ignored', '198.51.100.1', '203.0.113.9', '198.51.100.1'],
+    ['a trusted peer without the header: the peer', '10.1.1.1', null, '10.1.1.1'],
+    ['a garbage hop stops the walk: the peer', '10.1.1.1', 'not-an-ip', '10.1.1.1'],
+    ['IPv4 mapped in IPv6 is the IPv4 address', '::ffff:10.1.1.1', '203.0.113.9', '203.0.113.9'],
+    ['an IPv6 proxy range', 'fd12::1', '2001:db8::7', '2001:db8::7'],
+    ['every hop trusted: the left-most trusted one', '10.1.1.1', '10.9.9.9', '10.9.9.9'],
+  ]
+  for (const [name, peer, forwarded, expected] of cases) {
+    test(name, () => {
+      const rule = peer === undefined ? createClientAddressRule([]) : behindProxies
+      expect(rule(peer ?? '198.51.100.1', forwarded)).toBe(expected)
+    })
+  }
+
+  test('bad TRUST_PROXY entries are refused, naming the entry', () => {
+    for (const entry of ['10.0.0.0/33', 'example.com', '10.0.0.0/8/1', '::1/129', '']) {
+      expect(() => parseTrustedProxies([entry])).toThrow(`"${entry}"`)
+    }
+  })
+
+  test('IPv6 visitors are budgeted per /64', () => {
+    expect(budgetSubject('2001:db8:1:2::1')).toBe('2001:db8:1:2::/64')
+    expect(budgetSubject('2001:0db8:0001:0002:ffff:ffff:ffff:ffff')).toBe('2001:db8:1:2::/64')
+    expect(budgetSubject('2001:db8:1:3::1')).toBe('2001:db8:1:3::/64')
+    expect(budgetSubject('198.51.100.7')).toBe('198.51.100.7')
+  })
+})
