@@ -35,6 +35,8 @@ export interface AppOptions {
   trustProxy?: readonly string[]
   /** REDIS_URL: instances share rate-limit counters; each counts alone when absent. */
   redisUrl?: string
+  /** INGEST_QUEUE_ROWS: most event rows waiting to commit before 503 (default 20000). */
+  ingestQueueRows?: number
   /** The rate limits' clock, in ms (monotonic by default; tests move it). */
   limitClock?: () => number
   /** Replaces the TRUST_PROXY rule (tests stand for a proxy in front of `app.handle`). */
@@ -112,6 +114,11 @@ export function createApp(options: AppOptions) {
     access,
     onShutdown: (task) => void shutdownTasks.push(task),
     reportIngest: (source) => metrics.readIngest(source),
+    ingest: {
+      maxQueuedRows: options.ingestQueueRows ?? 20_000,
+      // PGlite has one connection: a second insert would only wait behind the first.
+      concurrency: options.database.engine === 'postgres' ? 2 : 1,
+    },
   }
 
   // The preflight answers with each route's methods: it reads the final route list.

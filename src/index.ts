@@ -37,6 +37,7 @@ service = createApp({
   rateLimits: config.rateLimits,
   trustProxy: config.trustProxy,
   redisUrl: config.redisUrl,
+  ingestQueueRows: config.ingestQueueRows,
   logger,
   logRequests: config.logRequests,
   keyChanges: true,

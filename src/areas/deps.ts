@@ -11,4 +11,6 @@ export interface AreaDeps {
   onShutdown(task: () => Promise<void>): void
   /** Where /metrics reads the ingest queue's figures (keygate_ingest_queue_rows, keygate_ingest_rows_total). */
   reportIngest?(source: () => IngestFigures): void
+  /** Bounds of the analytics write queue (src/areas/analytics/group-commit.ts). */
+  ingest?: { maxQueuedRows: number; concurrency: number }
 }

@@ -2,7 +2,6 @@ import { describe, expect, test } from 'bun:test'
 import { asc, sql } from 'drizzle-orm'
 import { queryRows } from '../../db/client.ts'
 import { analyticsEvents } from '../../db/schema/index.ts'
-import { createGroupCommitter } from '../../src/areas/analytics/group-commit.ts'
 import { testDatabase } from '../support/database.ts'
 import { call, errorOf, seedBusiness, seedKey, testService } from '../support/service.ts'
 
@@ -279,89 +278,6 @@ describe('POST /api/v0/analytics', () => {
     expect(response.headers.get('retry-after')).toBe('1')
     expect((await errorOf(response)).code).toBe('unavailable')
     expect(await countEvents()).toBe(0)
-  })
-})
-
-describe('the group committer', () => {
-  function deferred() {
-    let resolve!: () => void
-    let reject!: (error: unknown) => void
-    const promise = new Promise<void>((res, rej) => {
-      resolve = res
-      reject = rej
-    })
-    return { promise, resolve, reject }
-  }
-
-  function controlledInsert() {
-    const calls: { rows: number[]; done: ReturnType<typeof deferred> }[] = []
-    return {
-      calls,
-      insert(rows: number[]) {
-        const done = deferred()
-        calls.push({ rows, done })
-        return done.promise
-      },
-    }
-  }
-
-  test('writes at once when idle, and gathers the writes that wait meanwhile into one insert', async () => {
-    const db = controlledInsert()
-    const committer = createGroupCommitter<number>({ insert: db.insert })
-    const first = committer.write([1])
-    expect(db.calls.map((c) => c.rows)).toEqual([[1]])
-    const waiting = [committer.write([2]), committer.write([3, 4]), committer.write([5])]
-    db.calls[0]!.done.resolve()
-    await first
-    await Bun.sleep(0)
-    expect(db.calls.map((c) => c.rows)).toEqual([[1], [2, 3, 4, 5]])
-    db.calls[1]!.done.resolve()
-    await Promise.all(waiting)
-    expect(committer.stats).toEqual({ commits: 2, rows: 5, requests: 4 })
-  })
-
-  test('caps a batch by rows; a single larger write still goes whole', async () => {
-    const db = controlledInsert()
-    const committer = createGroupCommitter<number>({ insert: db.insert, maxBatchRows: 3 })
-    const all = [committer.write([0]), committer.write([1, 2]), committer.write([3, 4]), committer.write([5, 6, 7, 8])]
-    for (let i = 0; i < 4; i++) {
-      await Bun.sleep(0)
-      db.calls[i]?.done.resolve()
-    }
-    await Promise.all(all)
-    expect(db.calls.map((c) => c.rows)).toEqual([[0], [1, 2], [3, 4], [5, 6, 7, 8]])
-  })
-
-  test('a failed insert rejects every write it carried; later writes still commit', async () => {
-    const db = controlledInsert()
-    const committer = createGroupCommitter<number>({ insert: db.insert })
-    const first = committer.write([1])
-    const carried = [committer.write([2]), committer.write([3])].map((p) => p.then(() => 'ok', (e: Error) => e.message))
-    db.calls[0]!.done.resolve()
-    await first
-    await Bun.sleep(0)
-    db.calls[1]!.done.reject(new Error('disk full'))
-    expect(await Promise.all(carried)).toEqual(['disk full', 'disk full'])
-    const later = committer.write([4])
-    await Bun.sleep(0)
-    db.calls[2]!.done.resolve()
-    await later
-    expect(committer.stats).toEqual({ commits: 2, rows: 2, requests: 2 })
-  })
-
-  test('close waits for queued writes, then refuses new ones with 503 unavailable', async () => {
-    const db = controlledInsert()
-    const committer = createGroupCommitter<number>({ insert: db.insert })
-    const queued = [committer.write([1]), committer.write([2])]
-    const closed = committer.close()
-    db.calls[0]!.done.resolve()
-    await Bun.sleep(0)
-    db.calls[1]!.done.resolve()
-    await closed
-    await Promise.all(queued)
-    const refused = await committer.write([3]).catch((e: { status?: number; code?: string }) => e)
-    expect(refused).toMatchObject({ status: 503, code: 'unavailable' })
-    expect(db.calls).toHaveLength(2)
   })
 })
 

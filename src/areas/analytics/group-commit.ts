@@ -1,85 +1,158 @@
 import { ApiError } from '../../errors.ts'
 
 export interface GroupCommitStats {
+  /** Rows waiting for an insert or in one that has not committed yet (a gauge). */
+  queuedRows: number
   /** Successful inserts, each one statement and one commit. */
   commits: number
   /** Rows those commits wrote. */
   rows: number
   /** write() calls those commits answered. */
   requests: number
+  /** write() calls refused at once because the queue was full. */
+  refusedFull: number
+  /** write() calls dropped before their insert began because their client had gone. */
+  abandoned: number
 }
 
 export interface GroupCommitter<Row> {
-  /** Resolves once `rows` are committed; rejects with the error of the insert that carried them. */
-  write(rows: readonly Row[]): Promise<void>
+  /**
+   * Resolves once `rows` are committed; rejects with the error of the insert that carried
+   * them, or at once with 503 when the queue (or this tenant's share of it) is full.
+   * `signal`: the request's; once aborted, rows that have not started committing are dropped.
+   */
+  write(tenant: string, rows: readonly Row[], signal?: AbortSignal): Promise<void>
   /** Writes everything queued, then refuses new writes (graceful shutdown). */
   close(): Promise<void>
   readonly stats: Readonly<GroupCommitStats>
 }
 
+export interface GroupCommitOptions<Row> {
+  insert: (rows: Row[]) => Promise<void>
+  /** Rows per insert; a single request larger than this still goes alone, whole. */
+  maxBatchRows?: number
+  /** Most rows waiting to commit (INGEST_QUEUE_ROWS); over it, 503 at once. */
+  maxQueuedRows?: number
+  /** Most rows one tenant may have waiting: one business's flood leaves room for the others. */
+  maxTenantRows?: number
+  /** Inserts in flight at once (more than one only where the database has the connections). */
+  concurrency?: number
+  /** True for errors that are not a row's fault (a database that is down): no retry alone. */
+  isUnavailable?: (error: unknown) => boolean
+}
+
 interface Waiting<Row> {
+  tenant: string
   rows: readonly Row[]
   resolve(): void
   reject(error: unknown): void
+  /** Set once the client has gone before its rows were taken into an insert. */
+  abandoned: boolean
 }
 
 /**
- * Group commit: the rows of every request that waits are written by one insert, in one
- * transaction, and each request is answered only after that commit.
+ * Group commit with bounds and fairness. Requests queue per tenant (business); an insert
+ * takes requests from the tenants in turn, so a business flooding with 500-event batches
+ * cannot keep another's single event out of the next insert, and each tenant may hold at
+ * most `maxTenantRows` of the `maxQueuedRows` the queue holds: past either, 503 at once.
  *
- * One insert is in flight at a time. A write that finds the committer idle starts an
- * insert at once (no timer, so no added latency at low load); writes that arrive while an
- * insert runs queue up and leave together when it finishes. Under load, batches grow by
- * themselves to what arrives during one round trip, capped at `maxBatchRows` (a single
- * request larger than the cap still goes alone, whole). When an insert fails, every request
- * in it gets that error and none of its rows are stored: one statement commits all or none.
+ * A write that finds an insert slot free starts one at once (no timer, so no added latency
+ * at low load); writes arriving while inserts run leave together with the next free slot.
+ * Each request is answered only after the commit that carried its rows.
+ *
+ * A failed insert fails no row that is fine: unless the database itself is unavailable,
+ * every request of the failed batch is inserted again on its own, so only the request at
+ * fault gets the error. (One request's rows are all or nothing: one statement.)
  */
-export function createGroupCommitter<Row>(options: {
-  insert: (rows: Row[]) => Promise<void>
-  maxBatchRows?: number
-}): GroupCommitter<Row> {
+export function createGroupCommitter<Row>(options: GroupCommitOptions<Row>): GroupCommitter<Row> {
   const maxBatchRows = options.maxBatchRows ?? 2_000
-  const stats: GroupCommitStats = { commits: 0, rows: 0, requests: 0 }
-  let queue: Waiting<Row>[] = []
-  let running: Promise<void> | null = null
+  const maxQueuedRows = options.maxQueuedRows ?? 20_000
+  const maxTenantRows = options.maxTenantRows ?? Math.max(1, Math.floor(maxQueuedRows / 2))
+  const concurrency = options.concurrency ?? 1
+  const isUnavailable = options.isUnavailable ?? (() => false)
+  const stats: GroupCommitStats = { queuedRows: 0, commits: 0, rows: 0, requests: 0, refusedFull: 0, abandoned: 0 }
+  // Tenants in the order they are served; each with its own queue and row count.
+  const tenants = new Map<string, { queue: Waiting<Row>[]; rows: number }>()
+  let running = 0
+  let idle: (() => void) | null = null
   let closed = false
 
+  function release(waiting: Waiting<Row>): void {
+    const tenant = tenants.get(waiting.tenant)
+    if (tenant === undefined) return
+    tenant.rows -= waiting.rows.length
+    stats.queuedRows -= waiting.rows.length
+    if (tenant.rows === 0 && tenant.queue.length === 0) tenants.delete(waiting.tenant)
+  }
+
+  /** One request from each tenant in turn, then again, until the batch is full. */
   function takeBatch(): Waiting<Row>[] {
-    let rows = queue[0]!.rows.length
-    let count = 1
-    while (count < queue.length && rows + queue[count]!.rows.length <= maxBatchRows) {
-      rows += queue[count]!.rows.length
-      count++
+    const batch: Waiting<Row>[] = []
+    let rows = 0
+    let progress = true
+    while (progress) {
+      progress = false
+      for (const [name, tenant] of tenants) {
+        while (tenant.queue.length > 0 && tenant.queue[0]!.abandoned) tenant.queue.shift()
+        const next = tenant.queue[0]
+        if (next === undefined) continue
+        if (batch.length > 0 && rows + next.rows.length > maxBatchRows) continue
+        tenant.queue.shift()
+        batch.push(next)
+        rows += next.rows.length
+        progress = true
+        // Round robin: a served tenant goes to the back of the line.
+        tenants.delete(name)
+        tenants.set(name, tenant)
+        if (rows >= maxBatchRows) return batch
+      }
     }
-    const batch = queue.slice(0, count)
-    queue = queue.slice(count)
     return batch
   }
 
-  async function commit(batch: Waiting<Row>[]): Promise<void> {
+  async function insert(batch: Waiting<Row>[]): Promise<void> {
     const rows = batch.length === 1 ? [...batch[0]!.rows] : batch.flatMap((waiting) => waiting.rows)
-    try {
-      await options.insert(rows)
-    } catch (error) {
-      for (const waiting of batch) waiting.reject(error)
-      return
-    }
+    await options.insert(rows)
     stats.commits++
     stats.rows += rows.length
     stats.requests += batch.length
-    for (const waiting of batch) waiting.resolve()
+  }
+
+  async function commit(batch: Waiting<Row>[]): Promise<void> {
+    try {
+      await insert(batch)
+      for (const waiting of batch) waiting.resolve()
+    } catch (error) {
+      if (batch.length === 1 || isUnavailable(error)) {
+        for (const waiting of batch) waiting.reject(error)
+      } else {
+        // Find the request at fault: each one alone.
+        for (const waiting of batch) {
+          try {
+            await insert([waiting])
+            waiting.resolve()
+          } catch (own) {
+            waiting.reject(own)
+          }
+        }
+      }
+    } finally {
+      for (const waiting of batch) release(waiting)
+    }
   }
 
   async function run(): Promise<void> {
+    running++
     try {
-      while (queue.length > 0) await commit(takeBatch())
+      for (let batch = takeBatch(); batch.length > 0; batch = takeBatch()) await commit(batch)
     } finally {
-      running = null
+      running--
+      if (running === 0) idle?.()
     }
   }
 
   return {
-    write(rows) {
+    write(tenant, rows, signal) {
       if (closed) {
         return Promise.reject(
           new ApiError('unavailable', 'The service is shutting down; nothing was written. Retry in a moment.', {
@@ -88,14 +161,51 @@ export function createGroupCommitter<Row>(options: {
         )
       }
       if (rows.length === 0) return Promise.resolve()
+      const own = tenants.get(tenant)
+      // A request larger than the whole cap could never fit: it may go alone into an empty queue.
+      const tooMuch =
+        stats.queuedRows > 0 &&
+        (stats.queuedRows + rows.length > maxQueuedRows || (own?.rows ?? 0) + rows.length > maxTenantRows)
+      if (tooMuch) {
+        stats.refusedFull++
+        return Promise.reject(
+          new ApiError(
+            'unavailable',
+            'Too many events are waiting to be written; nothing of this request was written. Retry after the delay in Retry-After.',
+            { 'retry-after': '1' },
+          ),
+        )
+      }
       return new Promise<void>((resolve, reject) => {
-        queue.push({ rows, resolve, reject })
-        running ??= run()
+        const waiting: Waiting<Row> = { tenant, rows, resolve, reject, abandoned: false }
+        let queue = own
+        if (queue === undefined) {
+          queue = { queue: [], rows: 0 }
+          tenants.set(tenant, queue)
+        }
+        queue.queue.push(waiting)
+        queue.rows += rows.length
+        stats.queuedRows += rows.length
+        signal?.addEventListener(
+          'abort',
+          () => {
+            // Only while still queued: rows taken into an insert are committed and counted.
+            const index = queue.queue.indexOf(waiting)
+            if (index === -1) return
+            queue.queue.splice(index, 1)
+            waiting.abandoned = true
+            stats.abandoned++
+            release(waiting)
+            reject(new ApiError('unavailable', 'The client went away before its events were written; nothing was written.'))
+          },
+          { once: true },
+        )
+        if (running < concurrency) void run()
       })
     },
     async close() {
       closed = true
-      await running
+      if (running > 0) await new Promise<void>((resolve) => (idle = resolve))
     },
     stats,
   }

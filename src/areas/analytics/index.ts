@@ -1,5 +1,6 @@
 import { Elysia, type Static } from 'elysia'
 import type { AccessContext } from '../../access/plugin.ts'
+import { isDatabaseUnavailable } from '../../http/errors.ts'
 import type { AreaDeps } from '../deps.ts'
 import { decodePosition, pageSize, positionCursor, toPage } from '../shared/paging.ts'
 import { assertJsonSize, assertStorable, DATE_RANGE_TEXT, fieldPath, invalidField, isAcceptedDate, recordPath } from '../shared/validation.ts'
@@ -16,25 +17,23 @@ import {
 } from './model.ts'
 import { insertEvents, listEvents, toEventRecord, type EventRow } from './service.ts'
 
-export function analyticsRoutes({ db, access, onShutdown, reportIngest }: AreaDeps) {
-  const writer = createGroupCommitter<EventRow>({ insert: (rows) => insertEvents(db, rows) })
+export function analyticsRoutes({ db, access, onShutdown, reportIngest, ingest }: AreaDeps) {
+  const writer = createGroupCommitter<EventRow>({
+    insert: (rows) => insertEvents(db, rows),
+    maxQueuedRows: ingest?.maxQueuedRows,
+    concurrency: ingest?.concurrency,
+    isUnavailable: isDatabaseUnavailable,
+  })
   onShutdown(() => writer.close())
-  // Rows handed to the committer and not answered yet (queued or in the insert running).
-  let waitingRows = 0
-  reportIngest?.(() => ({ queuedRows: waitingRows, committedRows: writer.stats.rows }))
+  reportIngest?.(() => ({ queuedRows: writer.stats.queuedRows, committedRows: writer.stats.rows }))
 
   return new Elysia({ name: 'area/analytics', prefix: '/api/v0' })
     .use(access)
     .post(
       '/analytics',
-      async ({ body, access, status }) => {
+      async ({ body, access, status, request }) => {
         const rows = 'events' in body ? toEventRows(body.events, 'events', access) : toEventRows([body], null, access)
-        waitingRows += rows.length
-        try {
-          await writer.write(rows)
-        } finally {
-          waitingRows -= rows.length
-        }
+        await writer.write(access.key.businessId, rows, request.signal)
         return status(202, { accepted: rows.length })
       },
       {

@@ -1,0 +1,197 @@
+import { describe, expect, test } from 'bun:test'
+import { createGroupCommitter } from '../../src/areas/analytics/group-commit.ts'
+
+function deferred() {
+  let resolve!: () => void
+  let reject!: (error: unknown) => void
+  const promise = new Promise<void>((res, rej) => {
+    resolve = res
+    reject = rej
+  })
+  return { promise, resolve, reject }
+}
+
+/** An insert the test finishes by hand: each call waits until the test resolves or rejects it. */
+function controlledInsert() {
+  const calls: { rows: string[]; done: ReturnType<typeof deferred> }[] = []
+  return {
+    calls,
+    insert(rows: string[]) {
+      const done = deferred()
+      calls.push({ rows, done })
+      return done.promise
+    },
+  }
+}
+
+const outcome = (promise: Promise<void>) => promise.then(() => 'ok', (e: { message: string; status?: number }) => e.status ?? e.message)
+const tick = () => Bun.sleep(0)
+
+describe('the group committer', () => {
+  test('writes at once when idle, and gathers the writes that wait meanwhile into one insert', async () => {
+    const db = controlledInsert()
+    const committer = createGroupCommitter<string>({ insert: db.insert })
+    const first = committer.write('a', ['a1'])
+    expect(db.calls.map((c) => c.rows)).toEqual([['a1']])
+    const waiting = [committer.write('a', ['a2']), committer.write('a', ['a3', 'a4']), committer.write('a', ['a5'])]
+    expect(committer.stats.queuedRows).toBe(5)
+    db.calls[0]!.done.resolve()
+    await first
+    await tick()
+    expect(db.calls.map((c) => c.rows)).toEqual([['a1'], ['a2', 'a3', 'a4', 'a5']])
+    db.calls[1]!.done.resolve()
+    await Promise.all(waiting)
+    expect(committer.stats).toMatchObject({ commits: 2, rows: 5, requests: 4, queuedRows: 0 })
+  })
+
+  test('caps a batch by rows; a single larger write still goes whole', async () => {
+    const db = controlledInsert()
+    const committer = createGroupCommitter<string>({ insert: db.insert, maxBatchRows: 3 })
+    const all = [
+      committer.write('a', ['0']),
+      committer.write('a', ['1', '2']),
+      committer.write('a', ['3', '4']),
+      committer.write('a', ['5', '6', '7', '8']),
+    ]
+    for (let i = 0; i < 4; i++) {
+      await tick()
+      db.calls[i]?.done.resolve()
+    }
+    await Promise.all(all)
+    expect(db.calls.map((c) => c.rows)).toEqual([['0'], ['1', '2'], ['3', '4'], ['5', '6', '7', '8']])
+  })
+
+  test('takes from businesses in turn: a flood cannot keep another business out of the next insert', async () => {
+    const db = controlledInsert()
+    const committer = createGroupCommitter<string>({ insert: db.insert, maxBatchRows: 4 })
+    const first = committer.write('flood', ['f0'])
+    const flood = Array.from({ length: 6 }, (_, i) => committer.write('flood', [`f${i + 1}a`, `f${i + 1}b`]))
+    const small = committer.write('shop', ['s1'])
+    db.calls[0]!.done.resolve()
+    await first
+    await tick()
+    // The next insert holds the shop's event although six flood requests queued first.
+    expect(db.calls[1]!.rows).toContain('s1')
+    db.calls[1]!.done.resolve()
+    await small
+    for (let i = 2; i < 6; i++) {
+      await tick()
+      db.calls[i]?.done.resolve()
+    }
+    await Promise.all(flood)
+  })
+
+  test('a full queue answers 503 at once and writes nothing of that request', async () => {
+    const db = controlledInsert()
+    const committer = createGroupCommitter<string>({ insert: db.insert, maxQueuedRows: 4, maxTenantRows: 4 })
+    const running = committer.write('a', ['1', '2'])
+    const queued = committer.write('b', ['3', '4'])
+    expect(await outcome(committer.write('c', ['5']))).toBe(503)
+    expect(committer.stats).toMatchObject({ refusedFull: 1, queuedRows: 4 })
+    db.calls[0]!.done.resolve()
+    await running
+    await tick()
+    db.calls[1]!.done.resolve()
+    await queued
+    expect(db.calls.flatMap((c) => c.rows)).toEqual(['1', '2', '3', '4'])
+    // Room again once committed.
+    const later = committer.write('c', ['5'])
+    await tick()
+    db.calls[2]!.done.resolve()
+    expect(await outcome(later)).toBe('ok')
+  })
+
+  test('one business may fill only its share: another still gets in', async () => {
+    const db = controlledInsert()
+    const committer = createGroupCommitter<string>({ insert: db.insert, maxQueuedRows: 10, maxTenantRows: 5 })
+    const flood = [committer.write('flood', ['1', '2', '3']), committer.write('flood', ['4', '5'])]
+    expect(await outcome(committer.write('flood', ['6']))).toBe(503)
+    const shop = committer.write('shop', ['s'])
+    db.calls[0]!.done.resolve()
+    await tick()
+    db.calls[1]!.done.resolve()
+    await Promise.all([...flood, shop])
+    expect(db.calls.flatMap((c) => c.rows)).toContain('s')
+  })
+
+  test('a failed insert fails only the request at fault: each request of the batch is tried alone', async () => {
+    const db = controlledInsert()
+    const committer = createGroupCommitter<string>({ insert: db.insert })
+    const first = committer.write('a', ['a1'])
+    const carried = [committer.write('a', ['a2']), committer.write('bad', ['poison']), committer.write('b', ['b1'])].map(outcome)
+    db.calls[0]!.done.resolve()
+    await first
+    await tick()
+    db.calls[1]!.done.reject(new Error('invalid byte sequence'))
+    for (let i = 2; i < 5; i++) {
+      await tick()
+      const call = db.calls[i]!
+      if (call.rows.includes('poison')) call.done.reject(new Error('invalid byte sequence'))
+      else call.done.resolve()
+    }
+    expect(await Promise.all(carried)).toEqual(['ok', 'invalid byte sequence', 'ok'])
+    expect(committer.stats).toMatchObject({ rows: 3, requests: 3, queuedRows: 0 })
+  })
+
+  test('a database that is down fails the batch without retrying each request against it', async () => {
+    const db = controlledInsert()
+    const down = Object.assign(new Error('connection refused'), { code: 'ECONNREFUSED' })
+    const committer = createGroupCommitter<string>({ insert: db.insert, isUnavailable: (e) => e === down })
+    const first = committer.write('a', ['a1'])
+    const carried = [committer.write('a', ['a2']), committer.write('b', ['b1'])].map(outcome)
+    db.calls[0]!.done.resolve()
+    await first
+    await tick()
+    db.calls[1]!.done.reject(down)
+    expect(await Promise.all(carried)).toEqual(['connection refused', 'connection refused'])
+    expect(db.calls).toHaveLength(2)
+  })
+
+  test('a client gone before its rows were taken is dropped; one whose rows are in an insert is committed', async () => {
+    const db = controlledInsert()
+    const committer = createGroupCommitter<string>({ insert: db.insert })
+    const inFlight = new AbortController()
+    const queued = new AbortController()
+    const first = committer.write('a', ['a1'], inFlight.signal)
+    const second = outcome(committer.write('a', ['a2'], queued.signal))
+    const third = committer.write('b', ['b1'])
+    inFlight.abort()
+    queued.abort()
+    expect(await second).toBe(503)
+    expect(committer.stats).toMatchObject({ abandoned: 1 })
+    db.calls[0]!.done.resolve()
+    await first
+    await tick()
+    db.calls[1]!.done.resolve()
+    await third
+    expect(db.calls.map((c) => c.rows)).toEqual([['a1'], ['b1']])
+  })
+
+  test('more than one insert in flight when allowed', async () => {
+    const db = controlledInsert()
+    const committer = createGroupCommitter<string>({ insert: db.insert, concurrency: 2 })
+    const writes = [committer.write('a', ['1']), committer.write('b', ['2']), committer.write('c', ['3'])]
+    expect(db.calls.map((c) => c.rows)).toEqual([['1'], ['2']])
+    db.calls[0]!.done.resolve()
+    db.calls[1]!.done.resolve()
+    await tick()
+    await tick()
+    db.calls[2]!.done.resolve()
+    await Promise.all(writes)
+    expect(committer.stats.rows).toBe(3)
+  })
+
+  test('close waits for queued writes, then refuses new ones with 503 unavailable', async () => {
+    const db = controlledInsert()
+    const committer = createGroupCommitter<string>({ insert: db.insert })
+    const queued = [committer.write('a', ['1']), committer.write('a', ['2'])]
+    const closed = committer.close()
+    db.calls[0]!.done.resolve()
+    await tick()
+    db.calls[1]!.done.resolve()
+    await closed
+    await Promise.all(queued)
+    expect(await outcome(committer.write('a', ['3']))).toBe(503)
+    expect(db.calls).toHaveLength(2)
+  })
+})
