@@ -145,14 +145,15 @@ function adminClient(base: string, adminToken: string) {
       if (typeof business.id !== 'string') throw new Error('the business create answer holds no id')
       return business.id
     },
-    /** A public ANALYTICS_WRITE key for ALLOWED_ORIGIN (whoami takes any valid key); answers the key itself. */
-    async createKey(businessId: string, name: string): Promise<string> {
+    /** A public ANALYTICS_WRITE key for ALLOWED_ORIGIN unless `settings` say otherwise; answers the key itself. */
+    async createKey(businessId: string, name: string, settings: Record<string, unknown> = {}): Promise<string> {
       const created = await post(`/businesses/${businessId}/keys`, {
         type: 'public',
         name,
         scopes: ['ANALYTICS_WRITE'],
         allowedOrigins: [ALLOWED_ORIGIN],
         createdBy: 'bench',
+        ...settings,
       })
       if (typeof created.key !== 'string') throw new Error('the key create answer holds no key')
       return created.key

@@ -163,8 +163,8 @@ export function createAccessPlugin(deps: {
           server: PeerSource | null
         }) {
           const checked = check(request, path, set, server, rule)
-          if (checked) return checked.then(() => screenBody(request))
-          return screenBody(request)
+          if (checked) return checked.then(() => admitBody(request, set, rule))
+          return admitBody(request, set, rule)
         },
         'json',
       ] as unknown as (context: { request: Request; path: string; set: Stamped; server: PeerSource | null }) => undefined,
@@ -178,6 +178,12 @@ export function createAccessPlugin(deps: {
       },
     }),
   })
+}
+
+/** The route's admission check (if any), then the body. */
+function admitBody(request: Request, set: { [DECIDED]?: AccessContext }, rule: RouteAccess) {
+  rule.admit?.(set[DECIDED]!.key)
+  return screenBody(request)
 }
 
 /**

@@ -43,4 +43,9 @@ export function isScope(value: string): value is Scope {
 export interface RouteAccess {
   readonly scope: Scope | null
   readonly public: boolean
+  /**
+   * A last word before the body is read, once the key is known (a full write queue
+   * answers 503 without parsing a body it could not take). Throws to refuse.
+   */
+  readonly admit?: (key: { businessId: string }) => void
 }

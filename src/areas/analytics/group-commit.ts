@@ -22,6 +22,11 @@ export interface GroupCommitter<Row> {
    * `signal`: the request's; once aborted, rows that have not started committing are dropped.
    */
   write(tenant: string, rows: readonly Row[], signal?: AbortSignal): Promise<void>
+  /**
+   * Throws the 503 a write for `tenant` would get now because its share or the queue is
+   * full: called before a body is read, so a flood is shed without parsing it.
+   */
+  admit(tenant: string): void
   /** Writes everything queued, then refuses new writes (graceful shutdown). */
   close(): Promise<void>
   readonly stats: Readonly<GroupCommitStats>
@@ -65,7 +70,7 @@ interface Waiting<Row> {
  * fault gets the error. (One request's rows are all or nothing: one statement.)
  */
 export function createGroupCommitter<Row>(options: GroupCommitOptions<Row>): GroupCommitter<Row> {
-  const maxBatchRows = options.maxBatchRows ?? 2_000
+  const maxBatchRows = options.maxBatchRows ?? 500
   const maxQueuedRows = options.maxQueuedRows ?? 20_000
   const maxTenantRows = options.maxTenantRows ?? Math.max(1, Math.floor(maxQueuedRows / 2))
   const concurrency = options.concurrency ?? 1
@@ -151,6 +156,15 @@ export function createGroupCommitter<Row>(options: GroupCommitOptions<Row>): Gro
     }
   }
 
+  function queueFull(): ApiError {
+    stats.refusedFull++
+    return new ApiError(
+      'unavailable',
+      'Too many events are waiting to be written; nothing of this request was written. Retry after the delay in Retry-After.',
+      { 'retry-after': '1' },
+    )
+  }
+
   return {
     write(tenant, rows, signal) {
       if (closed) {
@@ -166,16 +180,7 @@ export function createGroupCommitter<Row>(options: GroupCommitOptions<Row>): Gro
       const tooMuch =
         stats.queuedRows > 0 &&
         (stats.queuedRows + rows.length > maxQueuedRows || (own?.rows ?? 0) + rows.length > maxTenantRows)
-      if (tooMuch) {
-        stats.refusedFull++
-        return Promise.reject(
-          new ApiError(
-            'unavailable',
-            'Too many events are waiting to be written; nothing of this request was written. Retry after the delay in Retry-After.',
-            { 'retry-after': '1' },
-          ),
-        )
-      }
+      if (tooMuch) return Promise.reject(queueFull())
       return new Promise<void>((resolve, reject) => {
         const waiting: Waiting<Row> = { tenant, rows, resolve, reject, abandoned: false }
         let queue = own
@@ -202,6 +207,10 @@ export function createGroupCommitter<Row>(options: GroupCommitOptions<Row>): Gro
         )
         if (running < concurrency) void run()
       })
+    },
+    admit(tenant) {
+      const full = stats.queuedRows >= maxQueuedRows || (tenants.get(tenant)?.rows ?? 0) >= maxTenantRows
+      if (full) throw queueFull()
     },
     async close() {
       closed = true

@@ -1,5 +1,6 @@
 import { Elysia, type Static } from 'elysia'
 import type { AccessContext } from '../../access/plugin.ts'
+import type { RouteAccess } from '../../access/scopes.ts'
 import { isDatabaseUnavailable } from '../../http/errors.ts'
 import type { AreaDeps } from '../deps.ts'
 import { decodePosition, pageSize, positionCursor, toPage } from '../shared/paging.ts'
@@ -25,6 +26,8 @@ export function analyticsRoutes({ db, access, onShutdown, reportIngest, ingest }
     isUnavailable: isDatabaseUnavailable,
   })
   onShutdown(() => writer.close())
+  // A full queue refuses before the body is read: a flood is shed without parsing it.
+  const trackAccess: RouteAccess = { scope: 'ANALYTICS_WRITE', public: true, admit: (key) => writer.admit(key.businessId) }
   reportIngest?.(() => ({ queuedRows: writer.stats.queuedRows, committedRows: writer.stats.rows }))
 
   return new Elysia({ name: 'area/analytics', prefix: '/api/v0' })
@@ -37,7 +40,7 @@ export function analyticsRoutes({ db, access, onShutdown, reportIngest, ingest }
         return status(202, { accepted: rows.length })
       },
       {
-        access: { scope: 'ANALYTICS_WRITE', public: true },
+        access: trackAccess,
         body: TrackBody.schema,
         transform: TrackBody.transform,
         response: { 202: Accepted },
