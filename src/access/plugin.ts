@@ -3,6 +3,7 @@ import type { Budget } from '../config.ts'
 import { ApiError, type ErrorCode } from '../errors.ts'
 import { parseJsonBody } from '../http/json-body.ts'
 import { stampApiAnswer } from '../http/request-context.ts'
+import { statusOf } from '../http/status.ts'
 import { authorize, type AccessDecision } from './chain.ts'
 import { budgetSubject, type ClientAddressOf, type PeerSource } from './client-address.ts'
 import type { ActiveKey, KeyStore } from './key-store.ts'
@@ -34,8 +35,9 @@ export function decidedKeyId(set: object): string | undefined {
  * Elysia parses a body before `transform`, and validates before `resolve`, so the chain
  * runs in the earliest hook a route has: `parse` for requests with a body (refused before
  * the body is read), `transform` for the rest (refused before query validation). Only
- * once validation has passed does `resolve` hand the key to the handler and count the use,
- * so a refused request writes nothing, not even `lastUsedAt`.
+ * once validation has passed does `resolve` hand the key to the handler; the use is
+ * counted only for an answer in 2xx, so a refused request writes nothing, not even
+ * `lastUsedAt`.
  *
  * Hooks destructure what they read: Elysia infers from a hook's parameters which parts
  * of the context to build, and a hook that takes the whole context makes it build all of
@@ -172,9 +174,15 @@ export function createAccessPlugin(deps: {
         return check(request, path, set, server, rule)
       },
       resolve({ set }) {
-        const access = (set as Stamped)[DECIDED]!
-        deps.lastUsed.touch(access.key, now())
-        return { access }
+        return { access: (set as Stamped)[DECIDED]! }
+      },
+      // A use is an answer in 2xx (contract section 2): a handler's 400, an unknown list's
+      // 404 or a 422 writes no lastUsedAt. mapResponse sees every answer's final value.
+      mapResponse({ set, responseValue }) {
+        const access = (set as Stamped)[DECIDED]
+        if (access === undefined) return
+        const status = statusOf(responseValue, set.status)
+        if (status >= 200 && status < 300) deps.lastUsed.touch(access.key, now())
       },
     }),
   })

@@ -1,4 +1,5 @@
-import { Elysia, ElysiaCustomStatusResponse, StatusMap } from 'elysia'
+import { Elysia } from 'elysia'
+import { statusOf } from '../http/status.ts'
 import type { Server } from 'elysia/universal/server'
 import type { AdminGuard } from '../admin/auth.ts'
 import type { ClientAddressOf } from '../access/client-address.ts'
@@ -72,17 +73,6 @@ export function requestObservation(deps: {
       server = read
     },
   }
-}
-
-/** The status an answer goes out with: a `status()` value's, a Response's, else `set.status`. */
-function statusOf(value: unknown, setStatus: number | string | undefined): number {
-  if (value instanceof ElysiaCustomStatusResponse) return numericStatus(value.code)
-  if (value instanceof Response) return value.status
-  return numericStatus(setStatus ?? 200)
-}
-
-function numericStatus(status: number | string): number {
-  return typeof status === 'number' ? status : (StatusMap[status as keyof typeof StatusMap] ?? 200)
 }
 
 /** `GET /metrics`: Prometheus text exposition, for the operator (admin token). */
