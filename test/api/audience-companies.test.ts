@@ -172,3 +172,17 @@ describe('GET /api/v0/audience/companies/:id', () => {
     expect((await errorOf(response)).code).toBe('insufficient_scope')
   })
 })
+
+describe('public keys create companies and change nothing stored', () => {
+  test('an existing domain sent with a public key keeps its stored name and externalId; the answer is a fresh create\'s', async () => {
+    const s = await setup()
+    await upsert(s, { externalId: 'c-1', domain: 'acme.example.com', name: 'Acme' })
+    const probe = await upsert(s, { externalId: 'c-666', domain: 'acme.example.com', name: 'Pwned' }, s.pk)
+    const fresh = await upsert(s, { domain: 'new.example.com', name: 'New' }, s.pk)
+    expect(probe.status).toBe(200)
+    expect(await probe.json()).toEqual(await fresh.json())
+    const stored = await storedCompanies()
+    expect(stored.find((c) => c.domain === 'acme.example.com')).toMatchObject({ externalId: 'c-1', name: 'Acme' })
+    expect(stored).toHaveLength(2)
+  })
+})

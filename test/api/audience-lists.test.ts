@@ -181,20 +181,20 @@ describe('POST /api/v0/audience/lists/:slug/people', () => {
     expect((await counts()).people).toBe(3)
   })
 
-  test('adding twice keeps one membership; added counts new memberships only', async () => {
+  test('adding twice keeps one membership; a private key\'s added counts new memberships only', async () => {
     const s = await setup()
     await createList(s, { slug: 'news', name: 'News' })
-    expect(await (await members(s, 'POST', 'news', { people: [{ email: 'a@x.com' }] })).json()).toEqual({ added: 1 })
-    const again = await members(s, 'POST', 'news', { people: [{ email: 'a@x.com' }, { email: 'A@x.com' }, { email: 'b@x.com' }] })
+    expect(await (await members(s, 'POST', 'news', { people: [{ email: 'a@x.com' }] }, s.sk)).json()).toEqual({ added: 1 })
+    const again = await members(s, 'POST', 'news', { people: [{ email: 'a@x.com' }, { email: 'A@x.com' }, { email: 'b@x.com' }] }, s.sk)
     expect(await again.json()).toEqual({ added: 1 })
     expect(await memberEmails('news')).toEqual(['a@x.com', 'b@x.com'])
     expect((await counts()).people).toBe(2)
   })
 
-  test('an externalId that names nobody: 404, and nothing is added or created', async () => {
+  test('a private key, an externalId that names nobody: 404, and nothing is added or created', async () => {
     const s = await setup()
     await createList(s, { slug: 'news', name: 'News' })
-    const response = await members(s, 'POST', 'news', { people: [{ email: 'new@x.com' }, { externalId: 'ghost' }] })
+    const response = await members(s, 'POST', 'news', { people: [{ email: 'new@x.com' }, { externalId: 'ghost' }] }, s.sk)
     expect(response.status).toBe(404)
     expect(await errorOf(response)).toMatchObject({
       code: 'not_found',
@@ -204,13 +204,13 @@ describe('POST /api/v0/audience/lists/:slug/people', () => {
     expect(await counts()).toEqual({ people: 0, lists: 1, members: 0 })
   })
 
-  test("another business's person id: 404, nothing added", async () => {
+  test("a private key, another business's person id: 404, nothing added", async () => {
     const s = await setup()
     await createList(s, { slug: 'news', name: 'News' })
     const other = await seedBusiness(s.service, 'Other')
     const otherKey = (await seedKey(s.service, other, { type: 'private', scopes: PRIVATE_SCOPES })).key
     const theirs = (await (await call(s.service, '/api/v0/audience/people', { key: otherKey, body: { email: 'z@x.com' } })).json()).data[0].id
-    const response = await members(s, 'POST', 'news', { people: [{ id: theirs }] })
+    const response = await members(s, 'POST', 'news', { people: [{ id: theirs }] }, s.sk)
     expect(response.status).toBe(404)
     expect((await errorOf(response)).code).toBe('not_found')
     expect((await counts()).members).toBe(0)
@@ -248,9 +248,37 @@ describe('POST /api/v0/audience/lists/:slug/people', () => {
     await createList(s, { slug: 'news', name: 'News' })
     const responses = await Promise.all(Array.from({ length: 6 }, () => members(s, 'POST', 'news', { people: [{ email: 'race@x.com' }] })))
     expect(responses.map((r) => r.status)).toEqual(Array(6).fill(200))
-    const added = await Promise.all(responses.map(async (r) => (await r.json()).added))
-    expect(added.reduce((a, b) => a + b, 0)).toBe(1)
+    // A public key's answer counts refs processed: each says 1, whoever created the membership.
+    expect(await Promise.all(responses.map(async (r) => (await r.json()).added))).toEqual(Array(6).fill(1))
     expect(await counts()).toEqual({ people: 1, lists: 1, members: 1 })
+  })
+})
+
+describe('public keys learn nothing about people from list answers (contract section 6)', () => {
+  test('adding a ref that names nobody is skipped, and the answer is the same as for one that exists', async () => {
+    const s = await setup()
+    await createList(s, { slug: 'news', name: 'News' })
+    await upsertPerson(s, { externalId: 'known', email: 'k@x.com' })
+    const known = await members(s, 'POST', 'news', { people: [{ externalId: 'known' }] })
+    const ghost = await members(s, 'POST', 'news', { people: [{ externalId: 'ghost' }] })
+    const again = await members(s, 'POST', 'news', { people: [{ externalId: 'known' }] })
+    for (const answer of [known, ghost, again]) {
+      expect(answer.status).toBe(200)
+      expect(await answer.json()).toEqual({ added: 1 })
+    }
+    expect(await memberEmails('news')).toEqual(['k@x.com'])
+    expect(await counts()).toEqual({ people: 1, lists: 1, members: 1 })
+  })
+
+  test('removing answers the refs processed, whether or not they were members', async () => {
+    const s = await setup()
+    await createList(s, { slug: 'news', name: 'News' })
+    await members(s, 'POST', 'news', { people: [{ email: 'a@x.com' }] })
+    const member = await members(s, 'DELETE', 'news', { people: [{ email: 'a@x.com' }] })
+    const stranger = await members(s, 'DELETE', 'news', { people: [{ email: 'nobody@x.com' }] })
+    expect(await member.json()).toEqual({ removed: 1 })
+    expect(await stranger.json()).toEqual({ removed: 1 })
+    expect((await counts()).members).toBe(0)
   })
 })
 
@@ -275,7 +303,7 @@ describe('DELETE /api/v0/audience/lists/:slug/people', () => {
     await members(s, 'DELETE', 'news', { people: [{ email: 'a@x.com' }] })
     const again = await members(s, 'DELETE', 'news', {
       people: [{ email: 'a@x.com' }, { externalId: 'ghost' }, { id: crypto.randomUUID() }],
-    })
+    }, s.sk)
     expect(again.status).toBe(200)
     expect(await again.json()).toEqual({ removed: 0 })
     expect((await counts()).people).toBe(1)

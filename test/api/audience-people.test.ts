@@ -201,12 +201,23 @@ describe('POST /api/v0/audience/people', () => {
   test('concurrent upserts of one new email make one person', async () => {
     const s = await setup()
     const responses = await Promise.all(
-      Array.from({ length: 8 }, (_, i) => upsert(s, { email: 'race@x.com', properties: { [`k${i}`]: i } }, s.pk)),
+      Array.from({ length: 8 }, (_, i) => upsert(s, { email: 'race@x.com', properties: { [`k${i}`]: i } })),
     )
     expect(responses.map((r) => r.status)).toEqual(Array(8).fill(200))
     const stored = await storedPeople()
     expect(stored).toHaveLength(1)
     expect(Object.keys(stored[0]!.properties).length).toBe(8)
+  })
+
+  test('concurrent public upserts of one new email make one person, with one request\'s fields', async () => {
+    const s = await setup()
+    const responses = await Promise.all(
+      Array.from({ length: 8 }, (_, i) => upsert(s, { email: 'race@x.com', properties: { [`k${i}`]: i } }, s.pk)),
+    )
+    expect(responses.map((r) => r.status)).toEqual(Array(8).fill(200))
+    const stored = await storedPeople()
+    expect(stored).toHaveLength(1)
+    expect(Object.keys(stored[0]!.properties)).toHaveLength(1)
   })
 
   test('without a key: 401, nothing written', async () => {
@@ -399,5 +410,56 @@ describe('DELETE /api/v0/audience/people/:id', () => {
     expect(response.status).toBe(403)
     expect((await errorOf(response)).code).toBe('insufficient_scope')
     expect(await countPeople()).toBe(1)
+  })
+})
+
+// Contract section 6: a public key creates people who do not exist and changes nothing
+// stored; its answers are the same whether or not a person exists.
+describe('public keys write people without reading or rewriting them', () => {
+  test("copying a page's key to rewrite someone's email changes nothing, and answers as a fresh create does", async () => {
+    const s = await setup()
+    await upsert(s, { externalId: 'b-ext-1', email: 'bob@example.com', firstName: 'Bob', properties: { plan: 'pro' } })
+    const attack = await upsert(s, { externalId: 'b-ext-1', email: 'attacker@evil.com', firstName: 'Mallory', properties: { plan: 'free' } }, s.pk)
+    const fresh = await upsert(s, { externalId: 'new-ext', email: 'new@example.com' }, s.pk)
+    expect(attack.status).toBe(fresh.status)
+    expect(await attack.json()).toEqual(await fresh.json())
+    const bob = (await storedPeople()).find((p) => p.externalId === 'b-ext-1')!
+    expect(bob).toMatchObject({ email: 'bob@example.com', firstName: 'Bob', properties: { plan: 'pro' } })
+    expect((await storedPeople()).map((p) => p.email).sort()).toEqual(['bob@example.com', 'new@example.com'])
+  })
+
+  test('an email bound to another externalId is no 409 for a public key: same answer, nothing re-keyed', async () => {
+    const s = await setup()
+    await upsert(s, { externalId: 'u1', email: 'taken@example.com' })
+    const probe = await upsert(s, { externalId: 'u2', email: 'taken@example.com' }, s.pk)
+    const control = await upsert(s, { externalId: 'u3', email: 'free@example.com' }, s.pk)
+    expect(probe.status).toBe(200)
+    expect(await probe.json()).toEqual(await control.json())
+    const stored = await storedPeople()
+    expect(stored.find((p) => p.email === 'taken@example.com')!.externalId).toBe('u1')
+    expect(stored.find((p) => p.externalId === 'u2')).toBeUndefined()
+  })
+
+  test('an email-only person is not claimed by a public key sending an externalId', async () => {
+    const s = await setup()
+    await upsert(s, { email: 'anon@example.com' })
+    expect((await upsert(s, { externalId: 'x-9', email: 'anon@example.com' }, s.pk)).status).toBe(200)
+    expect((await storedPeople()).map((p) => [p.email, p.externalId])).toEqual([['anon@example.com', null]])
+  })
+
+  test('a batch counts the records processed, whatever each changed', async () => {
+    const s = await setup()
+    await upsert(s, { externalId: 'u1', email: 'a@example.com' })
+    const answer = await upsert(s, { people: [{ externalId: 'u1', firstName: 'X' }, { email: 'b@example.com' }, { email: 'a@example.com' }] }, s.pk)
+    expect(await answer.json()).toEqual({ upserted: 3 })
+    expect((await storedPeople()).map((p) => p.email).sort()).toEqual(['a@example.com', 'b@example.com'])
+  })
+
+  test('private keys still update and re-key freely', async () => {
+    const s = await setup()
+    await upsert(s, { externalId: 'b-ext-1', email: 'bob@example.com' })
+    const answer = await upsert(s, { externalId: 'b-ext-1', email: 'robert@example.com', firstName: 'Robert' })
+    expect(answer.status).toBe(200)
+    expect((await storedPeople())[0]).toMatchObject({ email: 'robert@example.com', firstName: 'Robert' })
   })
 })

@@ -37,6 +37,7 @@ import {
   toPersonRecord,
 } from './service.ts'
 import { COMPANIES, PEOPLE, upsertRecords } from './upsert.ts'
+import { mayUpdateStored } from './write-rights.ts'
 
 /** What the schema cannot say about a person or company: storable strings, properties within 16 KiB. */
 function assertStorableRecord(record: { properties?: Record<string, unknown> }, path: string): void {
@@ -60,8 +61,9 @@ export function audienceRoutes({ db, access }: AreaDeps) {
         const isBatch = 'people' in body
         const records = isBatch ? body.people : [body]
         records.forEach((record, i) => assertStorableRecord(record, recordPath(isBatch ? 'people' : null, i)))
-        const { ids } = await upsertRecords(db, PEOPLE, key.businessId, records, isBatch)
-        if (key.type === 'public') return { upserted: ids.length }
+        const { ids } = await upsertRecords(db, PEOPLE, key.businessId, records, isBatch, mayUpdateStored(key))
+        // A public key's acknowledgement counts the records processed, whatever they changed.
+        if (key.type === 'public') return { upserted: records.length }
         const rows = await peopleByIds(db, key.businessId, ids)
         return { upserted: ids.length, data: rows.map(toPersonRecord) }
       },
@@ -73,7 +75,7 @@ export function audienceRoutes({ db, access }: AreaDeps) {
         detail: {
           summary: 'Create or update one person, or up to 1000 as {"people": [...]}',
           description:
-            'Matched on externalId, else on email (any case). One statement per request: all records are written or none. Public keys get {"upserted": n} only.',
+            'Matched on externalId, else on email (any case). One statement per request: all records are written or none. Public keys create people who do not exist and change nothing stored (contract section 6); they get {"upserted": n}, n the records processed.',
         },
       },
     )
@@ -120,8 +122,8 @@ export function audienceRoutes({ db, access }: AreaDeps) {
         const isBatch = 'companies' in body
         const records = isBatch ? body.companies : [body]
         records.forEach((record, i) => assertStorableRecord(record, recordPath(isBatch ? 'companies' : null, i)))
-        const { ids } = await upsertRecords(db, COMPANIES, key.businessId, records, isBatch)
-        if (key.type === 'public') return { upserted: ids.length }
+        const { ids } = await upsertRecords(db, COMPANIES, key.businessId, records, isBatch, mayUpdateStored(key))
+        if (key.type === 'public') return { upserted: records.length }
         const rows = await companiesByIds(db, key.businessId, ids)
         return { upserted: ids.length, data: rows.map(toCompanyRecord) }
       },
@@ -133,7 +135,7 @@ export function audienceRoutes({ db, access }: AreaDeps) {
         detail: {
           summary: 'Create or update one company, or up to 1000 as {"companies": [...]}',
           description:
-            'Matched on externalId, else on domain (lower-cased). One statement per request: all records are written or none. Public keys get {"upserted": n} only.',
+            'Matched on externalId, else on domain (lower-cased). One statement per request: all records are written or none. Public keys create companies that do not exist and change nothing stored; they get {"upserted": n}, n the records processed.',
         },
       },
     )
@@ -218,7 +220,10 @@ export function audienceRoutes({ db, access }: AreaDeps) {
       '/lists/:slug/people',
       async ({ params, body, access: { key } }) => {
         body.people.forEach((ref, i) => assertStorable(ref, recordPath('people', i)))
-        return { added: await addMembers(db, key.businessId, params.slug, body.people) }
+        // Public keys: a ref naming nobody is skipped rather than refused, and the answer counts
+        // the refs processed, so it says nothing of who exists or who was on the list.
+        const added = await addMembers(db, key.businessId, params.slug, body.people, { strict: key.type === 'private' })
+        return { added: key.type === 'public' ? body.people.length : added }
       },
       {
         access: { scope: 'AUDIENCE_LIST_WRITE', public: true },
@@ -228,7 +233,7 @@ export function audienceRoutes({ db, access }: AreaDeps) {
         detail: {
           summary: 'Add people to a list by email, externalId or id',
           description:
-            'Adding by email creates the person when missing; an id or externalId that names nobody answers 404 and adds nothing. Adding someone already on the list keeps one membership; `added` counts new memberships only.',
+            'Adding by email creates the person when missing. Private keys: an id or externalId that names nobody answers 404 and adds nothing, and `added` counts new memberships. Public keys: such a ref is skipped, and `added` counts the refs processed, so the answer reveals nothing about who exists.',
         },
       },
     )
@@ -236,7 +241,8 @@ export function audienceRoutes({ db, access }: AreaDeps) {
       '/lists/:slug/people',
       async ({ params, body, access: { key } }) => {
         body.people.forEach((ref, i) => assertStorable(ref, recordPath('people', i)))
-        return { removed: await removeMembers(db, key.businessId, params.slug, body.people) }
+        const removed = await removeMembers(db, key.businessId, params.slug, body.people)
+        return { removed: key.type === 'public' ? body.people.length : removed }
       },
       {
         access: { scope: 'AUDIENCE_LIST_WRITE', public: true },
@@ -245,7 +251,8 @@ export function audienceRoutes({ db, access }: AreaDeps) {
         response: Removed,
         detail: {
           summary: 'Remove people from a list by email, externalId or id',
-          description: 'Idempotent: people not on the list, or named by nobody, remove nothing; `removed` counts memberships removed.',
+          description:
+            'Idempotent: people not on the list, or named by nobody, remove nothing. `removed` counts memberships removed for private keys, and the refs processed for public keys.',
         },
       },
     )

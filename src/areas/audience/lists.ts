@@ -124,10 +124,17 @@ function resolveRefs(businessId: string, refs: readonly MemberRef[]) {
 
 /**
  * Adds people to a list in one statement: people named by email are created when missing;
- * an id or externalId that names nobody refuses the whole request (404, nothing written).
+ * an id or externalId that names nobody refuses the whole request (404, nothing written),
+ * or, not `strict` (public keys, which must not learn who exists), is skipped.
  * Answers the number of memberships created: people already on the list count 0.
  */
-export async function addMembers(db: Db, businessId: string, slug: string, refs: readonly MemberRef[]): Promise<number> {
+export async function addMembers(
+  db: Db,
+  businessId: string,
+  slug: string,
+  refs: readonly MemberRef[],
+  options: { strict: boolean } = { strict: true },
+): Promise<number> {
   const list = await listId(db, businessId, slug)
   // ON CONFLICT DO UPDATE (not DO NOTHING) so that an email inserted by a concurrent
   // request still yields its person's id here, and that person joins the list too.
@@ -135,7 +142,7 @@ export async function addMembers(db: Db, businessId: string, slug: string, refs:
     db,
     sql`
       with found as (${resolveRefs(businessId, refs)}),
-      missing as (select ord from found where person_id is null and email is null),
+      missing as (select ord from found where person_id is null and email is null and ${options.strict}),
       created as (
         insert into people (business_id, email)
         select distinct on (lower(email)) ${businessId}::uuid, email

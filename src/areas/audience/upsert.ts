@@ -16,6 +16,11 @@ import { DEADLOCK_DETECTED, fieldPath, invalidField, recordPath, sqlState, UNIQU
  * A second key held by a stored record with another externalId is a conflict (409): a key
  * identifies one record, so it cannot move, and nothing of the batch is written.
  *
+ * Who may change what (contract section 6): `mayUpdate` says, per record, whether it may
+ * change a stored record. A record that may not (a public key's, without a verified
+ * identity) creates what does not exist and changes nothing stored, and is never a
+ * conflict: a public key must learn nothing about the stored records from its answer.
+ *
  * Within a batch, records with the same match key (the externalId, else the second key)
  * are one record and the last one wins. Two remaining records with the same second key but
  * different match keys are refused (400): one key would name two records. Two records that
@@ -60,7 +65,7 @@ export const COMPANIES: IdentitySpec = {
 type InputRecord = Record<string, unknown> & { externalId?: string; properties?: Record<string, unknown> }
 
 /** One deduplicated record as the statement reads it (snake_case keys = recordset columns). */
-type StatementRow = Record<string, string | number | Record<string, unknown> | null>
+type StatementRow = Record<string, string | number | boolean | Record<string, unknown> | null>
 
 export interface UpsertResult {
   /** Ids written, in the order of the request's records. */
@@ -73,8 +78,9 @@ export async function upsertRecords(
   businessId: string,
   records: readonly InputRecord[],
   isBatch: boolean,
+  mayUpdate: (record: InputRecord) => boolean = () => true,
 ): Promise<UpsertResult> {
-  const rows = dedupe(spec, records, isBatch)
+  const rows = dedupe(spec, records, isBatch, mayUpdate)
   const statement = upsertStatement(spec, businessId, rows)
   for (let attempt = 1; ; attempt++) {
     let outcome: { outcome: 'conflict' | 'written'; ord: number; id: string | null }[]
@@ -100,7 +106,12 @@ export async function upsertRecords(
   }
 }
 
-function dedupe(spec: IdentitySpec, records: readonly InputRecord[], isBatch: boolean): StatementRow[] {
+function dedupe(
+  spec: IdentitySpec,
+  records: readonly InputRecord[],
+  isBatch: boolean,
+  mayUpdate: (record: InputRecord) => boolean,
+): StatementRow[] {
   const key2 = spec.secondKey.field
   const byMatchKey = new Map<string, StatementRow>()
   records.forEach((record, ord) => {
@@ -117,6 +128,7 @@ function dedupe(spec: IdentitySpec, records: readonly InputRecord[], isBatch: bo
       external_id: externalId,
       [spec.secondKey.column]: spec.table === 'companies' && second !== null ? second.toLowerCase() : second,
       properties: record.properties ?? null,
+      may_update: mayUpdate(record),
     }
     for (const { field, column } of spec.fields) row[column] = typeof record[field] === 'string' ? (record[field] as string) : null
     const matchKey = externalId !== null ? `x:${externalId}` : `k:${second!.toLowerCase()}`
@@ -146,7 +158,14 @@ function upsertStatement(spec: IdentitySpec, businessId: string, rows: Statement
   const key = sql.raw(spec.secondKey.column)
   const fieldColumns = spec.fields.map((f) => f.column)
   const recordset = sql.raw(
-    ['ord int', 'external_id text', `${spec.secondKey.column} text`, ...fieldColumns.map((c) => `${c} text`), 'properties jsonb'].join(', '),
+    [
+      'ord int',
+      'external_id text',
+      `${spec.secondKey.column} text`,
+      ...fieldColumns.map((c) => `${c} text`),
+      'properties jsonb',
+      'may_update boolean',
+    ].join(', '),
   )
   const insertColumns = sql.raw(['external_id', spec.secondKey.column, ...fieldColumns].join(', '))
   const setFields = sql.raw(
@@ -164,14 +183,14 @@ function upsertStatement(spec: IdentitySpec, businessId: string, rows: Statement
     ),
     conflicts as (
       select ord from resolved
-      where by_key is not null
+      where may_update and by_key is not null
         and ((by_external_id is not null and by_key <> by_external_id)
           or (by_external_id is null and external_id is not null and key_holder_external_id is not null))
     ),
     targets as (
       select distinct on (target_id) *
       from (select *, coalesce(by_external_id, by_key) as target_id from resolved) matched
-      where target_id is not null
+      where target_id is not null and may_update
       order by target_id, ord desc
     ),
     updated as (
