@@ -215,7 +215,7 @@ export function dashboardRoutes({ db, keys, signInLimits, clientAddress, default
             return signInForm(request, 400, { next, error: 'That email address holds a character no address has. Check it and try again.' })
           }
           const address = clientAddress(request, server)
-          const throttled = await throttle.check(email, address)
+          const throttled = await throttle.reserve(email, address)
           if (!throttled.ok) {
             const minutes = Math.ceil(throttled.retryAfterSeconds / 60)
             const subject = throttled.by === 'email' ? 'for this email' : 'from your network'
@@ -232,10 +232,10 @@ export function dashboardRoutes({ db, keys, signInLimits, clientAddress, default
           }
           const member = email && password ? await members.verifyPassword(email, password) : null
           if (!member) {
-            await throttle.recordFailure(email, address)
+            await throttle.settleFailure()
             return signInForm(request, 401, { email, next, error: 'That email and password do not match a member. Check both and try again.' })
           }
-          await throttle.forgiveEmail(email)
+          await throttle.settleSuccess(throttled.id, email)
           return startSession(request, member.id, next ?? KEYS_PATH)
         },
         { parse: 'none' },

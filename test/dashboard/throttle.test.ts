@@ -65,3 +65,19 @@ describe('throttling failed sign-ins', () => {
     expect(response.status).toBe(429)
   })
 })
+
+describe('the throttle under concurrent guesses', () => {
+  test('40 concurrent wrong passwords for one email: at most 5 reach the password check, the rest are 429', async () => {
+    await addMember(await seedBusiness(await testService({ clientAddress: behindTrustedProxy })))
+    const service = await testService({ clientAddress: behindTrustedProxy })
+    const answers = await Promise.all(
+      Array.from({ length: 40 }, (_, i) => trySignIn(service, 'ada@example.com', `${WRONG} ${i}`, { 'x-forwarded-for': `203.0.113.${i + 1}` })),
+    )
+    const statuses = answers.map((a) => a.status)
+    // 401 is an attempt whose password was checked; each holds one counted row.
+    expect(statuses.filter((s) => s === 401)).toHaveLength(5)
+    expect(statuses.filter((s) => s === 429)).toHaveLength(35)
+    const counted = await (await testDatabase()).db.select().from(signInFailures)
+    expect(counted).toHaveLength(5)
+  })
+})
