@@ -29,9 +29,8 @@ export interface Config {
   port: number
   databaseUrl: string | undefined
   dataDir: string
-  adminToken: string
-  /** True when no ADMIN_TOKEN was given and one was generated for this process. */
-  adminTokenGenerated: boolean
+  /** ADMIN_TOKEN; undefined: kept in DATA_DIR or refused (src/process/admin-token.ts). */
+  adminToken: string | undefined
   /** Shared rate-limit counters; undefined: each instance counts alone. */
   redisUrl: string | undefined
   /** TRUST_PROXY entries as written (addresses or CIDR ranges); empty: trust no proxy. */
@@ -67,13 +66,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     throw new Error(`invalid configuration: ${problems.join('; ')}`)
   }
   const env_ = parsed as Static<typeof Environment>
-  const adminToken = env_.ADMIN_TOKEN ?? generateAdminToken()
   return {
     port: env_.PORT,
     databaseUrl: env_.DATABASE_URL,
     dataDir: env_.DATA_DIR,
-    adminToken,
-    adminTokenGenerated: env_.ADMIN_TOKEN === undefined,
+    adminToken: env_.ADMIN_TOKEN,
     redisUrl: env_.REDIS_URL,
     trustProxy: (env_.TRUST_PROXY ?? '').split(',').map((entry) => entry.trim()).filter((entry) => entry !== ''),
     rateLimits: {
@@ -97,8 +94,4 @@ function budget(written: string, variable: string): Budget {
     )
   }
   return { limit, windowSeconds }
-}
-
-function generateAdminToken(): string {
-  return 'adm_' + Buffer.from(crypto.getRandomValues(new Uint8Array(24))).toString('base64url')
 }

@@ -4,12 +4,15 @@ import { MAX_BODY_BYTES } from './access/plugin.ts'
 import { createApp, type Service } from './app.ts'
 import { loadConfig } from './config.ts'
 import { bootstrapFirstOwner } from './dashboard/bootstrap.ts'
+import { resolveAdminToken } from './process/admin-token.ts'
+import { lockDataDir } from './process/data-dir-lock.ts'
 
 // config -> database -> migrations -> app -> listen; stop gracefully on SIGTERM/SIGINT.
 // The signal handlers come first: a stop during a slow start closes what was opened.
 let database: Database | undefined
 let service: Service | undefined
 let stopping = false
+let releaseDataDir: (() => void) | undefined
 
 async function stop(signal: string) {
   if (stopping) return
@@ -22,22 +25,54 @@ async function stop(signal: string) {
 }
 process.on('SIGTERM', () => void stop('SIGTERM'))
 process.on('SIGINT', () => void stop('SIGINT'))
+// However the process ends (short of kill -9, which leaves a lock the next start takes over).
+process.on('exit', () => releaseDataDir?.())
+
+/** Start-up refusals (directory or port taken, missing ADMIN_TOKEN): one line, exit 1. */
+function refuse(message: string): never {
+  console.error(`keygate cannot start: ${message}`)
+  process.exit(1)
+}
 
 const config = loadConfig()
+// Before anything reads the directory: a second process must never touch the database.
+if (!config.databaseUrl) {
+  try {
+    releaseDataDir = lockDataDir(config.dataDir)
+  } catch (error) {
+    refuse((error as Error).message)
+  }
+}
+let adminToken: ReturnType<typeof resolveAdminToken>
+try {
+  adminToken = resolveAdminToken(config)
+} catch (error) {
+  refuse((error as Error).message)
+}
 database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir })
 await migrate(database)
-service = createApp({ database, adminToken: config.adminToken })
+service = createApp({ database, adminToken: adminToken.token })
 if (!stopping) {
-  service.app.listen({
-    port: config.port,
-    // A little over the API's 1 MiB so that the API, not the socket, answers 413 with a body.
-    maxRequestBodySize: MAX_BODY_BYTES + 64 * 1024,
-  })
+  try {
+    service.app.listen({
+      port: config.port,
+      // Elysia turns port sharing on by default: two instances would split one port silently.
+      reusePort: false,
+      // A little over the API's 1 MiB so that the API, not the socket, answers 413 with a body.
+      maxRequestBodySize: MAX_BODY_BYTES + 64 * 1024,
+    })
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw error
+    await database.close()
+    refuse(`port ${config.port} is already in use; stop what listens there or set PORT`)
+  }
   const port = service.app.server!.port
   const where = config.databaseUrl ? 'PostgreSQL (DATABASE_URL)' : `embedded PGlite in ${config.dataDir}`
   console.log(`keygate listening on http://localhost:${port} with ${where}`)
-  if (config.adminTokenGenerated) {
-    console.log(`admin token for this run (set ADMIN_TOKEN to choose one): ${config.adminToken}`)
+  if (adminToken.created) {
+    console.log(`admin token generated and kept in ${adminToken.file} (set ADMIN_TOKEN to choose one): ${adminToken.token}`)
+  } else if (adminToken.file) {
+    console.log(`admin token: kept in ${adminToken.file}`)
   }
   // An empty database gets a first business and owner, with a one-time sign-in link printed once.
   await bootstrapFirstOwner(database.db, { baseUrl: `http://localhost:${port}` })
