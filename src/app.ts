@@ -32,7 +32,8 @@ export function createApp(options: AppOptions) {
   const { db } = options.database
   const keyStore = createKeyStore(db, options.keyCache)
   const lastUsed = createLastUsedRecorder(db, {
-    onError: (e) => (options.log ?? console.error)(`lastUsedAt write failed: ${String(e)}`),
+    // Never String(e): Drizzle's message holds the SQL and its parameters (a key id).
+    onError: (e) => (options.log ?? console.error)(`lastUsedAt write failed: ${driverReason(e)}`),
   })
   const keys = createKeyService(db, (hash) => keyStore.invalidate(hash))
   const access = createAccessPlugin({ keys: keyStore, lastUsed, now: options.now })
@@ -68,3 +69,10 @@ export function createApp(options: AppOptions) {
 }
 
 export type Service = ReturnType<typeof createApp>
+
+/** The driver's own reason for a failed query (code and message), without SQL or parameters. */
+function driverReason(error: unknown): string {
+  const cause = (error as { cause?: { code?: unknown; message?: unknown } })?.cause
+  if (cause && typeof cause.message === 'string') return `${String(cause.code ?? 'error')}: ${cause.message}`
+  return error instanceof Error ? error.name : 'unknown error'
+}
