@@ -30,9 +30,8 @@ export interface Config {
   port: number
   databaseUrl: string | undefined
   dataDir: string
-  adminToken: string
-  /** True when no ADMIN_TOKEN was given and one was generated for this process. */
-  adminTokenGenerated: boolean
+  /** ADMIN_TOKEN; undefined: kept in DATA_DIR or refused (src/process/admin-token.ts). */
+  adminToken: string | undefined
   /** Shared rate-limit counters; undefined: each instance counts alone. */
   redisUrl: string | undefined
   /** TRUST_PROXY entries as written (addresses or CIDR ranges); empty: trust no proxy. */
@@ -70,13 +69,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   const env_ = parsed as Static<typeof Environment>
   const trustProxy = (env_.TRUST_PROXY ?? '').split(',').map((entry) => entry.trim()).filter((entry) => entry !== '')
   parseTrustedProxies(trustProxy) // throws naming a bad entry, at start-up
-  const adminToken = env_.ADMIN_TOKEN ?? generateAdminToken()
   return {
     port: env_.PORT,
     databaseUrl: env_.DATABASE_URL,
     dataDir: env_.DATA_DIR,
-    adminToken,
-    adminTokenGenerated: env_.ADMIN_TOKEN === undefined,
+    adminToken: env_.ADMIN_TOKEN,
     redisUrl: env_.REDIS_URL,
     trustProxy,
     rateLimits: {
@@ -100,8 +97,4 @@ function budget(written: string, variable: string): Budget {
     )
   }
   return { limit, windowSeconds }
-}
-
-function generateAdminToken(): string {
-  return 'adm_' + Buffer.from(crypto.getRandomValues(new Uint8Array(24))).toString('base64url')
 }

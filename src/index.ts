@@ -5,6 +5,8 @@ import { createApp, type Service } from './app.ts'
 import { loadConfig } from './config.ts'
 import { bootstrapFirstOwner } from './dashboard/bootstrap.ts'
 import { createLogger, flushLog, lineLogger } from './observability/log.ts'
+import { resolveAdminToken } from './process/admin-token.ts'
+import { lockDataDir } from './process/data-dir-lock.ts'
 
 // config -> database -> migrations -> app -> listen; stop gracefully on SIGTERM/SIGINT.
 // The signal handlers come first: a stop during a slow start closes what was opened.
@@ -13,6 +15,7 @@ let service: Service | undefined
 let stopping = false
 // JSON until the configuration says otherwise (a bad configuration is reported as JSON too).
 let logger = createLogger()
+let releaseDataDir: (() => void) | undefined
 
 async function stop(signal: string) {
   if (stopping) return
@@ -26,14 +29,37 @@ async function stop(signal: string) {
 }
 process.on('SIGTERM', () => void stop('SIGTERM'))
 process.on('SIGINT', () => void stop('SIGINT'))
+// However the process ends (short of kill -9, which leaves a lock the next start takes over).
+process.on('exit', () => releaseDataDir?.())
+
+/** Start-up refusals (directory or port taken, missing ADMIN_TOKEN): one line, exit 1. */
+function refuse(message: string): never {
+  logger.error(`keygate cannot start: ${message}`)
+  flushLog()
+  process.exit(1)
+}
 
 const config = loadConfig()
 logger = createLogger({ format: config.logFormat })
+// Before anything reads the directory: a second process must never touch the database.
+if (!config.databaseUrl) {
+  try {
+    releaseDataDir = lockDataDir(config.dataDir)
+  } catch (error) {
+    refuse((error as Error).message)
+  }
+}
+let adminToken: ReturnType<typeof resolveAdminToken>
+try {
+  adminToken = resolveAdminToken(config)
+} catch (error) {
+  refuse((error as Error).message)
+}
 database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir })
 await migrate(database)
 service = createApp({
   database,
-  adminToken: config.adminToken,
+  adminToken: adminToken.token,
   rateLimits: config.rateLimits,
   trustProxy: config.trustProxy,
   redisUrl: config.redisUrl,
@@ -43,17 +69,27 @@ service = createApp({
   keyChanges: true,
 })
 if (!stopping) {
-  service.app.listen({
-    port: config.port,
-    // A little over the API's 1 MiB so that the API, not the socket, answers 413 with a body.
-    maxRequestBodySize: MAX_BODY_BYTES + 64 * 1024,
-  })
+  try {
+    service.app.listen({
+      port: config.port,
+      // Elysia turns port sharing on by default: two instances would split one port silently.
+      reusePort: false,
+      // A little over the API's 1 MiB so that the API, not the socket, answers 413 with a body.
+      maxRequestBodySize: MAX_BODY_BYTES + 64 * 1024,
+    })
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw error
+    await database.close()
+    refuse(`port ${config.port} is already in use; stop what listens there or set PORT`)
+  }
   const port = service.app.server!.port
   const where = config.databaseUrl ? 'PostgreSQL (DATABASE_URL)' : `embedded PGlite in ${config.dataDir}`
   logger.info(`keygate listening on http://localhost:${port} with ${where}`)
-  if (config.adminTokenGenerated) {
-    // One of the two lines allowed to hold a secret (contract section 13).
-    logger.info(`admin token for this run (set ADMIN_TOKEN to choose one): ${config.adminToken}`)
+  if (adminToken.created) {
+    // One of the two lines allowed to hold a secret (contract section 13), on this start only.
+    logger.info(`admin token generated and kept in ${adminToken.file} (set ADMIN_TOKEN to choose one): ${adminToken.token}`)
+  } else if (adminToken.file) {
+    logger.info(`admin token: kept in ${adminToken.file}`)
   }
   // An empty database gets a first business and owner, with a one-time sign-in link printed once.
   await bootstrapFirstOwner(database.db, { baseUrl: `http://localhost:${port}`, log: lineLogger(logger, 'info') })
