@@ -51,8 +51,11 @@ interface Failure {
 }
 
 function describe(code: string | number, error: unknown, method: string, path: string): Failure {
-  // Elysia wraps whatever a parse hook throws, the key chain's refusals included.
-  if (code === 'PARSE' && error instanceof Error && error.cause instanceof ApiError) error = error.cause
+  // Elysia wraps whatever a parse hook throws as a parse error: the key chain's refusals, and
+  // the key lookup's database errors too, which are no fault of the body.
+  if (code === 'PARSE' && error instanceof Error && error.cause !== undefined) {
+    if (error.cause instanceof ApiError || isDatabaseUnavailable(error.cause)) error = error.cause
+  }
   if (error instanceof ApiError) {
     return { code: error.code, status: error.status, message: error.message, headers: error.headers }
   }
@@ -69,19 +72,19 @@ function describe(code: string | number, error: unknown, method: string, path: s
   if (error instanceof ValidationError) {
     return { code: 'invalid_request', status: 400, message: validationMessage(error) }
   }
-  if (code === 'PARSE') {
-    return {
-      code: 'invalid_request',
-      status: 400,
-      message: 'The body is not valid JSON. Send a JSON document with "Content-Type: application/json".',
-    }
-  }
   if (isDatabaseUnavailable(error)) {
     return {
       code: 'unavailable',
       status: 503,
       message: 'The database is not answering; nothing was written. Retry after the delay in Retry-After.',
       headers: { 'retry-after': '5' },
+    }
+  }
+  if (code === 'PARSE') {
+    return {
+      code: 'invalid_request',
+      status: 400,
+      message: 'The body is not valid JSON. Send a JSON document with "Content-Type: application/json".',
     }
   }
   return {

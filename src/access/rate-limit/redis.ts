@@ -44,6 +44,8 @@ return {grant, math.max(0, room - grant), wait}
 
 /** A Redis that does not answer within this long counts as gone for this request. */
 const ANSWER_TIMEOUT_MS = 250
+/** The first connection, at start-up, may take longer (a busy machine starting everything at once). */
+const FIRST_CONNECT_TIMEOUT_MS = 3_000
 const PROBE_INTERVAL_MS = 1_000
 
 export function createSharedCounters(url: string, log: (line: string) => void): SharedCounters {
@@ -51,7 +53,7 @@ export function createSharedCounters(url: string, log: (line: string) => void): 
     // Fail at once while disconnected instead of queueing requests behind a dead server.
     enableOfflineQueue: false,
     autoReconnect: true,
-    connectionTimeout: 1_000,
+    connectionTimeout: FIRST_CONNECT_TIMEOUT_MS,
   })
   let up = false
   let probing: ReturnType<typeof setInterval> | null = null
@@ -87,7 +89,7 @@ export function createSharedCounters(url: string, log: (line: string) => void): 
   // Starts down; the first probe (at once) brings it up, logged as "back" only after a fall.
   void (async () => {
     try {
-      await withTimeout(client.connect())
+      await withTimeout(client.connect(), FIRST_CONNECT_TIMEOUT_MS)
       up = true
     } catch (error) {
       markDown(error)
@@ -124,12 +126,12 @@ export function createSharedCounters(url: string, log: (line: string) => void): 
   }
 }
 
-function withTimeout<T>(promise: Promise<T>): Promise<T> {
+function withTimeout<T>(promise: Promise<T>, ms = ANSWER_TIMEOUT_MS): Promise<T> {
   let timer: ReturnType<typeof setTimeout>
   return Promise.race([
     promise,
     new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`no answer within ${ANSWER_TIMEOUT_MS} ms`)), ANSWER_TIMEOUT_MS)
+      timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms)
     }),
   ]).finally(() => clearTimeout(timer))
 }
