@@ -248,6 +248,20 @@ describe('cli keys update', () => {
     expect(stored.description).toBeNull()
   })
 
+  test('--rate-limit sets the key\'s budget, default gives it back to the service default, and a bad value is a usage error', async () => {
+    const businessId = await seedBusiness(service)
+    const { record } = await seedKey(service, businessId, { type: 'private' })
+    const set = await cli(['keys', 'update', record.id, '--rate-limit', '100/60'])
+    expect(set.code).toBe(0)
+    expect(set.stdout).toMatch(/^rate limit\s+100 per 60 s$/m)
+    expect((await service.services.keys.get(null, record.id)).rateLimitLimit).toBe(100)
+    const reset = await cliJson<KeyJson>(['keys', 'update', record.id, '--rate-limit', 'default'])
+    expect(reset).toMatchObject({ rateLimit: null })
+    const bad = await cli(['keys', 'update', record.id, '--rate-limit', '100 per minute'])
+    expect(bad.code).toBe(2)
+    expect(bad.stderr).toContain('--rate-limit takes REQUESTS/SECONDS')
+  })
+
   test('without any change is a usage error', async () => {
     const businessId = await seedBusiness(service)
     const { record } = await seedKey(service, businessId)

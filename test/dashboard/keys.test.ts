@@ -171,6 +171,24 @@ describe('editing a key', () => {
     expect((await call(service, '/api/v0/whoami', { key, origin: 'https://example.com' })).status).toBe(403)
   })
 
+  test('sets the rate limit, shows the service default when there is none, and refuses half a limit', async () => {
+    const service = await testService()
+    const { businessId, session } = await memberOf(service)
+    const { record } = await seedKey(service, businessId)
+    const form = await (await getPage(service, `${KEYS}/${record.id}/edit`, session)).text()
+    expect(form).toContain('service default: 300 requests per 60 seconds')
+    const fields = { csrf: session.csrf, name: 'Web', origins: 'example.com', scopes: 'ANALYTICS_WRITE' }
+    const saved = await postForm(service, `${KEYS}/${record.id}/edit`, { ...fields, rateLimitLimit: '120', rateLimitWindow: '60' }, { cookie: session.cookie })
+    expect(saved.status).toBe(303)
+    expect(await stored(record.id)).toMatchObject({ rateLimitLimit: 120, rateLimitWindowSeconds: 60 })
+    const half = await postForm(service, `${KEYS}/${record.id}/edit`, { ...fields, rateLimitLimit: '120', rateLimitWindow: '' }, { cookie: session.cookie })
+    expect(half.status).toBe(400)
+    expect(await half.text()).toContain('Enter whole numbers for both the requests and the seconds')
+    const cleared = await postForm(service, `${KEYS}/${record.id}/edit`, { ...fields, rateLimitLimit: '', rateLimitWindow: '' }, { cookie: session.cookie })
+    expect(cleared.status).toBe(303)
+    expect(await stored(record.id)).toMatchObject({ rateLimitLimit: null, rateLimitWindowSeconds: null })
+  })
+
   test('keeps an expiry set to the second when its day is left as it was', async () => {
     const service = await testService()
     const { businessId, session } = await memberOf(service)
