@@ -247,18 +247,18 @@ describe('rateLimit on the key record', () => {
     expect(record.rateLimit).toEqual({ limit: 100, windowSeconds: 10 })
     const patched = await admin(service, `/keys/${record.id}`, { method: 'PATCH', body: { rateLimit: null } })
     expect(((await patched.json()) as { rateLimit: unknown }).rateLimit).toBeNull()
-    for (const [rateLimit, field] of [
-      [{ limit: 0, windowSeconds: 10 }, 'rateLimit'],
-      [{ limit: 1_000_001, windowSeconds: 10 }, 'rateLimit'],
-      [{ limit: 1.5, windowSeconds: 10 }, 'rateLimit'],
-      [{ limit: 10, windowSeconds: 86_401 }, 'rateLimit'],
-      [{ limit: 10 }, 'rateLimit'],
-      ['100/60', 'rateLimit'],
-    ] as const) {
+    for (const rateLimit of [
+      { limit: 0, windowSeconds: 10 },
+      { limit: 1_000_001, windowSeconds: 10 },
+      { limit: 1.5, windowSeconds: 10 },
+      { limit: 10, windowSeconds: 86_401 },
+      { limit: 10 },
+      '100/60',
+    ]) {
       const refused = await admin(service, `/keys/${record.id}`, { method: 'PATCH', body: { rateLimit } })
       expect(refused.status).toBe(400)
       const { message } = await errorOf(refused)
-      expect(message).toContain(`"${field}"`)
+      expect(message).toContain('"rateLimit"')
       expect(message).toContain('windowSeconds": 1-86400')
     }
     const { db } = await testDatabase()
