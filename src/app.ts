@@ -17,7 +17,7 @@ import { createKeyService } from './keys/service.ts'
 import { createClientAddressOf, type ClientAddressOf } from './access/client-address.ts'
 import { createFailureBudget, createRateLimiter } from './access/rate-limit/limiter.ts'
 import { createAdminGuard } from './admin/auth.ts'
-import type { Config } from './config.ts'
+import { DEFAULT_INGEST_QUEUE_ROWS, DEFAULT_RATE_LIMITS, type Config } from './config.ts'
 import { feedKeyChanges, type KeyChangeFeedOptions } from './access/key-invalidation.ts'
 import { createLogger, errorFields, lineLogger, type Logger } from './observability/log.ts'
 import { createMetrics, type Metrics } from './observability/metrics.ts'
@@ -55,13 +55,6 @@ export interface AppOptions {
   keyChanges?: boolean | KeyChangeFeedOptions
 }
 
-/** Contract section 8's defaults. */
-export const DEFAULT_RATE_LIMITS: Config['rateLimits'] = {
-  public: { limit: 300, windowSeconds: 60 },
-  private: { limit: 6000, windowSeconds: 60 },
-  apiAuthFailures: { limit: 300, windowSeconds: 60 },
-  adminAuthFailures: { limit: 30, windowSeconds: 60 },
-}
 
 /**
  * Builds the whole service without listening: src/index.ts serves it, tests call
@@ -115,7 +108,7 @@ export function createApp(options: AppOptions) {
     onShutdown: (task) => void shutdownTasks.push(task),
     reportIngest: (source) => metrics.readIngest(source),
     ingest: {
-      maxQueuedRows: options.ingestQueueRows ?? 20_000,
+      maxQueuedRows: options.ingestQueueRows ?? DEFAULT_INGEST_QUEUE_ROWS,
       // PGlite has one connection: a second insert would only wait behind the first.
       concurrency: options.database.engine === 'postgres' ? 2 : 1,
     },

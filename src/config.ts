@@ -4,6 +4,25 @@ import { parseTrustedProxies } from './access/client-address.ts'
 
 const BUDGET = '^[0-9]{1,7}/[0-9]{1,5}$'
 
+/** A budget: `<limit>/<seconds>` (contract section 8). */
+export interface Budget {
+  limit: number
+  windowSeconds: number
+}
+
+/** Contract section 8's defaults, and the one place they are written. */
+export const DEFAULT_RATE_LIMITS = {
+  public: { limit: 300, windowSeconds: 60 },
+  private: { limit: 6000, windowSeconds: 60 },
+  apiAuthFailures: { limit: 300, windowSeconds: 60 },
+  adminAuthFailures: { limit: 30, windowSeconds: 60 },
+} as const satisfies Record<string, Budget>
+
+/** Most analytics rows waiting to be committed, by default (INGEST_QUEUE_ROWS). */
+export const DEFAULT_INGEST_QUEUE_ROWS = 20_000
+
+const written = (budget: Budget) => `${budget.limit}/${budget.windowSeconds}`
+
 const Environment = t.Object({
   PORT: t.Integer({ minimum: 0, maximum: 65535, default: 3000 }),
   DATABASE_URL: t.Optional(t.String({ pattern: '^postgres(ql)?://' })),
@@ -11,20 +30,14 @@ const Environment = t.Object({
   ADMIN_TOKEN: t.Optional(t.String({ minLength: 16 })),
   REDIS_URL: t.Optional(t.String({ pattern: '^rediss?://' })),
   TRUST_PROXY: t.Optional(t.String({ minLength: 1 })),
-  RATE_LIMIT_PUBLIC: t.String({ pattern: BUDGET, default: '300/60' }),
-  RATE_LIMIT_PRIVATE: t.String({ pattern: BUDGET, default: '6000/60' }),
-  RATE_LIMIT_API_AUTH_FAILURES: t.String({ pattern: BUDGET, default: '300/60' }),
-  RATE_LIMIT_ADMIN_AUTH_FAILURES: t.String({ pattern: BUDGET, default: '30/60' }),
-  INGEST_QUEUE_ROWS: t.Integer({ minimum: 1, maximum: 10_000_000, default: 20_000 }),
+  RATE_LIMIT_PUBLIC: t.String({ pattern: BUDGET, default: written(DEFAULT_RATE_LIMITS.public) }),
+  RATE_LIMIT_PRIVATE: t.String({ pattern: BUDGET, default: written(DEFAULT_RATE_LIMITS.private) }),
+  RATE_LIMIT_API_AUTH_FAILURES: t.String({ pattern: BUDGET, default: written(DEFAULT_RATE_LIMITS.apiAuthFailures) }),
+  RATE_LIMIT_ADMIN_AUTH_FAILURES: t.String({ pattern: BUDGET, default: written(DEFAULT_RATE_LIMITS.adminAuthFailures) }),
+  INGEST_QUEUE_ROWS: t.Integer({ minimum: 1, maximum: 10_000_000, default: DEFAULT_INGEST_QUEUE_ROWS }),
   LOG_FORMAT: t.Union([t.Literal('json'), t.Literal('pretty')], { default: 'json' }),
   LOG_REQUESTS: t.Union([t.Literal('0'), t.Literal('1')], { default: '0' }),
 })
-
-/** A budget: `<limit>/<seconds>` (contract section 8). */
-export interface Budget {
-  limit: number
-  windowSeconds: number
-}
 
 export interface Config {
   port: number

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { startRedis, eventually } from '../support/redis-server.ts'
+import { startRedis, waitUntil } from '../support/redis-server.ts'
 import { call, seedBusiness, seedKey, testService } from '../support/service.ts'
 import type { Service } from '../../src/app.ts'
 import { createLogger } from '../../src/observability/log.ts'
@@ -35,7 +35,7 @@ describe.if(!redisMissing)('several instances with REDIS_URL', () => {
         }),
       ),
     )
-    await eventually(() => instances.every((instance) => instance.services.limiter.sharing()), 'both instances to reach Redis')
+    await waitUntil(() => instances.every((instance) => instance.services.limiter.sharing()), 'both instances to reach Redis')
     return instances
   }
 

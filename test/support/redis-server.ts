@@ -42,7 +42,7 @@ export async function freePort(): Promise<number> {
 }
 
 /** Waits until `condition` holds, polling; fails naming `what` after `timeoutMs`. */
-export async function eventually(condition: () => boolean, what: string, timeoutMs = 5_000): Promise<void> {
+export async function waitUntil(condition: () => boolean, what: string, timeoutMs = 5_000): Promise<void> {
   const deadline = Date.now() + timeoutMs
   while (!condition()) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)

@@ -1,3 +1,4 @@
+import { DEFAULT_INGEST_QUEUE_ROWS } from '../../config.ts'
 import { ApiError } from '../../errors.ts'
 
 export interface GroupCommitStats {
@@ -71,7 +72,7 @@ interface Waiting<Row> {
  */
 export function createGroupCommitter<Row>(options: GroupCommitOptions<Row>): GroupCommitter<Row> {
   const maxBatchRows = options.maxBatchRows ?? 500
-  const maxQueuedRows = options.maxQueuedRows ?? 20_000
+  const maxQueuedRows = options.maxQueuedRows ?? DEFAULT_INGEST_QUEUE_ROWS
   const maxTenantRows = options.maxTenantRows ?? Math.max(1, Math.floor(maxQueuedRows / 2))
   const concurrency = options.concurrency ?? 1
   const isUnavailable = options.isUnavailable ?? (() => false)
