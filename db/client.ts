@@ -4,6 +4,8 @@ import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js'
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core'
 import { sql, type SQL } from 'drizzle-orm'
 import postgres from 'postgres'
+import { watchAvailability, type Availability } from './availability.ts'
+import { boundedClient, probe } from './deadline.ts'
 import { listenForever, type ListenHandlers, type Listener, type ListenOptions } from './notifications.ts'
 import { pgliteAssets } from './pglite-assets.ts'
 import * as schema from './schema/index.ts'
@@ -16,6 +18,8 @@ export interface Database {
   readonly engine: 'pglite' | 'postgres'
   /** Resolves when the database answers a trivial query; rejects otherwise. */
   ping(): Promise<void>
+  /** Down from a connection-level failure until a probe answers (db/availability.ts). */
+  readonly availability: Availability
   /**
    * Runs `task` alone across every instance sharing this database: on PostgreSQL under an
    * advisory lock held by a connection of its own, which `task` also runs on (instances
@@ -38,23 +42,43 @@ export interface DatabaseOptions {
   dataDir: string
   /** postgres.js pool size. */
   maxConnections?: number
+  /**
+   * Longest wait for one statement (or one whole transaction) on PostgreSQL, in ms: both the
+   * server's statement_timeout and a client-side deadline (db/deadline.ts). The contract
+   * wants a 503 within 5 s when the database hangs.
+   */
+  queryTimeoutMs?: number
 }
+
+const QUERY_TIMEOUT_MS = 4_000
+/** The readiness probe and the availability probe: shorter than any client's patience. */
+const PROBE_TIMEOUT_MS = 2_000
 
 export async function openDatabase(options: DatabaseOptions): Promise<Database> {
   if (options.databaseUrl) {
-    const client = postgres(options.databaseUrl, {
+    const queryTimeoutMs = options.queryTimeoutMs ?? QUERY_TIMEOUT_MS
+    const raw = postgres(options.databaseUrl, {
       max: options.maxConnections ?? 10,
       onnotice: () => {},
       // A dead server must surface as an error quickly (503 unavailable), not hang.
       connect_timeout: 5,
+      // postgres.js waits up to 20 s between reconnections after a run of failures: the
+      // service would stay down that long after the database is back. Half a second at most.
+      backoff: (retries) => Math.min(0.05 * 2 ** retries, 0.5),
+      connection: {
+        statement_timeout: queryTimeoutMs,
+        // A transaction its client gave up on (a deadline) must not hold its locks.
+        idle_in_transaction_session_timeout: queryTimeoutMs * 2,
+      },
     })
-    const db = drizzlePostgres(client, { schema }) as unknown as Db
+    const ping = () => probe(raw, PROBE_TIMEOUT_MS)
+    const availability = watchAvailability(ping)
+    const db = drizzlePostgres(boundedClient(raw, queryTimeoutMs, availability), { schema }) as unknown as Db
     return {
       db,
       engine: 'postgres',
-      ping: async () => {
-        await client`select 1`
-      },
+      ping,
+      availability,
       exclusively: async (task) => {
         const single = postgres(options.databaseUrl!, { max: 1, onnotice: () => {}, connect_timeout: 5 })
         try {
@@ -67,19 +91,31 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
       },
       listen: (channel, handlers, listenOptions) =>
         listenForever(options.databaseUrl!, channel, handlers, listenOptions),
-      close: () => client.end({ timeout: 5 }),
+      close: async () => {
+        availability.close()
+        await raw.end({ timeout: 5 })
+      },
     }
   }
+  // In process: no network to hang, and a statement runs on this thread (a timer could not
+  // interrupt it), so statements are not bounded; availability only ever changes if the
+  // embedded engine itself fails.
   const client = await PGlite.create(options.dataDir, await pgliteAssets())
   const db = drizzlePglite(client, { schema }) as unknown as Db
+  const ping = async () => {
+    await client.query('select 1')
+  }
+  const availability = watchAvailability(ping)
   return {
     db,
     engine: 'pglite',
-    ping: async () => {
-      await client.query('select 1')
-    },
+    ping,
+    availability,
     exclusively: (task) => task(db),
-    close: () => client.close(),
+    close: async () => {
+      availability.close()
+      await client.close()
+    },
   }
 }
 

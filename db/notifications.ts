@@ -20,6 +20,12 @@ export interface ListenOptions {
   /** First delay before reconnecting; doubles on each failed attempt up to `maxReconnectDelayMs`. */
   reconnectDelayMs?: number
   maxReconnectDelayMs?: number
+  /**
+   * While listening, a `select 1` on the connection this often, which must answer within
+   * the same time: a path that hangs (no reset, no close) would otherwise look like a quiet
+   * channel, and this instance would trust cached keys that others have changed.
+   */
+  heartbeatMs?: number
 }
 
 /**
@@ -28,7 +34,9 @@ export interface ListenOptions {
  * Not postgres.js's `sql.listen`: it re-listens once after a lost connection and gives up
  * silently when that one attempt fails (the database still down), and it tells nobody
  * the connection was lost. Here every loss is reported (so the caller can stop trusting
- * what it cached) and reconnection retries with a growing delay until it succeeds.
+ * what it cached), a silent connection is found by a heartbeat, and reconnection retries
+ * with a growing delay until it succeeds. Each attempt has a client of its own: a client
+ * whose connection hung is ended, not reused.
  */
 export function listenForever(
   databaseUrl: string,
@@ -38,33 +46,48 @@ export function listenForever(
 ): Listener {
   const firstDelay = options.reconnectDelayMs ?? 100
   const maxDelay = options.maxReconnectDelayMs ?? 5_000
+  const heartbeatMs = options.heartbeatMs ?? 500
   const applicationName = `keygate-listen-${crypto.randomUUID().slice(0, 8)}`
   let listening = false
   let closed = false
   let delay = firstDelay
   let retry: ReturnType<typeof setTimeout> | undefined
+  let heartbeat: ReturnType<typeof setInterval> | undefined
+  let client: postgres.Sql | null = null
 
-  const client = postgres(databaseUrl, {
-    max: 1,
-    // The connection must stay open while idle: it is idle until a notification arrives.
-    idle_timeout: 0,
-    max_lifetime: null,
-    fetch_types: false,
-    connect_timeout: 5,
-    onnotice: () => {},
-    connection: { application_name: applicationName },
-    onclose() {
-      if (closed) return
-      lost(new Error('notification connection closed'))
-    },
-    // The connection option postgres.js's own `listen` is built on (src/index.js); not in
-    // its typings. The PostgreSQL tests (test/api/invalidation.test.ts) pin it.
-    onnotify(name: string, payload: string) {
-      if (name === channel) handlers.onNotify(payload)
-    },
-  } as postgres.Options<{}>)
+  function connect(): postgres.Sql {
+    const own: postgres.Sql = postgres(databaseUrl, {
+      max: 1,
+      // The connection must stay open while idle: it is idle until a notification arrives.
+      idle_timeout: 0,
+      max_lifetime: null,
+      fetch_types: false,
+      connect_timeout: 5,
+      onnotice: () => {},
+      connection: { application_name: applicationName },
+      onclose() {
+        if (client === own) lost(new Error('notification connection closed'))
+      },
+      // The connection option postgres.js's own `listen` is built on (src/index.js); not in
+      // its typings. The PostgreSQL tests (test/api/invalidation.test.ts) pin it.
+      onnotify(name: string, payload: string) {
+        if (name === channel && client === own) handlers.onNotify(payload)
+      },
+    } as postgres.Options<{}>)
+    return own
+  }
+
+  function drop(): void {
+    clearInterval(heartbeat)
+    heartbeat = undefined
+    const old = client
+    client = null
+    void old?.end({ timeout: 0 }).catch(() => {})
+  }
 
   function lost(error: unknown): void {
+    drop()
+    if (closed) return
     if (listening) {
       listening = false
       handlers.onLost(error)
@@ -81,16 +104,36 @@ export function listenForever(
     delay = Math.min(delay * 2, maxDelay)
   }
 
-  async function listen(): Promise<void> {
+  async function within<T>(query: Promise<T>, ms: number): Promise<T> {
+    let timer: ReturnType<typeof setTimeout> | undefined
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`notification connection silent for ${ms} ms`)), ms)
+    })
     try {
-      await client`listen ${client(channel)}`
+      return await Promise.race([query, late])
+    } finally {
+      clearTimeout(timer)
+    }
+  }
+
+  async function listen(): Promise<void> {
+    const own = connect()
+    client = own
+    try {
+      await within(own`listen ${own(channel)}`, 5_000)
     } catch (error) {
-      lost(error)
+      if (client === own) lost(error)
       return
     }
-    if (closed) return
+    if (closed || client !== own) return
     delay = firstDelay
     listening = true
+    heartbeat = setInterval(() => {
+      within(own`select 1`, heartbeatMs).catch((error: unknown) => {
+        if (client === own) lost(error)
+      })
+    }, heartbeatMs)
+    heartbeat.unref?.()
     handlers.onListening()
   }
 
@@ -104,8 +147,11 @@ export function listenForever(
     async close() {
       closed = true
       clearTimeout(retry)
+      clearInterval(heartbeat)
       listening = false
-      await client.end({ timeout: 5 })
+      const last = client
+      client = null
+      await last?.end({ timeout: 5 })
     },
   }
 }

@@ -1,5 +1,6 @@
 import { Elysia } from 'elysia'
 import type { Database } from '../db/client.ts'
+import { isDatabaseUnavailable } from '../db/faults.ts'
 import { createKeyStore, type KeyStoreOptions } from './access/key-store.ts'
 import { createLastUsedRecorder } from './access/last-used.ts'
 import { createAccessPlugin } from './access/plugin.ts'
@@ -69,8 +70,12 @@ export function createApp(options: AppOptions) {
   const keyFeed = options.keyChanges
     ? feedKeyChanges(options.database, keyStore, logger, options.keyChanges === true ? {} : options.keyChanges)
     : null
+  watchDatabaseInLog(options.database, logger)
   const lastUsed = createLastUsedRecorder(db, {
-    onError: (e) => logger.error('lastUsedAt write failed', errorFields(e)),
+    // An outage is logged once, as a state change; its failed writes are retried silently.
+    onError: (e) => {
+      if (!isDatabaseUnavailable(e)) logger.error('lastUsedAt write failed', errorFields(e))
+    },
   })
   const keys = createKeyService(db, (hash) => keyStore.invalidate(hash))
   const budgets = options.rateLimits ?? DEFAULT_RATE_LIMITS
@@ -154,3 +159,11 @@ export function createApp(options: AppOptions) {
 }
 
 export type Service = ReturnType<typeof createApp>
+
+/** One line when the database stops answering, one when it is back; never a statement. */
+function watchDatabaseInLog(database: Database, logger: Logger): void {
+  database.availability.onChange((change) => {
+    if (change.up) logger.info('database answers again', { downForMs: change.downForMs })
+    else logger.warn('database unavailable: requests that need it answer 503 until it is back', errorFields(change.error))
+  })
+}

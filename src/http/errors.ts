@@ -1,5 +1,6 @@
 import { Elysia, ValidationError } from 'elysia'
-import { ApiError, causeCodes, errorBody, type ErrorCode } from '../errors.ts'
+import { isDatabaseUnavailable } from '../../db/faults.ts'
+import { ApiError, errorBody, type ErrorCode } from '../errors.ts'
 import { errorFields, type Logger } from '../observability/log.ts'
 import { methodLabel, UNMATCHED_ROUTE } from '../observability/metrics.ts'
 import { API_PREFIX, stampApiAnswer, stampRequestId } from './request-context.ts'
@@ -76,7 +77,8 @@ function describe(code: string | number, error: unknown, method: string, path: s
     return {
       code: 'unavailable',
       status: 503,
-      message: 'The database is not answering; nothing was written. Retry after the delay in Retry-After.',
+      // Not "nothing was written": a statement past its deadline may still commit later.
+      message: 'The database is not answering. Retry after the delay in Retry-After.',
       headers: { 'retry-after': '5' },
     }
   }
@@ -102,20 +104,4 @@ function validationMessage(error: ValidationError): string {
   const custom = (first.schema as { error?: unknown }).error
   const reason = typeof custom === 'string' ? custom : first.message
   return field ? `Invalid ${where} field "${field}": ${reason}.` : `Invalid ${where}: ${reason}.`
-}
-
-const UNAVAILABLE_CODES = new Set([
-  'ECONNREFUSED',
-  'ECONNRESET',
-  'CONNECT_TIMEOUT',
-  'CONNECTION_CLOSED',
-  'CONNECTION_ENDED',
-  'CONNECTION_DESTROYED',
-  '57P01', // admin_shutdown
-  '57P03', // cannot_connect_now
-  '53300', // too_many_connections
-])
-
-export function isDatabaseUnavailable(error: unknown): boolean {
-  return causeCodes(error).some((code) => UNAVAILABLE_CODES.has(code))
 }

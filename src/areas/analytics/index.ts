@@ -1,7 +1,7 @@
 import { Elysia, type Static } from 'elysia'
 import type { AccessContext } from '../../access/plugin.ts'
 import type { RouteAccess } from '../../access/scopes.ts'
-import { isDatabaseUnavailable } from '../../http/errors.ts'
+import { isDatabaseUnavailable } from '../../../db/faults.ts'
 import type { AreaDeps } from '../deps.ts'
 import { decodePosition, pageSize, positionCursor, toPage } from '../shared/paging.ts'
 import { assertJsonSize, assertStorable, DATE_RANGE_TEXT, fieldPath, invalidField, isAcceptedDate, recordPath } from '../shared/validation.ts'

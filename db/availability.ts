@@ -1,0 +1,106 @@
+import { causeCodes } from '../src/errors.ts'
+import { DatabaseDownError, isDatabaseUnavailable, QUERY_CANCELED } from './faults.ts'
+
+/**
+ * Whether the database answers, as seen from this process. The first connection-level
+ * failure marks it down: statements then fail at once (a 503 now rather than one more
+ * query queued behind a dead server) while a probe asks every `probeIntervalMs` until it
+ * answers. Listeners hear each change once: the log gets one line per outage, not one
+ * per failed statement.
+ */
+export interface Availability {
+  readonly up: boolean
+  /** Throws DatabaseDownError while down. */
+  admit(): void
+  /** Notes a failed statement; true when the failure means the database is unavailable. */
+  failed(error: unknown): boolean
+  onChange(listener: AvailabilityListener): void
+  /**
+   * Calls `abort` if the database is found down before the returned function is called:
+   * statements waiting on it fail then, not at their own deadline.
+   */
+  abortOnDown(abort: () => void): () => void
+  close(): void
+}
+
+export type AvailabilityListener = (change: { up: true; downForMs: number } | { up: false; error: unknown }) => void
+
+export function watchAvailability(
+  probe: () => Promise<void>,
+  options: { probeIntervalMs?: number; clock?: () => number } = {},
+): Availability {
+  const interval = options.probeIntervalMs ?? 500
+  const clock = options.clock ?? Date.now
+  const listeners: AvailabilityListener[] = []
+  const waiting = new Set<() => void>()
+  let downSince: number | null = null
+  let timer: ReturnType<typeof setTimeout> | null = null
+  let closed = false
+
+  function emit(change: Parameters<AvailabilityListener>[0]): void {
+    for (const listener of listeners) {
+      try {
+        listener(change)
+      } catch {
+        // A listener's fault must not keep the others from hearing the change.
+      }
+    }
+  }
+
+  function schedule(delay: number): void {
+    if (closed || timer !== null) return
+    timer = setTimeout(() => void attempt(), delay)
+    timer.unref?.()
+  }
+
+  async function attempt(): Promise<void> {
+    try {
+      await probe()
+    } catch {
+      timer = null
+      schedule(interval)
+      return
+    }
+    timer = null
+    if (downSince === null) return
+    const downForMs = clock() - downSince
+    downSince = null
+    emit({ up: true, downForMs })
+  }
+
+  return {
+    get up() {
+      return downSince === null
+    },
+    admit() {
+      if (downSince !== null) throw new DatabaseDownError()
+    },
+    failed(error) {
+      if (!isDatabaseUnavailable(error)) return false
+      // A statement the server itself cancelled (statement_timeout) says the server answers.
+      const serverAnswered = causeCodes(error).includes(QUERY_CANCELED)
+      if (downSince === null && !serverAnswered && !(error instanceof DatabaseDownError)) {
+        downSince = clock()
+        emit({ up: false, error })
+        const aborts = [...waiting]
+        waiting.clear()
+        for (const abort of aborts) abort()
+        // Probe at once: one slow statement on a live server should close this quickly.
+        schedule(0)
+      }
+      return true
+    },
+    onChange(listener) {
+      listeners.push(listener)
+    },
+    abortOnDown(abort) {
+      waiting.add(abort)
+      return () => void waiting.delete(abort)
+    },
+    close() {
+      closed = true
+      if (timer !== null) clearTimeout(timer)
+      timer = null
+    },
+  }
+}

@@ -1,0 +1,125 @@
+import type { Sql } from 'postgres'
+import type { Availability } from './availability.ts'
+import { DatabaseDeadlineError, DatabaseDownError } from './faults.ts'
+
+/**
+ * A postgres.js client whose every statement answers within `ms`, or fails with
+ * DatabaseDeadlineError (DatabaseDownError at once while the database is known down).
+ * postgres.js has no client-side query timeout: a server that hangs, or a network path that
+ * drops packets without a reset, would hold a request until the socket gives up, minutes
+ * later. The server's own statement_timeout covers a live server; this covers the path.
+ *
+ * The caller gets the error; the statement itself is not cancelled. A cancel request would
+ * travel the same dead path, the server's statement_timeout (the same length) stops one that
+ * runs on, and postgres.js's cancel of a statement queued on a connection that is still
+ * connecting leaves that connection stuck for good (test/faults/database.test.ts found it).
+ * So a statement may still run once the database answers again: a write whose caller may
+ * be told 503 runs in a transaction. A transaction has one deadline for the whole of it;
+ * once past, its next statement fails, and it rolls back instead of committing.
+ *
+ * Drizzle calls `unsafe()` (then `.values()`) and `begin()`; tagged templates are our own.
+ * Everything else passes through untouched.
+ */
+export function boundedClient(sql: Sql, ms: number, availability: Availability): Sql {
+  return bound(sql, () => Date.now() + ms, ms, availability)
+}
+
+/**
+ * `select 1` within `ms` on the raw client: the availability probe, which must reach the
+ * server while statements are being refused.
+ */
+export async function probe(sql: Sql, ms: number): Promise<void> {
+  await settleBy(sql`select 1`, Date.now() + ms, ms, null)
+}
+
+function bound(sql: Sql, deadlineOf: () => number, ms: number, availability: Availability): Sql {
+  return new Proxy(sql, {
+    apply(target, self, args) {
+      return bounded(Reflect.apply(target, self, args) as object, deadlineOf(), ms, availability)
+    },
+    get(target, property) {
+      const value = Reflect.get(target, property, target) as unknown
+      if (property === 'unsafe') {
+        return (...args: unknown[]) =>
+          bounded((value as (...a: unknown[]) => object).apply(target, args), deadlineOf(), ms, availability)
+      }
+      if (property === 'begin') {
+        return (...args: unknown[]) => {
+          const deadline = deadlineOf()
+          const body = args.pop() as (tx: Sql) => unknown
+          const inner = (tx: Sql) => body(bound(tx, () => deadline, ms, availability))
+          // Not started until awaited, like a statement: the deadline counts from the call.
+          const transaction: Work = {
+            then: (onValue, onError) =>
+              (value as (...a: unknown[]) => Promise<unknown>).apply(target, [...args, inner]).then(onValue, onError),
+          }
+          return settleBy(transaction, deadline, ms, availability)
+        }
+      }
+      return typeof value === 'function' ? value.bind(target) : value
+    },
+  })
+}
+
+/** A pending postgres.js query (lazy: it runs when first awaited) that settles by `deadline`. */
+function bounded<Q extends object>(query: Q, deadline: number, ms: number, availability: Availability): Q {
+  let settled: Promise<unknown> | null = null
+  const proxy: Q = new Proxy(query, {
+    get(target, property) {
+      if (property === 'then' || property === 'catch' || property === 'finally') {
+        settled ??= settleBy(target as Q & Work, deadline, ms, availability)
+        const method = Reflect.get(settled, property, settled) as (...a: unknown[]) => unknown
+        return method.bind(settled)
+      }
+      const value = Reflect.get(target, property, target) as unknown
+      if (typeof value !== 'function') return value
+      // values(), raw() and the like return the query itself: keep the bound one.
+      return (...args: unknown[]) => {
+        const result = (value as (...a: unknown[]) => unknown).apply(target, args)
+        return result === target ? proxy : result
+      }
+    },
+  })
+  return proxy
+}
+
+/** `work` (started by its first `then`) settled by `deadline`, or sooner if the database is found down. */
+/** What settleBy waits on: a lazy query, or a transaction not begun until asked. */
+interface Work {
+  then(onValue: (value: unknown) => unknown, onError: (error: unknown) => unknown): unknown
+}
+
+function settleBy(
+  work: Work,
+  deadline: number,
+  ms: number,
+  availability: Availability | null,
+): Promise<unknown> {
+  return new Promise((resolve, reject) => {
+    const fail = (error: unknown) => {
+      availability?.failed(error)
+      reject(error)
+    }
+    try {
+      availability?.admit()
+    } catch (error) {
+      return reject(error)
+    }
+    const left = deadline - Date.now()
+    if (left <= 0) return fail(new DatabaseDeadlineError(ms))
+    let done = false
+    const finish = (): boolean => {
+      if (done) return false
+      done = true
+      clearTimeout(timer)
+      stopWatching()
+      return true
+    }
+    const timer = setTimeout(() => finish() && fail(new DatabaseDeadlineError(ms)), left)
+    const stopWatching = availability?.abortOnDown(() => finish() && reject(new DatabaseDownError())) ?? (() => {})
+    work.then(
+      (value) => finish() && resolve(value),
+      (error: unknown) => finish() && fail(error),
+    )
+  })
+}
