@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { startRedis, waitUntil } from '../support/redis-server.ts'
+import { startRedis } from '../support/redis-server.ts'
+import { waitUntil } from '../support/wait.ts'
 import { call, seedBusiness, seedKey, testService } from '../support/service.ts'
 import type { Service } from '../../src/app.ts'
 import { createLogger } from '../../src/observability/log.ts'

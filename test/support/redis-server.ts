@@ -40,12 +40,3 @@ export async function freePort(): Promise<number> {
   server.stop(true)
   return port
 }
-
-/** Waits until `condition` holds, polling; fails naming `what` after `timeoutMs`. */
-export async function waitUntil(condition: () => boolean, what: string, timeoutMs = 5_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await Bun.sleep(20)
-  }
-}
