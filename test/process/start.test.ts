@@ -1,49 +1,12 @@
-import { describe, expect, test } from 'bun:test'
+import { afterEach, describe, expect, test } from 'bun:test'
+import { killStartedProcesses, startProcess as start } from '../support/process.ts'
 import { existsSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 
 // Real processes (`bun src/index.ts`) on temp dirs and free ports. They do not depend on the
 // test database's engine, so they run once: in the pass without DATABASE_URL.
-const bun = process.execPath
-const entry = join(import.meta.dir, '../../src/index.ts')
-
-function start(env: Record<string, string>) {
-  const child = Bun.spawn([bun, entry], {
-    env: { PATH: process.env.PATH ?? '', PORT: '0', ...env },
-    stdout: 'pipe',
-    stderr: 'pipe',
-  })
-  let output = ''
-  const decoder = new TextDecoder()
-  const read = async (stream: ReadableStream<Uint8Array>) => {
-    for await (const chunk of stream) output += decoder.decode(chunk)
-  }
-  const done = Promise.all([read(child.stdout), read(child.stderr)])
-  return {
-    child,
-    output: () => output,
-    /** Resolves with the port once the process says it listens. */
-    async listening(): Promise<number> {
-      for (let i = 0; i < 600; i++) {
-        const port = /listening on http:\/\/localhost:(\d+)/.exec(output)?.[1]
-        if (port) return Number(port)
-        if (child.exitCode !== null) throw new Error(`exited ${child.exitCode}: ${output}`)
-        await Bun.sleep(50)
-      }
-      throw new Error(`did not listen: ${output}`)
-    },
-    async exited() {
-      const code = await child.exited
-      await done
-      return code
-    },
-    async stop() {
-      child.kill('SIGTERM')
-      return this.exited()
-    },
-  }
-}
+afterEach(killStartedProcesses)
 
 describe.if(!process.env.DATABASE_URL)('process start-up', () => {
   test('a second process on the same DATA_DIR exits naming it and does not touch the data', async () => {
