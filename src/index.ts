@@ -1,8 +1,8 @@
 import { openDatabase, type Database } from '../db/client.ts'
 import { migrate } from '../db/migrate.ts'
-import { MAX_BODY_BYTES } from './access/plugin.ts'
 import { createApp, type Service } from './app.ts'
 import { loadConfig } from './config.ts'
+import { SERVER_OPTIONS } from './http/server-options.ts'
 import { bootstrapFirstOwner } from './dashboard/bootstrap.ts'
 import { createLogger, flushLog, lineLogger } from './observability/log.ts'
 import { resolveAdminToken } from './process/admin-token.ts'
@@ -70,13 +70,7 @@ service = createApp({
 })
 if (!stopping) {
   try {
-    service.app.listen({
-      port: config.port,
-      // Elysia turns port sharing on by default: two instances would split one port silently.
-      reusePort: false,
-      // A little over the API's 1 MiB so that the API, not the socket, answers 413 with a body.
-      maxRequestBodySize: MAX_BODY_BYTES + 64 * 1024,
-    })
+    service.app.listen({ port: config.port, ...SERVER_OPTIONS })
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw error
     await database.close()
