@@ -33,6 +33,7 @@ redis_port=$(free_port)
 redis-server --bind 127.0.0.1 --port "$redis_port" --save '' --appendonly no --daemonize no \
   >"$work/redis.log" 2>&1 &
 pids+=($!)
+redis_pid=$!
 
 servers=''
 for i in $(seq 1 "$instances"); do
@@ -51,16 +52,21 @@ sed -e "s|@BIND@|127.0.0.1:$proxy_port|" deploy/haproxy.cfg.template |
   SERVERS="$servers" awk '/^@SERVERS@$/ { printf "%s", ENVIRON["SERVERS"]; next } { print }' >"$work/haproxy.cfg"
 haproxy -db -f "$work/haproxy.cfg" >"$work/haproxy.log" 2>&1 &
 pids+=($!)
+haproxy_pid=$!
 
-for _ in $(seq 1 100); do
-  curl -fs "http://127.0.0.1:$proxy_port/readyz" >/dev/null && break
-  sleep 0.1
+# Ready when every instance and the proxy answer /readyz (migrations done, database up).
+for url in $(printf '%s\n' "$servers" | awk '{ print "http://" $3 }') "http://127.0.0.1:$proxy_port"; do
+  for _ in $(seq 1 300); do
+    curl -fs "$url/readyz" >/dev/null && break
+    sleep 0.1
+  done
 done
 echo "redis      redis://127.0.0.1:$redis_port"
 echo "database   $pg/$db"
 echo "proxy      http://127.0.0.1:$proxy_port"
 echo "ADMIN_TOKEN=$ADMIN_TOKEN"
 echo "Ctrl-C stops everything."
-# Any part that stops (a crashed instance, a bad config) stops the whole deployment.
-wait -n
-echo "a process exited; stopping" >&2
+# An instance that stops is HAProxy's to route around (its health check takes it out of the
+# rotation); the deployment as a whole stops when HAProxy or Redis does.
+wait -n "$haproxy_pid" "$redis_pid"
+echo "haproxy or redis exited; stopping" >&2
