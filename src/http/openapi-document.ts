@@ -173,9 +173,9 @@ function isObject(value: unknown): value is Json {
   return typeof value === 'object' && value !== null && !Array.isArray(value)
 }
 
-function mapValues(value: unknown, f: (v: unknown) => unknown): unknown {
+function mapValues(value: unknown, f: (v: unknown, key: string) => unknown): unknown {
   if (!isObject(value)) return value
-  return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, f(v)]))
+  return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, f(v, k)]))
 }
 
 const errorEnvelope = {
@@ -208,10 +208,11 @@ export function finishDocument(generated: { paths: Json; components?: { schemas?
         continue
       }
       const { 'x-error-codes': _, ...operation } = value
+      const cleaned = mapSchemas(operation)
       finished[method] = {
-        ...mapSchemas(operation),
+        ...cleaned,
         responses: {
-          ...(mapSchemas({ responses: operation.responses ?? {} }).responses as Json),
+          ...mapValues(cleaned.responses ?? {}, describeSuccess) as Json,
           ...errorResponses(errorCodesOf(factsOf(path, value))),
         },
       }
@@ -224,7 +225,7 @@ export function finishDocument(generated: { paths: Json; components?: { schemas?
       title: API_TITLE,
       version: '0.1.0',
       description:
-        'Every /api/v0 request carries "Authorization: Bearer <key>". Public keys (pk_) are limited to their allowed origins and the public endpoints; private keys (sk_) reach every endpoint within their scopes. Every error answer is {"error": {"code", "message", "requestId"}}; each operation lists the codes it can answer.',
+        'Every /api/v0 request carries `Authorization: Bearer <key>`. Public keys (`pk_`) are limited to their allowed origins and the public endpoints; private keys (`sk_`) reach every endpoint within their scopes. Every error answer is `{"error": {"code", "message", "requestId"}}`; each operation lists the codes it can answer.',
     },
     servers: [{ url: '/', description: 'The service that serves this document' }],
     tags: TAGS,
@@ -246,6 +247,14 @@ export function finishDocument(generated: { paths: Json; components?: { schemas?
       },
     },
   }
+}
+
+const SUCCESS_TEXT: Record<string, string> = { 200: 'OK', 201: 'Created', 202: 'Accepted', 204: 'No content' }
+
+/** Elysia's placeholder ("Response for status 200") in words. */
+function describeSuccess(response: unknown, status: string): unknown {
+  if (!isObject(response) || !/^Response for status \d+$/.test(String(response.description))) return response
+  return { ...response, description: SUCCESS_TEXT[status] ?? `Status ${status}` }
 }
 
 /** Cleans the schemas an operation holds: parameters, request body, responses. */

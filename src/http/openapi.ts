@@ -55,6 +55,7 @@ const SCALAR_CONFIG = {
   withDefaultFonts: false,
   telemetry: false,
   agent: { disabled: true },
+  mcp: { disabled: true },
   hideClientButton: true,
   showDeveloperTools: 'never',
   documentDownloadType: 'json',
