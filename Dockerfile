@@ -14,6 +14,8 @@
 FROM node:20-bookworm-slim AS build
 WORKDIR /src
 COPY package.json package-lock.json ./
+# A dev dependency of the tests (see its package.json) that npm ci links from the tree.
+COPY tools/openapi-client/package.json tools/openapi-client/
 RUN npm ci --no-audit --no-fund
 COPY . .
 RUN npm run build \

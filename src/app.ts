@@ -127,7 +127,7 @@ export function createApp(options: AppOptions) {
     .onTransform(stampRequestId)
     .use(healthRoutes(options.database.ping))
     .use(metricsRoute({ metrics, requireAdmin }))
-    .use(apiReference)
+    .use(apiReference())
     .use(preflight(() => routes))
     .use(adminRoutes({ db, keys, requireAdmin }))
     .use(sdkRoutes())

@@ -1,3 +1,5 @@
+import { t } from 'elysia'
+
 /** The 13 scopes of the seed. There is no `ALL`: keys list their scopes explicitly. */
 export const SCOPES = [
   'ANALYTICS_READ',
@@ -16,6 +18,13 @@ export const SCOPES = [
 ] as const
 
 export type Scope = (typeof SCOPES)[number]
+
+/**
+ * A scope on the wire. The `enum` is for the API reference and generated clients: TypeBox's
+ * string check does not read it, so an unknown scope still reaches src/keys/rules.ts,
+ * whose 400 names the scope and lists the valid ones.
+ */
+export const ScopeName = t.String({ maxLength: 64, enum: [...SCOPES] })
 
 /**
  * Scopes that some public endpoint uses (contract section 5). A public key may hold only

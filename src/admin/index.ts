@@ -6,7 +6,8 @@ import { ApiError } from '../errors.ts'
 import { parseJsonBody } from '../http/json-body.ts'
 import { toKeyRecord, type KeyService } from '../keys/service.ts'
 import type { AdminGuard } from './auth.ts'
-import { IdParams, KeyChanges, KeyRecordSchema, NewBusiness, NewFlow, NewKey } from './model.ts'
+import { alsoAnswers, noContent } from '../http/openapi-document.ts'
+import { BusinessSchema, FlowSchema, IdParams, KeyChanges, KeyRecordSchema, NewBusiness, NewFlow, NewKey } from './model.ts'
 import { memberRoutes } from './members.ts'
 
 /**
@@ -28,7 +29,7 @@ export function adminRoutes(deps: { db: Db; keys: KeyService; requireAdmin: Admi
         set.status = 201
         return { id: row!.id, name: row!.name, createdAt: row!.createdAt.toISOString() }
       },
-      { body: NewBusiness, parse: 'json', detail: { summary: 'Create a business' } },
+      { body: NewBusiness, parse: 'json', response: { 201: BusinessSchema }, detail: { summary: 'Create a business' } },
     )
     .get(
       '/businesses',
@@ -36,7 +37,7 @@ export function adminRoutes(deps: { db: Db; keys: KeyService; requireAdmin: Admi
         const rows = await db.select().from(businesses).orderBy(desc(businesses.createdAt))
         return { data: rows.map((b) => ({ id: b.id, name: b.name, createdAt: b.createdAt.toISOString() })) }
       },
-      { detail: { summary: 'List businesses' } },
+      { response: t.Object({ data: t.Array(BusinessSchema) }), detail: { summary: 'List businesses' } },
     )
     .post(
       '/businesses/:id/keys',
@@ -59,17 +60,19 @@ export function adminRoutes(deps: { db: Db; keys: KeyService; requireAdmin: Admi
         await requireBusiness(db, params.id)
         return { data: await keys.list(params.id) }
       },
-      { params: IdParams, detail: { summary: "List a business's keys" } },
+      { params: IdParams, response: t.Object({ data: t.Array(KeyRecordSchema) }), detail: { summary: "List a business's keys" } },
     )
     .get('/keys/:id', async ({ params }) => toKeyRecord(await keys.get(null, params.id)), {
       params: IdParams,
+      response: KeyRecordSchema,
       detail: { summary: 'Show a key' },
     })
     .patch('/keys/:id', ({ params, body }) => keys.update(null, params.id, body), {
       params: IdParams,
       body: KeyChanges,
       parse: 'json',
-      detail: { summary: 'Change a key; effective on its next request' },
+      response: KeyRecordSchema,
+      detail: { summary: 'Change a key; effective on its next request', ...alsoAnswers('conflict') },
     })
     .delete(
       '/keys/:id',
@@ -78,7 +81,7 @@ export function adminRoutes(deps: { db: Db; keys: KeyService; requireAdmin: Admi
         set.status = 204
         return null
       },
-      { params: IdParams, detail: { summary: 'Revoke a key (the record and its data are kept)' } },
+      { params: IdParams, detail: { summary: 'Revoke a key (the record and its data are kept)', ...noContent('Revoked') } },
     )
     .post(
       '/businesses/:id/flows',
@@ -88,7 +91,7 @@ export function adminRoutes(deps: { db: Db; keys: KeyService; requireAdmin: Admi
         set.status = 201
         return { id: row!.id, businessId: row!.businessId, name: row!.name, createdAt: row!.createdAt.toISOString() }
       },
-      { params: IdParams, body: NewFlow, parse: 'json', detail: { summary: 'Define a flow' } },
+      { params: IdParams, body: NewFlow, parse: 'json', response: { 201: FlowSchema }, detail: { summary: 'Define a flow' } },
     )
 }
 

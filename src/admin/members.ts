@@ -3,6 +3,7 @@ import type { Db } from '../../db/client.ts'
 import { createMemberService, PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH, signInLinkUrl, type SignInLink } from '../dashboard/members.ts'
 import { publicOrigin } from '../dashboard/http.ts'
 import type { AdminGuard } from './auth.ts'
+import { alsoAnswers, noContent } from '../http/openapi-document.ts'
 import { IdParams } from './model.ts'
 
 const NewMember = t.Object({
@@ -60,11 +61,13 @@ export function memberRoutes(deps: { db: Db; requireAdmin: AdminGuard }) {
         response: { 201: t.Composite([MemberSchema, t.Object({ signInLink: t.Optional(SignInLinkSchema) })]) },
         detail: {
           summary: 'Add a dashboard member; without a password the answer carries a one-time sign-in link',
+          ...alsoAnswers('conflict'),
         },
       },
     )
     .get('/businesses/:id/members', async ({ params }) => ({ data: await members.list(params.id) }), {
       params: IdParams,
+      response: t.Object({ data: t.Array(MemberSchema) }),
       detail: { summary: "List a business's dashboard members" },
     })
     .post(
@@ -76,6 +79,7 @@ export function memberRoutes(deps: { db: Db; requireAdmin: AdminGuard }) {
       },
       {
         params: IdParams,
+        response: { 201: t.Object({ signInLink: SignInLinkSchema }) },
         detail: { summary: 'Issue a new one-time sign-in link, e.g. for a forgotten password (it ends their sessions when used)' },
       },
     )
@@ -86,6 +90,6 @@ export function memberRoutes(deps: { db: Db; requireAdmin: AdminGuard }) {
         set.status = 204
         return null
       },
-      { params: IdParams, detail: { summary: 'Remove a member; their sessions end at once' } },
+      { params: IdParams, detail: { summary: 'Remove a member; their sessions end at once', ...noContent('Removed') } },
     )
 }

@@ -1,4 +1,5 @@
 import { t } from 'elysia'
+import { ScopeName } from '../access/scopes.ts'
 
 export const IdParams = t.Object({ id: t.String({ format: 'uuid', error: 'must be a UUID' }) })
 
@@ -30,7 +31,7 @@ const keySettings = {
   name: t.String({ maxLength: 100, description: '1-100 characters (trimmed).' }),
   description: t.Optional(t.Nullable(t.String({ maxLength: 1000, description: 'At most 1000 characters.' }))),
   allowedOrigins: t.Optional(t.Array(t.String({ maxLength: 300, description: 'At most 300 characters.' }), { maxItems: 100, description: 'At most 100 entries.' })),
-  scopes: t.Array(t.String({ maxLength: 64 }), { maxItems: 20 }),
+  scopes: t.Array(ScopeName, { maxItems: 20 }),
   expiresAt: t.Optional(t.Nullable(t.String({ format: 'date-time', error: 'must be an ISO-8601 date-time' }))),
   rateLimit: t.Optional(
     t.Nullable(RateLimit(), {
@@ -47,6 +48,10 @@ export const NewKey = t.Object({
 
 export const KeyChanges = t.Partial(t.Object(keySettings), { minProperties: 1 })
 
+export const BusinessSchema = t.Object({ id: t.String(), name: t.String(), createdAt: t.String() })
+
+export const FlowSchema = t.Object({ id: t.String(), businessId: t.String(), name: t.String(), createdAt: t.String() })
+
 export const NewFlow = t.Object({ name: t.String({ minLength: 1, maxLength: 200, description: '1-200 characters.' }) })
 
 export const KeyRecordSchema = t.Object(
@@ -58,7 +63,7 @@ export const KeyRecordSchema = t.Object(
     description: t.Nullable(t.String()),
     keyHint: t.String(),
     allowedOrigins: t.Array(t.String()),
-    scopes: t.Array(t.String()),
+    scopes: t.Array(ScopeName),
     expiresAt: t.Nullable(t.String()),
     lastUsedAt: t.Nullable(t.String()),
     createdAt: t.String(),

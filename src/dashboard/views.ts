@@ -50,6 +50,7 @@ export function layout(page: { title: string; who?: SignedIn; crumbs?: Crumb[]; 
     <p class="nav-group">Developers</p>
     <ul>
       <li><a href="${KEYS_PATH}" aria-current="${page.crumbs?.at(-1)?.href === KEYS_PATH ? 'page' : 'true'}">API keys</a></li>
+      <li><a href="/docs">API reference</a></li>
     </ul>
   </nav>`
     : null}

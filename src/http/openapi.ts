@@ -1,52 +1,77 @@
-import { openapi } from '@elysiajs/openapi'
-import { errorStatus } from '../errors.ts'
+import { Elysia } from 'elysia'
+import { toOpenAPISchema } from '@elysiajs/openapi'
+// A 'file' import gives the path, and makes `bun build --compile` embed the bundle, so the
+// binary serves the reference page with no network at all.
+// @ts-expect-error: the default export of a { type: 'file' } import is a path string
+import scalarBundlePath from '../../node_modules/@scalar/api-reference/dist/browser/standalone.js' with { type: 'file' }
+import { API_TITLE, finishDocument } from './openapi-document.ts'
 
-const errorEnvelope = {
-  type: 'object',
-  required: ['error'],
-  properties: {
-    error: {
-      type: 'object',
-      required: ['code', 'message', 'requestId'],
-      properties: {
-        code: {
-          type: 'string',
-          enum: Object.keys(errorStatus),
-        },
-        message: { type: 'string', description: 'What was seen and how to fix it' },
-        requestId: { type: 'string', description: 'Also sent as the X-Request-Id header' },
-      },
-    },
-  },
-} as const
+type Json = Record<string, unknown>
+
+export const DOCS_SCRIPT_PATH = '/docs/scalar.js'
+
+const EXCLUDE = { paths: [/^\/dashboard/, /^\/sdk/, /^\/docs/] }
 
 /**
- * The API reference, generated from the route schemas, as JSON at GET /openapi. No UI page:
- * the usual ones load their script from a CDN, which a closed network cannot reach.
+ * GET /openapi: the API reference, generated from the route schemas and finished by
+ * finishDocument. GET /docs renders it with Scalar's standalone bundle, served from the
+ * installed package (no CDN: a closed network can read it too).
  */
-export const apiReference = openapi({
-  path: '/openapi',
-  specPath: '/openapi',
-  provider: null,
-  exclude: { paths: [/^\/dashboard/, /^\/sdk/] },
-  documentation: {
-    info: {
-      title: 'Keygate engagement API',
-      version: '0.1.0',
-      description:
-        'Every /api/v0 request carries "Authorization: Bearer <key>". Public keys (pk_) are limited to their allowed origins and the public endpoints; private keys (sk_) reach every endpoint within their scopes. Every error answer is {"error": {"code", "message", "requestId"}}.',
-    },
-    security: [{ apiKey: [] }],
-    components: {
-      securitySchemes: {
-        apiKey: {
-          type: 'http',
-          scheme: 'bearer',
-          description: 'A public (pk_...) or private (sk_...) key: the prefix and 20 to 40 letters and digits.',
-        },
-        adminToken: { type: 'http', scheme: 'bearer', description: 'The operator token (ADMIN_TOKEN), for /admin/v0 only.' },
+export function apiReference() {
+  let document: Json | undefined
+  const app: Elysia = new Elysia({ name: 'api-reference' })
+  return app
+    .get(
+      '/openapi',
+      function openapiDocument() {
+        // Built on the first request: by then every plugin has added its routes.
+        document ??= finishDocument(toOpenAPISchema(app, EXCLUDE) as never)
+        return document
       },
-      schemas: { Error: errorEnvelope as never },
-    },
-  },
-})
+      { detail: { hide: true } },
+    )
+    .get(
+      '/docs',
+      ({ set }) => {
+        set.headers['content-type'] = 'text/html; charset=utf-8'
+        return DOCS_PAGE
+      },
+      { detail: { hide: true } },
+    )
+    .get(
+      DOCS_SCRIPT_PATH,
+      ({ set }) => {
+        set.headers['content-type'] = 'application/javascript; charset=utf-8'
+        set.headers['cache-control'] = 'public, max-age=3600'
+        return Bun.file(scalarBundlePath as string)
+      },
+      { detail: { hide: true } },
+    )
+}
+
+// Scalar's defaults reach out (fonts, telemetry, its agent and hosted client); all off.
+const SCALAR_CONFIG = {
+  url: '/openapi',
+  withDefaultFonts: false,
+  telemetry: false,
+  agent: { disabled: true },
+  mcp: { disabled: true },
+  hideClientButton: true,
+  showDeveloperTools: 'never',
+  documentDownloadType: 'json',
+}
+
+const DOCS_PAGE = `<!doctype html>
+<html lang="en">
+<head>
+  <meta charset="utf-8">
+  <meta name="viewport" content="width=device-width, initial-scale=1">
+  <title>${API_TITLE} reference</title>
+</head>
+<body>
+  <div id="app"></div>
+  <script src="${DOCS_SCRIPT_PATH}"></script>
+  <script>Scalar.createApiReference('#app', ${JSON.stringify(SCALAR_CONFIG)})</script>
+</body>
+</html>
+`

@@ -86,7 +86,12 @@ export function metricsRoute(deps: { metrics: Metrics; requireAdmin: AdminGuard 
     },
     {
       beforeHandle: requireAdmin,
-      detail: { summary: 'Prometheus metrics (admin token)', tags: ['operations'] },
+      detail: {
+        summary: 'Prometheus metrics (admin token)',
+        tags: ['operations'],
+        security: [{ adminToken: [] }],
+        responses: { 200: { description: 'Prometheus text exposition', content: { 'text/plain': { schema: { type: 'string' } } } } },
+      },
     },
   )
 }

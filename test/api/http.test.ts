@@ -164,4 +164,22 @@ describe('API reference', () => {
     expect(doc.paths['/admin/v0/businesses/{id}/keys'].post.requestBody.content['application/json'].schema.required).toContain('scopes')
     expect(doc.paths['/api/v0/analytics'].post.requestBody.content['application/json']).toBeDefined()
   })
+
+  test('GET /docs is a page that renders the reference with a script the service serves itself', async () => {
+    const service = await testService()
+    const page = await call(service, '/docs')
+    expect(page.status).toBe(200)
+    expect(page.headers.get('content-type')).toStartWith('text/html')
+    const html = await page.text()
+    // No CDN: every script is a local path.
+    const scripts = [...html.matchAll(/<script src="([^"]+)"/g)].map((m) => m[1]!)
+    expect(scripts).toEqual(['/docs/scalar.js'])
+    expect(html).toContain("url\":\"/openapi")
+    expect(html).not.toContain('https://')
+
+    const script = await call(service, scripts[0]!)
+    expect(script.status).toBe(200)
+    expect(script.headers.get('content-type')).toStartWith('application/javascript')
+    expect(await script.text()).toContain('createApiReference')
+  })
 })

@@ -1,4 +1,5 @@
 import { Elysia } from 'elysia'
+import { alsoAnswers, noContent } from '../../http/openapi-document.ts'
 import type { AreaDeps } from '../deps.ts'
 import { decodePosition, pageSize, positionCursor, toPage } from '../shared/paging.ts'
 import { assertJsonSize, assertStorable, fieldPath, IdParams, recordPath } from '../shared/validation.ts'
@@ -73,6 +74,7 @@ export function audienceRoutes({ db, access }: AreaDeps) {
         transform: PeopleBody.transform,
         response: PeopleUpserted,
         detail: {
+          ...alsoAnswers('conflict'),
           summary: 'Create or update one person, or up to 1000 as {"people": [...]}',
           description:
             'Matched on externalId, else on email (any case). One statement per request: all records are written or none. Public keys create people who do not exist and change nothing stored (contract section 6); they get {"upserted": n}, n the records processed.',
@@ -113,7 +115,7 @@ export function audienceRoutes({ db, access }: AreaDeps) {
       {
         access: { scope: 'AUDIENCE_PERSON_WRITE', public: false },
         params: IdParams,
-        detail: { summary: 'Delete a person and their list memberships' },
+        detail: { summary: 'Delete a person and their list memberships', ...noContent('Deleted') },
       },
     )
     .post(
@@ -133,6 +135,7 @@ export function audienceRoutes({ db, access }: AreaDeps) {
         transform: CompaniesBody.transform,
         response: CompaniesUpserted,
         detail: {
+          ...alsoAnswers('conflict'),
           summary: 'Create or update one company, or up to 1000 as {"companies": [...]}',
           description:
             'Matched on externalId, else on domain (lower-cased). One statement per request: all records are written or none. Public keys create companies that do not exist and change nothing stored; they get {"upserted": n}, n the records processed.',
@@ -178,7 +181,7 @@ export function audienceRoutes({ db, access }: AreaDeps) {
         access: { scope: 'AUDIENCE_LIST_WRITE', public: false },
         body: NewList,
         response: { 201: List },
-        detail: { summary: 'Create a list; a slug already used in the business answers 409' },
+        detail: { summary: 'Create a list; a slug already used in the business answers 409', ...alsoAnswers('conflict') },
       },
     )
     .get(
@@ -199,7 +202,7 @@ export function audienceRoutes({ db, access }: AreaDeps) {
       access: { scope: 'AUDIENCE_LIST_READ', public: false },
       params: SlugParams,
       response: List,
-      detail: { summary: 'Show a list, with its member count' },
+      detail: { summary: 'Show a list, with its member count', ...alsoAnswers('list_not_found') },
     })
     .get(
       '/lists/:slug/people',
@@ -213,7 +216,7 @@ export function audienceRoutes({ db, access }: AreaDeps) {
         params: SlugParams,
         query: PageQuery,
         response: MemberPage,
-        detail: { summary: "A list's members, most recently added first, in cursor pages" },
+        detail: { summary: "A list's members, most recently added first, in cursor pages", ...alsoAnswers('list_not_found') },
       },
     )
     .post(
@@ -231,6 +234,7 @@ export function audienceRoutes({ db, access }: AreaDeps) {
         body: MembersBody,
         response: Added,
         detail: {
+          ...alsoAnswers('list_not_found'),
           summary: 'Add people to a list by email, externalId or id',
           description:
             'Adding by email creates the person when missing. Private keys: an id or externalId that names nobody answers 404 and adds nothing, and `added` counts new memberships. Public keys: such a ref is skipped, and `added` counts the refs processed, so the answer reveals nothing about who exists.',
@@ -250,6 +254,7 @@ export function audienceRoutes({ db, access }: AreaDeps) {
         body: MembersBody,
         response: Removed,
         detail: {
+          ...alsoAnswers('list_not_found'),
           summary: 'Remove people from a list by email, externalId or id',
           description:
             'Idempotent: people not on the list, or named by nobody, remove nothing. `removed` counts memberships removed for private keys, and the refs processed for public keys.',

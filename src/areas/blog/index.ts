@@ -1,4 +1,5 @@
 import { Elysia } from 'elysia'
+import { alsoAnswers, noContent } from '../../http/openapi-document.ts'
 import type { AreaDeps } from '../deps.ts'
 import { pageSize } from '../shared/paging.ts'
 import { acceptedDate, IdParams, strictBody } from '../shared/validation.ts'
@@ -107,7 +108,7 @@ export function blogRoutes({ db, access }: AreaDeps) {
         body: newBlog.schema,
         transform: newBlog.transform,
         response: { 201: Blog },
-        detail: { summary: 'Create a blog; author and tags must exist in this business' },
+        detail: { summary: 'Create a blog; author and tags must exist in this business', ...alsoAnswers('conflict') },
       },
     )
     .patch(
@@ -122,7 +123,7 @@ export function blogRoutes({ db, access }: AreaDeps) {
         body: blogChanges.schema,
         transform: blogChanges.transform,
         response: Blog,
-        detail: { summary: 'Change a blog; `tags` replaces the whole list' },
+        detail: { summary: 'Change a blog; `tags` replaces the whole list', ...alsoAnswers('conflict') },
       },
     )
     .delete(
@@ -132,7 +133,7 @@ export function blogRoutes({ db, access }: AreaDeps) {
         set.status = 204
         return null
       },
-      { access: WRITE, params: IdParams, detail: { summary: 'Delete a blog' } },
+      { access: WRITE, params: IdParams, detail: { summary: 'Delete a blog', ...noContent('Deleted') } },
     )
     .get(
       '/authors',
@@ -157,7 +158,7 @@ export function blogRoutes({ db, access }: AreaDeps) {
         body: newAuthor.schema,
         transform: newAuthor.transform,
         response: { 201: Author },
-        detail: { summary: 'Create an author' },
+        detail: { summary: 'Create an author', ...alsoAnswers('conflict') },
       },
     )
     .patch('/authors/:id', ({ params, body, access: { key } }) => updateAuthor(db, key.businessId, params.id, body), {
@@ -166,7 +167,7 @@ export function blogRoutes({ db, access }: AreaDeps) {
       body: authorChanges.schema,
       transform: authorChanges.transform,
       response: Author,
-      detail: { summary: 'Change an author' },
+      detail: { summary: 'Change an author', ...alsoAnswers('conflict') },
     })
     .delete(
       '/authors/:id',
@@ -178,7 +179,7 @@ export function blogRoutes({ db, access }: AreaDeps) {
       {
         access: WRITE,
         params: IdParams,
-        detail: { summary: 'Delete an author; refused (409) while blogs still name them' },
+        detail: { summary: 'Delete an author; refused (409) while blogs still name them', ...alsoAnswers('conflict'), ...noContent('Deleted') },
       },
     )
     .get(
@@ -204,7 +205,7 @@ export function blogRoutes({ db, access }: AreaDeps) {
         body: newTag.schema,
         transform: newTag.transform,
         response: { 201: Tag },
-        detail: { summary: 'Create a tag' },
+        detail: { summary: 'Create a tag', ...alsoAnswers('conflict') },
       },
     )
     .patch('/tags/:id', ({ params, body, access: { key } }) => updateTag(db, key.businessId, params.id, body), {
@@ -213,7 +214,7 @@ export function blogRoutes({ db, access }: AreaDeps) {
       body: tagChanges.schema,
       transform: tagChanges.transform,
       response: Tag,
-      detail: { summary: 'Change a tag' },
+      detail: { summary: 'Change a tag', ...alsoAnswers('conflict') },
     })
     .delete(
       '/tags/:id',
@@ -222,6 +223,6 @@ export function blogRoutes({ db, access }: AreaDeps) {
         set.status = 204
         return null
       },
-      { access: WRITE, params: IdParams, detail: { summary: 'Delete a tag; it is removed from the blogs that carried it' } },
+      { access: WRITE, params: IdParams, detail: { summary: 'Delete a tag; it is removed from the blogs that carried it', ...noContent('Deleted') } },
     )
 }

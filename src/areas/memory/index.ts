@@ -1,4 +1,5 @@
 import { Elysia } from 'elysia'
+import { noContent } from '../../http/openapi-document.ts'
 import type { AreaDeps } from '../deps.ts'
 import { pageSize } from '../shared/paging.ts'
 import { assertStorableJson, IdParams, strictBody } from '../shared/validation.ts'
@@ -88,6 +89,6 @@ export function memoryRoutes({ db, access }: AreaDeps) {
         set.status = 204
         return null
       },
-      { access: WRITE, params: IdParams, detail: { summary: 'Delete a document' } },
+      { access: WRITE, params: IdParams, detail: { summary: 'Delete a document', ...noContent('Deleted') } },
     )
 }

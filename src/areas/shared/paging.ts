@@ -38,6 +38,8 @@ export function limitQuery(options: { default: number; max: keyof typeof LIMIT_P
       pattern: LIMIT_PATTERNS[options.max],
       error: `must be a whole number from 1 to ${options.max}`,
       description: `Rows per page, 1-${options.max} (default ${options.default}).`,
+      // What the reference shows: the integer a client sends, not the text it travels as.
+      documentAs: { type: 'integer', minimum: 1, maximum: options.max, default: options.default },
     }),
   )
 }

@@ -1,4 +1,5 @@
 import { Elysia, t } from 'elysia'
+import { ScopeName } from '../../access/scopes.ts'
 import type { AreaDeps } from '../deps.ts'
 
 const ClientContext = t.Object({
@@ -7,7 +8,7 @@ const ClientContext = t.Object({
   origin: t.Nullable(t.String({ description: 'The Origin header seen on this request' })),
   allowedOrigins: t.Array(t.String(), { description: 'The key\'s allowed origins; [] for private keys' }),
   keyId: t.String(),
-  scopes: t.Array(t.String()),
+  scopes: t.Array(ScopeName),
   expiresAt: t.Nullable(t.String()),
 })
 
