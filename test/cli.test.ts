@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { join } from 'node:path'
 import type { Service } from '../src/app.ts'
-import { ADMIN_TOKEN, admin, seedBusiness, seedKey, testService } from './support/service.ts'
+import { TEST_AUTHOR, ADMIN_TOKEN, admin, seedBusiness, seedKey, testService } from './support/service.ts'
 import { addMember, cookieFrom, getPage, KEYS, PASSWORD, trySignIn } from './dashboard/support.ts'
 import type { KeyRecord } from '../src/keys/service.ts'
 
@@ -239,7 +239,7 @@ describe('cli keys update', () => {
       type: 'private',
       expiresAt: new Date(Date.now() + 3_600_000).toISOString(),
     })
-    await service.services.keys.update(null, record.id, { description: 'old' })
+    await service.services.keys.update(null, record.id, { description: 'old' }, TEST_AUTHOR)
     const result = await cli(['keys', 'update', record.id, '--expires', 'never', '--description', ''])
     expect(result.code).toBe(0)
     expect(result.stdout).toMatch(/^expires\s+never$/m)

@@ -1,10 +1,16 @@
 import { sql } from 'drizzle-orm'
-import { check, index, integer, pgTable, text, timestamp, uuid } from 'drizzle-orm/pg-core'
+import { check, foreignKey, index, integer, pgTable, text, timestamp, uuid } from 'drizzle-orm/pg-core'
 
+/**
+ * `identitySecret`: the key of the HMAC a business's server computes over a person's
+ * identifier so that its pages may update that person with a public key (contract
+ * section 12). Shown once when set; null: public-key people writes are create-only.
+ */
 export const businesses = pgTable('businesses', {
   id: uuid('id').primaryKey().defaultRandom(),
   name: text('name').notNull(),
   createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+  identitySecret: text('identity_secret'),
 })
 
 /**
@@ -19,6 +25,10 @@ export const businesses = pgTable('businesses', {
  * both set or both null (null: the service default for the key's type).
  * Every insert, update or delete notifies channel `keygate_api_keys` with the key's
  * digest (a trigger in migration 0001), so every instance's key cache forgets it at once.
+ * Rolling (contract section 9) links the two keys both ways: the new one's `rolledFrom`,
+ * the old one's `replacedBy` (set once; its `expiresAt` then holds the end of the grace).
+ * `originPolicy` `report` (public keys): an Origin the list does not allow is served and
+ * counted instead of refused (contract section 11).
  */
 export const apiKeys = pgTable(
   'api_keys',
@@ -43,8 +53,15 @@ export const apiKeys = pgTable(
     revokedAt: timestamp('revoked_at', { withTimezone: true }),
     rateLimitLimit: integer('rate_limit_limit'),
     rateLimitWindowSeconds: integer('rate_limit_window_seconds'),
+    originPolicy: text('origin_policy', { enum: ['enforce', 'report'] }).notNull().default('enforce'),
+    rolledFrom: uuid('rolled_from'),
+    replacedBy: uuid('replaced_by'),
   },
   (table) => [
+    foreignKey({ columns: [table.rolledFrom], foreignColumns: [table.id], name: 'api_keys_rolled_from_fk' }),
+    foreignKey({ columns: [table.replacedBy], foreignColumns: [table.id], name: 'api_keys_replaced_by_fk' }),
+    check('api_keys_origin_policy_check', sql`${table.originPolicy} in ('enforce', 'report')`),
+    check('api_keys_report_public_only', sql`${table.originPolicy} = 'enforce' or ${table.type} = 'public'`),
     index('api_keys_business_idx').on(table.businessId, table.createdAt),
     check('api_keys_type_check', sql`${table.type} in ('public', 'private')`),
     check(

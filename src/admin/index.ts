@@ -1,13 +1,17 @@
+import { byAdmin } from '../audit/trail.ts'
 import { Elysia, t } from 'elysia'
 import { desc, eq } from 'drizzle-orm'
 import type { Db } from '../../db/client.ts'
 import { businesses, flows } from '../../db/schema/index.ts'
 import { ApiError } from '../errors.ts'
 import { parseJsonBody } from '../http/json-body.ts'
-import { toKeyRecord, type KeyService } from '../keys/service.ts'
+import { DEFAULT_ROLL_GRACE_SECONDS, toKeyRecord, type KeyService } from '../keys/service.ts'
+import { auditRoutes } from './audit.ts'
+import { requireBusiness } from './business.ts'
+import { identityRoutes } from './identity.ts'
 import type { AdminGuard } from './auth.ts'
 import { alsoAnswers, noContent } from '../http/openapi-document.ts'
-import { BusinessSchema, FlowSchema, IdParams, KeyChanges, KeyRecordSchema, NewBusiness, NewFlow, NewKey } from './model.ts'
+import { BusinessSchema, FlowSchema, IdParams, KeyChanges, KeyRecordSchema, NewBusiness, NewFlow, NewKey, RollKey } from './model.ts'
 import { memberRoutes } from './members.ts'
 
 /**
@@ -42,7 +46,7 @@ export function adminRoutes(deps: { db: Db; keys: KeyService; requireAdmin: Admi
     .post(
       '/businesses/:id/keys',
       async ({ params, body, set }) => {
-        const created = await keys.create(params.id, body)
+        const created = await keys.create(params.id, body, byAdmin(set))
         set.status = 201
         return { ...created.record, key: created.key }
       },
@@ -67,7 +71,7 @@ export function adminRoutes(deps: { db: Db; keys: KeyService; requireAdmin: Admi
       response: KeyRecordSchema,
       detail: { summary: 'Show a key' },
     })
-    .patch('/keys/:id', ({ params, body }) => keys.update(null, params.id, body), {
+    .patch('/keys/:id', ({ params, body, set }) => keys.update(null, params.id, body, byAdmin(set)), {
       params: IdParams,
       body: KeyChanges,
       parse: 'json',
@@ -77,12 +81,34 @@ export function adminRoutes(deps: { db: Db; keys: KeyService; requireAdmin: Admi
     .delete(
       '/keys/:id',
       async ({ params, set }) => {
-        await keys.revoke(null, params.id)
+        await keys.revoke(null, params.id, byAdmin(set))
         set.status = 204
         return null
       },
       { params: IdParams, detail: { summary: 'Revoke a key (the record and its data are kept)', ...noContent('Revoked') } },
     )
+    .post(
+      '/keys/:id/roll',
+      async ({ params, body, set }) => {
+        const rolled = await keys.roll(null, params.id, body.graceSeconds ?? DEFAULT_ROLL_GRACE_SECONDS, byAdmin(set))
+        set.status = 201
+        return { ...rolled.record, key: rolled.key }
+      },
+      {
+        params: IdParams,
+        body: RollKey,
+        parse: 'json',
+        response: { 201: t.Composite([KeyRecordSchema, t.Object({ key: t.String() })]) },
+        detail: {
+          summary: 'Roll a key: a new key with the same settings; the old one works until the end of the grace',
+          description:
+            'The old key gets replacedBy and an expiresAt at now + graceSeconds (or its own earlier expiry); graceSeconds 0 ends it at once. A revoked, expired or already replaced key answers 409 (contract section 9).',
+          ...alsoAnswers('conflict'),
+        },
+      },
+    )
+    .use(auditRoutes({ db, keys }))
+    .use(identityRoutes({ db }))
     .post(
       '/businesses/:id/flows',
       async ({ params, body, set }) => {
@@ -99,9 +125,4 @@ export function adminRoutes(deps: { db: Db; keys: KeyService; requireAdmin: Admi
 function readAdminJson({ request }: { request: Request }): Promise<unknown> | undefined {
   if (request.body === null || !/^application\/json\s*(;|$)/i.test(request.headers.get('content-type') ?? '')) return undefined
   return request.text().then(parseJsonBody)
-}
-
-async function requireBusiness(db: Db, id: string): Promise<void> {
-  const [row] = await db.select({ id: businesses.id }).from(businesses).where(eq(businesses.id, id))
-  if (!row) throw new ApiError('not_found', `No business with id ${id}.`)
 }

@@ -27,6 +27,22 @@ function RateLimit() {
   )
 }
 
+const OriginPolicySchema = t.Union([t.Literal('enforce'), t.Literal('report')], {
+  error: 'must be "enforce" (refuse origins the list does not allow) or "report" (serve and count them)',
+  description: 'Public keys: "report" serves origins the list does not allow and counts them (contract section 11).',
+})
+
+export const RollKey = t.Object({
+  graceSeconds: t.Optional(
+    t.Integer({
+      minimum: 0,
+      maximum: 604_800,
+      error: 'must be a whole number of seconds from 0 (end the old key now) to 604800 (7 days)',
+      description: 'How long the old key keeps working, 0-604800 s (default 86400).',
+    }),
+  ),
+})
+
 const keySettings = {
   name: t.String({ maxLength: 100, description: '1-100 characters (trimmed).' }),
   description: t.Optional(t.Nullable(t.String({ maxLength: 1000, description: 'At most 1000 characters.' }))),
@@ -38,6 +54,7 @@ const keySettings = {
       error: 'must be {"limit": 1-1000000, "windowSeconds": 1-86400} in whole numbers, or null for the service default',
     }),
   ),
+  originPolicy: t.Optional(OriginPolicySchema),
 }
 
 export const NewKey = t.Object({
@@ -71,6 +88,9 @@ export const KeyRecordSchema = t.Object(
     updatedAt: t.String(),
     revokedAt: t.Nullable(t.String()),
     rateLimit: t.Nullable(RateLimit()),
+    originPolicy: OriginPolicySchema,
+    rolledFrom: t.Nullable(t.String({ description: 'The key this one replaced by a roll.' })),
+    replacedBy: t.Nullable(t.String({ description: 'The key that replaced this one; it works until expiresAt.' })),
   },
   { description: 'An API key. The key itself appears only once, as `key`, in the create answer.' },
 )

@@ -1,3 +1,4 @@
+import { byMember } from '../audit/trail.ts'
 import type { ClientAddressOf } from '../access/client-address.ts'
 import { Elysia } from 'elysia'
 import type { Db } from '../../db/client.ts'
@@ -302,7 +303,7 @@ export function dashboardRoutes({ db, keys, signInLimits, clientAddress, default
           if (all.length > 0) {
             return htmlPage(400, keyFormPage(who, { kind: 'create' }, values, formErrorsOf(all, values.expiresOn), formatDate(now), defaultRateLimit))
           }
-          const created = await keys.create(who.businessId, { ...input, type: 'public', createdBy: who.email }, now)
+          const created = await keys.create(who.businessId, { ...input, type: 'public', createdBy: who.email }, byMember(who.email), now)
           return redirect(`${keyPath(created.record.id)}?created=1`)
         }),
         { parse: 'none' },
@@ -365,7 +366,7 @@ export function dashboardRoutes({ db, keys, signInLimits, clientAddress, default
             return htmlPage(400, keyFormPage(who, { kind: 'edit', key }, values, formErrorsOf(all, values.expiresOn), formatDate(now), defaultRateLimit))
           }
           try {
-            await keys.update(who.businessId, row.id, input, now)
+            await keys.update(who.businessId, row.id, input, byMember(who.email), now)
           } catch (error) {
             if (error instanceof ApiError && error.code === 'conflict') return cannotEdit(who, { ...row, revokedAt: now })!
             throw error
@@ -388,7 +389,7 @@ export function dashboardRoutes({ db, keys, signInLimits, clientAddress, default
         action(async (who, _form, _request, params) => {
           const row = await ownKey(who, params.id)
           if (!row) return notFound(who)
-          await keys.revoke(who.businessId, row.id)
+          await keys.revoke(who.businessId, row.id, byMember(who.email))
           return redirect(`${KEYS_PATH}?revoked=1`)
         }),
         { parse: 'none' },

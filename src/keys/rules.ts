@@ -16,7 +16,12 @@ export interface KeySettingsInput {
   scopes?: readonly string[]
   expiresAt?: string | null
   rateLimit?: { limit: number; windowSeconds: number } | null
+  /** Public keys: `report` serves and counts origins the list does not allow (section 11). */
+  originPolicy?: OriginPolicy
 }
+
+export const ORIGIN_POLICIES = ['enforce', 'report'] as const
+export type OriginPolicy = (typeof ORIGIN_POLICIES)[number]
 
 export interface KeySettings {
   name?: string
@@ -27,6 +32,7 @@ export interface KeySettings {
   /** Both set or both null (null: the service default). */
   rateLimitLimit?: number | null
   rateLimitWindowSeconds?: number | null
+  originPolicy?: OriginPolicy
 }
 
 /**
@@ -143,6 +149,17 @@ export function checkKeySettings(
       settings.rateLimitLimit = budget.limit
       settings.rateLimitWindowSeconds = budget.windowSeconds
     }
+  }
+
+  if (input.originPolicy !== undefined) {
+    if (!ORIGIN_POLICIES.includes(input.originPolicy)) {
+      problems.push({ field: 'originPolicy', message: 'originPolicy must be "enforce" (refuse other origins) or "report" (serve and count them).' })
+    } else if (type === 'private' && input.originPolicy !== 'enforce') {
+      problems.push({
+        field: 'originPolicy',
+        message: 'originPolicy "report" is for public keys: a private key has no allowed origins to report on.',
+      })
+    } else settings.originPolicy = input.originPolicy
   }
 
   return problems.length ? { ok: false, problems } : { ok: true, settings }

@@ -4,7 +4,8 @@ import { apiKeys, businesses } from '../../db/schema/index.ts'
 import { generateKey, hashKey, keyHint, type KeyType } from '../access/key-format.ts'
 import { storedRateLimit } from '../access/key-store.ts'
 import { ApiError } from '../errors.ts'
-import { checkKeySettings, type FieldProblem, type KeySettingsInput } from './rules.ts'
+import { changedFields, recordChange, type ChangeAuthor, type FieldChanges } from '../audit/trail.ts'
+import { checkKeySettings, type FieldProblem, type KeySettingsInput, type OriginPolicy } from './rules.ts'
 
 export type ApiKeyRow = typeof apiKeys.$inferSelect
 
@@ -26,6 +27,9 @@ export interface KeyRecord {
   revokedAt: string | null
   /** The key's own budget; null: the service default for its type (contract section 8). */
   rateLimit: { limit: number; windowSeconds: number } | null
+  originPolicy: OriginPolicy
+  rolledFrom: string | null
+  replacedBy: string | null
 }
 
 export function toKeyRecord(row: ApiKeyRow): KeyRecord {
@@ -45,6 +49,9 @@ export function toKeyRecord(row: ApiKeyRow): KeyRecord {
     updatedAt: row.updatedAt.toISOString(),
     revokedAt: row.revokedAt?.toISOString() ?? null,
     rateLimit: storedRateLimit(row),
+    originPolicy: row.originPolicy,
+    rolledFrom: row.rolledFrom,
+    replacedBy: row.replacedBy,
   }
 }
 
@@ -55,20 +62,55 @@ export interface NewKeyInput extends KeySettingsInput {
   createdBy: string
 }
 
+/** The fields of a key a change can touch, as the trail shows them (contract section 10). */
+const AUDITED_FIELDS = [
+  'name',
+  'description',
+  'allowedOrigins',
+  'scopes',
+  'expiresAt',
+  'rateLimit',
+  'originPolicy',
+  'replacedBy',
+  'revokedAt',
+] as const satisfies readonly (keyof KeyRecord)[]
+
+/** The default grace of a roll (contract section 9): a day to deploy the new key. */
+export const DEFAULT_ROLL_GRACE_SECONDS = 86_400
+
 /**
- * Key management shared by the admin API and the dashboard. Every change calls
- * `onChange(keyHash)` so this instance's key cache forgets the key at once.
+ * Key management shared by the admin API and the dashboard. Every change runs in one
+ * transaction with its audit entry (src/audit/trail.ts), then calls `onChange(keyHash)` so
+ * this instance's key cache forgets the key at once (other instances hear the trigger's
+ * notification).
  */
 export function createKeyService(db: Db, onChange: (keyHash: string) => void) {
-  async function findRow(businessId: string | null, keyId: string): Promise<ApiKeyRow> {
+  async function findRow(businessId: string | null, keyId: string, on: Db = db, lock = false): Promise<ApiKeyRow> {
     const condition = businessId ? and(eq(apiKeys.id, keyId), eq(apiKeys.businessId, businessId)) : eq(apiKeys.id, keyId)
-    const [row] = await db.select().from(apiKeys).where(condition).limit(1)
+    const query = on.select().from(apiKeys).where(condition).limit(1)
+    const [row] = lock ? await query.for('update') : await query
     if (!row) throw new ApiError('not_found', `No key with id ${keyId}.`)
     return row
   }
 
+  async function insertKey(tx: Db, businessId: string, type: KeyType, values: Omit<typeof apiKeys.$inferInsert, 'businessId' | 'type' | 'keyHash' | 'keyHint' | 'publicKey'>) {
+    const key = generateKey(type)
+    const [row] = await tx
+      .insert(apiKeys)
+      .values({
+        ...values,
+        businessId,
+        type,
+        keyHash: hashKey(key),
+        keyHint: keyHint(key),
+        publicKey: type === 'public' ? key : null,
+      })
+      .returning()
+    return { row: row!, key }
+  }
+
   return {
-    async create(businessId: string, input: NewKeyInput, now = new Date()) {
+    async create(businessId: string, input: NewKeyInput, by: ChangeAuthor, now = new Date()) {
       const [business] = await db.select({ id: businesses.id }).from(businesses).where(eq(businesses.id, businessId))
       if (!business) throw new ApiError('not_found', `No business with id ${businessId}.`)
       const checked = checkKeySettings(
@@ -77,28 +119,24 @@ export function createKeyService(db: Db, onChange: (keyHash: string) => void) {
         now,
       )
       if (!checked.ok) throw invalid(checked.problems)
-      const key = generateKey(input.type)
       const { settings } = checked
-      const [row] = await db
-        .insert(apiKeys)
-        .values({
-          businessId,
-          type: input.type,
+      const created = await db.transaction(async (tx) => {
+        const made = await insertKey(tx, businessId, input.type, {
           name: settings.name!,
           description: settings.description ?? null,
-          keyHash: hashKey(key),
-          keyHint: keyHint(key),
-          publicKey: input.type === 'public' ? key : null,
           allowedOrigins: settings.allowedOrigins ?? [],
           scopes: settings.scopes!,
           expiresAt: settings.expiresAt ?? null,
           rateLimitLimit: settings.rateLimitLimit ?? null,
           rateLimitWindowSeconds: settings.rateLimitWindowSeconds ?? null,
+          originPolicy: settings.originPolicy ?? 'enforce',
           createdBy: input.createdBy,
         })
-        .returning()
-      onChange(row!.keyHash)
-      return { record: toKeyRecord(row!), key }
+        await recordChange(tx, { businessId, action: 'key.created', by, keyId: made.row.id, changes: creation(made.row) })
+        return made
+      })
+      onChange(created.row.keyHash)
+      return { record: toKeyRecord(created.row), key: created.key }
     },
 
     async list(businessId: string): Promise<KeyRecord[]> {
@@ -115,35 +153,124 @@ export function createKeyService(db: Db, onChange: (keyHash: string) => void) {
       return findRow(businessId, keyId)
     },
 
-    async update(businessId: string | null, keyId: string, input: KeySettingsInput, now = new Date()) {
+    async update(businessId: string | null, keyId: string, input: KeySettingsInput, by: ChangeAuthor, now = new Date()) {
       const current = await findRow(businessId, keyId)
       if (current.revokedAt) {
         throw new ApiError('conflict', `Key ${keyId} is revoked; a revoked key cannot be changed. Create a new key instead.`)
       }
       const checked = checkKeySettings(current.type, input, now)
       if (!checked.ok) throw invalid(checked.problems)
-      const [row] = await db
-        .update(apiKeys)
-        .set({ ...checked.settings, updatedAt: now })
-        .where(and(eq(apiKeys.id, keyId), isNull(apiKeys.revokedAt)))
-        .returning()
-      if (!row) throw new ApiError('conflict', `Key ${keyId} was revoked meanwhile; it was not changed.`)
+      const row = await db.transaction(async (tx) => {
+        const [changed] = await tx
+          .update(apiKeys)
+          .set({ ...checked.settings, updatedAt: now })
+          .where(and(eq(apiKeys.id, keyId), isNull(apiKeys.revokedAt)))
+          .returning()
+        if (!changed) throw new ApiError('conflict', `Key ${keyId} was revoked meanwhile; it was not changed.`)
+        const changes = changedFields(toKeyRecord(current), toKeyRecord(changed), AUDITED_FIELDS)
+        // A change that changes nothing is no change: the trail records what moved.
+        if (Object.keys(changes).length > 0) {
+          await recordChange(tx, { businessId: changed.businessId, action: 'key.updated', by, keyId, changes })
+        }
+        return changed
+      })
       onChange(row.keyHash)
       return toKeyRecord(row)
     },
 
-    /** Idempotent: revoking twice keeps the first revocation time. */
-    async revoke(businessId: string | null, keyId: string, now = new Date()) {
+    /** Idempotent: revoking twice keeps the first revocation time (and records it once). */
+    async revoke(businessId: string | null, keyId: string, by: ChangeAuthor, now = new Date()) {
       const current = await findRow(businessId, keyId)
-      const [row] = await db
-        .update(apiKeys)
-        .set({ revokedAt: now, updatedAt: now })
-        .where(and(eq(apiKeys.id, current.id), isNull(apiKeys.revokedAt)))
-        .returning()
+      const row = await db.transaction(async (tx) => {
+        const [revoked] = await tx
+          .update(apiKeys)
+          .set({ revokedAt: now, updatedAt: now })
+          .where(and(eq(apiKeys.id, current.id), isNull(apiKeys.revokedAt)))
+          .returning()
+        if (revoked) {
+          await recordChange(tx, {
+            businessId: revoked.businessId,
+            action: 'key.revoked',
+            by,
+            keyId,
+            changes: changedFields(toKeyRecord(current), toKeyRecord(revoked), AUDITED_FIELDS),
+          })
+        }
+        return revoked
+      })
       onChange(current.keyHash)
       return toKeyRecord(row ?? current)
     },
+
+    /**
+     * Contract section 9: a new key with the old one's settings; the old one keeps working
+     * until `now + graceSeconds` (or its own earlier expiry), then is refused as expired.
+     * The old row is locked for the transaction, so two rolls of one key cannot both win.
+     */
+    async roll(businessId: string | null, keyId: string, graceSeconds: number, by: ChangeAuthor, now = new Date()) {
+      const rolled = await db.transaction(async (tx) => {
+        const old = await findRow(businessId, keyId, tx, true)
+        const refusal = rollRefusal(old, now)
+        if (refusal) throw new ApiError('conflict', refusal)
+        const graceEnd = new Date(now.getTime() + graceSeconds * 1000)
+        const oldEnd = old.expiresAt && old.expiresAt < graceEnd ? old.expiresAt : graceEnd
+        const made = await insertKey(tx, old.businessId, old.type, {
+          name: old.name,
+          description: old.description,
+          allowedOrigins: old.allowedOrigins,
+          scopes: old.scopes,
+          expiresAt: old.expiresAt,
+          rateLimitLimit: old.rateLimitLimit,
+          rateLimitWindowSeconds: old.rateLimitWindowSeconds,
+          originPolicy: old.originPolicy,
+          createdBy: old.createdBy,
+          rolledFrom: old.id,
+        })
+        const [replaced] = await tx
+          .update(apiKeys)
+          .set({ replacedBy: made.row.id, expiresAt: oldEnd, updatedAt: now })
+          .where(eq(apiKeys.id, old.id))
+          .returning()
+        await recordChange(tx, {
+          businessId: old.businessId,
+          action: 'key.rolled',
+          by,
+          keyId: old.id,
+          changes: changedFields(toKeyRecord(old), toKeyRecord(replaced!), AUDITED_FIELDS),
+        })
+        await recordChange(tx, {
+          businessId: old.businessId,
+          action: 'key.created',
+          by,
+          keyId: made.row.id,
+          changes: { ...creation(made.row), rolledFrom: { from: null, to: old.id } },
+        })
+        return { old: replaced!, made }
+      })
+      onChange(rolled.old.keyHash)
+      onChange(rolled.made.row.keyHash)
+      return { record: toKeyRecord(rolled.made.row), key: rolled.made.key, replaced: toKeyRecord(rolled.old) }
+    },
   }
+}
+
+/** Why a key cannot be rolled (409), or null. */
+function rollRefusal(key: ApiKeyRow, now: Date): string | null {
+  if (key.revokedAt) return `Key ${key.id} is revoked; a revoked key cannot be rolled. Create a new key instead.`
+  if (key.replacedBy) return `Key ${key.id} was already rolled: it is replaced by ${key.replacedBy}. Roll that key instead.`
+  if (key.expiresAt && key.expiresAt <= now) return `Key ${key.id} has expired; an expired key cannot be rolled. Create a new key instead.`
+  return null
+}
+
+/** A new key's settings as the trail shows a creation: every field from null. */
+function creation(row: ApiKeyRow): FieldChanges {
+  const record = toKeyRecord(row)
+  const changes: FieldChanges = { type: { from: null, to: record.type } }
+  for (const field of AUDITED_FIELDS) {
+    const value = record[field]
+    if (value !== null && !(Array.isArray(value) && value.length === 0)) changes[field] = { from: null, to: value }
+  }
+  return changes
 }
 
 export type KeyService = ReturnType<typeof createKeyService>

@@ -2,7 +2,7 @@ import { describe, expect, test } from 'bun:test'
 import { eq } from 'drizzle-orm'
 import { apiKeys } from '../../db/schema/index.ts'
 import { chainApp } from '../support/chain-app.ts'
-import { call, errorOf, seedBusiness, seedKey, testService } from '../support/service.ts'
+import { TEST_AUTHOR, call, errorOf, seedBusiness, seedKey, testService } from '../support/service.ts'
 import { createLogger } from '../../src/observability/log.ts'
 
 // Contract section 3: the checks, their order, their answers; through app.handle.
@@ -18,7 +18,7 @@ async function setup(options: Parameters<typeof chainApp>[0] = {}) {
     allowedOrigins: o?.allowedOrigins ?? (o?.type === 'private' ? [] : ['example.com']),
     expiresAt: o?.expiresAt ?? null,
     createdBy: 'test',
-  })
+  }, TEST_AUTHOR)
   return { ...chain, businessId, make }
 }
 
@@ -114,7 +114,7 @@ describe('check 3: key known and not revoked', () => {
     const { app, make, keys, businessId, db } = await setup()
     const { key, record } = await make({})
     expect((await call({ app }, '/api/v0/public-read', { key, origin: ORIGIN })).status).toBe(200)
-    await keys.revoke(businessId, record.id)
+    await keys.revoke(businessId, record.id, TEST_AUTHOR)
     const response = await call({ app }, '/api/v0/public-read', { key, origin: ORIGIN })
     expect(response.status).toBe(401)
     const error = await errorOf(response)
@@ -146,7 +146,7 @@ describe('check 4: not expired', () => {
     let now = Date.now()
     const { app, make, keys, businessId } = await setup({ now: () => now })
     const { key, record } = await make({ expiresAt: new Date(now + 1000).toISOString() })
-    await keys.revoke(businessId, record.id)
+    await keys.revoke(businessId, record.id, TEST_AUTHOR)
     now += 5000
     expect((await errorOf(await call({ app }, '/api/v0/public-read', { key, origin: ORIGIN }))).code).toBe('invalid_api_key')
   })

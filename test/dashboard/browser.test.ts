@@ -9,7 +9,7 @@ import { chromiumMissing, launchChromium } from '../support/chromium.ts'
 import { apiKeys } from '../../db/schema/index.ts'
 import type { Service } from '../../src/app.ts'
 import { testDatabase } from '../support/database.ts'
-import { seedBusiness, seedKey, testService } from '../support/service.ts'
+import { TEST_AUTHOR, seedBusiness, seedKey, testService } from '../support/service.ts'
 import { addMember, KEYS, PASSWORD } from './support.ts'
 
 /**
@@ -94,7 +94,7 @@ describe.skipIf(chromiumMissing)('the dashboard in a browser', () => {
       // Neighbours in the list, so that the screenshot shows the states a list holds.
       await seedKey(service, businessId, { type: 'private', name: 'Order service', scopes: ['ANALYTICS_READ', 'AUDIENCE_PERSON_READ'] })
       const old = await seedKey(service, businessId, { name: 'Old landing page', allowedOrigins: ['acme-outdoor.com'] })
-      await service.services.keys.revoke(businessId, old.record.id)
+      await service.services.keys.revoke(businessId, old.record.id, TEST_AUTHOR)
       const staging = await seedKey(service, businessId, { name: 'Staging shop', allowedOrigins: ['staging.acme-outdoor.com'], scopes: ['ANALYTICS_WRITE', 'AUDIENCE_PERSON_WRITE'] })
       const db = (await testDatabase()).db
       await db.update(apiKeys).set({ lastUsedAt: new Date(Date.now() - 3 * 60_000 - 5_000) }).where(eq(apiKeys.id, staging.record.id))

@@ -2,7 +2,7 @@ import { describe, expect, test } from 'bun:test'
 import { eq } from 'drizzle-orm'
 import { apiKeys } from '../../db/schema/index.ts'
 import { testDatabase } from '../support/database.ts'
-import { call, errorOf, seedKey, testService } from '../support/service.ts'
+import { TEST_AUTHOR, call, errorOf, seedKey, testService } from '../support/service.ts'
 import { getPage, KEYS, memberOf, postForm, type Session } from './support.ts'
 
 const db = async () => (await testDatabase()).db
@@ -34,7 +34,7 @@ describe('the key list', () => {
     const lapsed = await seedKey(service, businessId, { name: 'Lapsed' })
     await (await db()).update(apiKeys).set({ lastUsedAt: new Date(Date.now() - 3 * 60_000 - 5000) }).where(eq(apiKeys.id, pub.record.id))
     await (await db()).update(apiKeys).set({ expiresAt: new Date(Date.now() - 60_000) }).where(eq(apiKeys.id, lapsed.record.id))
-    await service.services.keys.revoke(businessId, old.record.id)
+    await service.services.keys.revoke(businessId, old.record.id, TEST_AUTHOR)
 
     const response = await getPage(service, KEYS, session)
     expect(response.status).toBe(200)

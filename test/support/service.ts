@@ -1,3 +1,4 @@
+import type { ChangeAuthor } from '../../src/audit/trail.ts'
 import { createApp, type AppOptions, type Service } from '../../src/app.ts'
 import type { KeyType } from '../../src/access/key-format.ts'
 import { businesses } from '../../db/schema/index.ts'
@@ -6,6 +7,9 @@ import { silentLogger } from '../../src/observability/log.ts'
 import { testDatabase } from './database.ts'
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789'
+
+/** The author tests give the key service directly (not through a route): the operator. */
+export const TEST_AUTHOR: ChangeAuthor = { actor: 'admin' }
 
 const proxyRule = createClientAddressRule(['127.0.0.1'])
 
@@ -52,7 +56,7 @@ export async function seedKey(service: Service, businessId: string, options: See
     expiresAt: options.expiresAt ?? null,
     rateLimit: options.rateLimit ?? null,
     createdBy: 'test',
-  })
+  }, TEST_AUTHOR)
   return { key: created.key, record: created.record }
 }
 

@@ -3,7 +3,7 @@ import { alsoAnswers, noContent } from '../../http/openapi-document.ts'
 import type { AreaDeps } from '../deps.ts'
 import { decodePosition, pageSize, positionCursor, toPage } from '../shared/paging.ts'
 import { assertJsonSize, assertStorable, fieldPath, IdParams, recordPath } from '../shared/validation.ts'
-import { addMembers, createList, getList, listLists, listMembers, removeMembers, toListRecord, toMemberRecord } from './lists.ts'
+import { addMembers, assertOneIdentifier, createList, getList, listLists, listMembers, removeMembers, toListRecord, toMemberRecord } from './lists.ts'
 import {
   Added,
   CompaniesBody,
@@ -38,7 +38,8 @@ import {
   toPersonRecord,
 } from './service.ts'
 import { COMPANIES, PEOPLE, upsertRecords } from './upsert.ts'
-import { mayUpdateStored } from './write-rights.ts'
+import { mayRemoveMember, mayUpdateStored } from './write-rights.ts'
+import { identitySecretOf } from '../../identity/secret.ts'
 
 /** What the schema cannot say about a person or company: storable strings, properties within 16 KiB. */
 function assertStorableRecord(record: { properties?: Record<string, unknown> }, path: string): void {
@@ -62,7 +63,8 @@ export function audienceRoutes({ db, access }: AreaDeps) {
         const isBatch = 'people' in body
         const records = isBatch ? body.people : [body]
         records.forEach((record, i) => assertStorableRecord(record, recordPath(isBatch ? 'people' : null, i)))
-        const { ids } = await upsertRecords(db, PEOPLE, key.businessId, records, isBatch, mayUpdateStored(key))
+        const secret = key.type === 'public' ? await identitySecretOf(db, key.businessId) : null
+        const { ids } = await upsertRecords(db, PEOPLE, key.businessId, records, isBatch, mayUpdateStored(key, secret))
         // A public key's acknowledgement counts the records processed, whatever they changed.
         if (key.type === 'public') return { upserted: records.length }
         const rows = await peopleByIds(db, key.businessId, ids)
@@ -222,7 +224,10 @@ export function audienceRoutes({ db, access }: AreaDeps) {
     .post(
       '/lists/:slug/people',
       async ({ params, body, access: { key } }) => {
-        body.people.forEach((ref, i) => assertStorable(ref, recordPath('people', i)))
+        body.people.forEach((ref, i) => {
+          assertStorable(ref, recordPath('people', i))
+          assertOneIdentifier(ref, recordPath('people', i))
+        })
         // Public keys: a ref naming nobody is skipped rather than refused, and the answer counts
         // the refs processed, so it says nothing of who exists or who was on the list.
         const added = await addMembers(db, key.businessId, params.slug, body.people, { strict: key.type === 'private' })
@@ -244,8 +249,14 @@ export function audienceRoutes({ db, access }: AreaDeps) {
     .delete(
       '/lists/:slug/people',
       async ({ params, body, access: { key } }) => {
-        body.people.forEach((ref, i) => assertStorable(ref, recordPath('people', i)))
-        const removed = await removeMembers(db, key.businessId, params.slug, body.people)
+        body.people.forEach((ref, i) => {
+          assertStorable(ref, recordPath('people', i))
+          assertOneIdentifier(ref, recordPath('people', i))
+        })
+        const secret = key.type === 'public' ? await identitySecretOf(db, key.businessId) : null
+        // Refs a public key may not remove are dropped, and the answer is the same either way.
+        const allowed = body.people.filter((ref) => mayRemoveMember(key, secret, ref))
+        const removed = allowed.length > 0 ? await removeMembers(db, key.businessId, params.slug, allowed) : 0
         return { removed: key.type === 'public' ? body.people.length : removed }
       },
       {

@@ -1,3 +1,4 @@
+import { invalidField } from '../shared/validation.ts'
 import { and, desc, eq, getTableColumns, sql } from 'drizzle-orm'
 import { queryRows, type Db } from '../../../db/client.ts'
 import { audienceListMembers, audienceLists, people } from '../../../db/schema/index.ts'
@@ -103,6 +104,18 @@ export interface MemberRef {
   email?: string
   externalId?: string
   id?: string
+  identityHash?: string
+}
+
+/** 400 unless the ref names its person by exactly one of email, externalId or id. */
+export function assertOneIdentifier(ref: MemberRef, path: string): void {
+  const named = [ref.email, ref.externalId, ref.id].filter((value) => value !== undefined).length
+  if (named !== 1) {
+    throw invalidField(
+      path,
+      'name one person by exactly one of "email", "externalId" or "id" (plus "identityHash" where the business verifies identity)',
+    )
+  }
 }
 
 function refRows(refs: readonly MemberRef[]): string {

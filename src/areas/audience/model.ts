@@ -35,10 +35,19 @@ const Domain = t.String({ ...domainOptions, description: 'At most 253 characters
 
 const Name = (description: string) => t.String({ minLength: 1, maxLength: 200, description: `${description}, 1-200 characters.` })
 
+/** Contract section 12: a business's server signs a person's identifier for its pages. */
+const IdentityHash = t.String({
+  pattern: '^[0-9a-f]{64}$',
+  error: 'must be the lower-case hex HMAC-SHA256 (64 characters) of the externalId, or else of the lower-cased email, under the business identity secret',
+  description:
+    "HMAC-SHA256 (lower-case hex) of this person's externalId, or without one their lower-cased email, under the business's identity secret, computed by the business's server. Lets a public key update the stored person.",
+})
+
 export const PersonInput = t.Object(
   {
     email: t.Optional(Email),
     externalId: t.Optional(ExternalId),
+    identityHash: t.Optional(IdentityHash),
     firstName: t.Optional(Name('First name')),
     lastName: t.Optional(Name('Last name')),
     properties: t.Optional(PropertyBag),
@@ -153,17 +162,23 @@ export const ListPage = pageSchema(List)
 export const Member = t.Composite([Person, t.Object({ addedAt: t.String() })])
 export const MemberPage = pageSchema(Member)
 
-/** One person named by exactly one of email, externalId or id. */
+/**
+ * One person named by exactly one of email, externalId or id (checked by
+ * assertOneIdentifier: a schema cannot say "one of three, plus an optional fourth"
+ * without a union, whose errors name no field), with an identityHash where section 12
+ * wants one.
+ */
 export const MemberRef = t.Object(
   {
     email: t.Optional(Email),
     externalId: t.Optional(ExternalId),
     id: t.Optional(Uuid),
+    identityHash: t.Optional(IdentityHash),
   },
   {
     minProperties: 1,
-    maxProperties: 1,
-    error: 'must name one person as {"email": ...}, {"externalId": ...} or {"id": ...}',
+    maxProperties: 2,
+    error: 'must name one person as {"email": ...}, {"externalId": ...} or {"id": ...}, with an optional "identityHash"',
   },
 )
 

@@ -1,0 +1,94 @@
+import { and, desc, eq } from 'drizzle-orm'
+import type { Db } from '../../db/client.ts'
+import { auditEntries, type AuditAction } from '../../db/schema/index.ts'
+import { before, type Position } from '../areas/shared/paging.ts'
+
+/** Who made a change: the operator's token, or a signed-in member (contract section 10). */
+export type Actor = 'admin' | `member:${string}`
+
+/** The author of a change and the request that carried it, passed down to the trail. */
+export interface ChangeAuthor {
+  actor: Actor
+  requestId?: string
+}
+
+/** The operator, through the admin API: the request id is the answer's X-Request-Id. */
+export function byAdmin(set: { headers: Record<string, unknown> }): ChangeAuthor {
+  const requestId = set.headers['x-request-id']
+  return { actor: 'admin', requestId: typeof requestId === 'string' ? requestId : undefined }
+}
+
+export function byMember(email: string): ChangeAuthor {
+  return { actor: `member:${email}` }
+}
+
+export type FieldChanges = Record<string, { from: unknown; to: unknown }>
+
+export type AuditEntryRow = typeof auditEntries.$inferSelect
+
+/**
+ * Appends one entry, on the transaction of the change it records: the change and its entry
+ * commit together or not at all. Entries are never updated or deleted (a trigger refuses).
+ */
+export async function recordChange(
+  tx: Db,
+  entry: { businessId: string; action: AuditAction; by: ChangeAuthor; keyId?: string; memberId?: string; changes?: FieldChanges },
+): Promise<void> {
+  await tx.insert(auditEntries).values({
+    businessId: entry.businessId,
+    // Milliseconds, as the pages' cursors carry them (src/areas/shared/paging.ts).
+    at: new Date(),
+    actor: entry.by.actor,
+    action: entry.action,
+    keyId: entry.keyId ?? null,
+    memberId: entry.memberId ?? null,
+    requestId: entry.by.requestId ?? null,
+    changes: entry.changes ?? {},
+  })
+}
+
+/**
+ * The fields of `fields` whose values differ between `before` and `after`, as {from, to};
+ * nothing unchanged. Values compare as JSON (arrays and dates included).
+ */
+export function changedFields<T extends object>(before: T, after: T, fields: readonly (keyof T & string)[]): FieldChanges {
+  const changes: FieldChanges = {}
+  for (const field of fields) {
+    const from = (before[field] as unknown) ?? null
+    const to = (after[field] as unknown) ?? null
+    if (JSON.stringify(from) !== JSON.stringify(to)) changes[field] = { from, to }
+  }
+  return changes
+}
+
+/** A business's trail (or one key's), newest first, `limit` entries after `after`. */
+export async function listChanges(
+  db: Db,
+  filter: { businessId: string; keyId?: string; after: Position | null; limit: number },
+): Promise<AuditEntryRow[]> {
+  return db
+    .select()
+    .from(auditEntries)
+    .where(
+      and(
+        eq(auditEntries.businessId, filter.businessId),
+        filter.keyId ? eq(auditEntries.keyId, filter.keyId) : undefined,
+        before(auditEntries.at, auditEntries.id, filter.after),
+      ),
+    )
+    .orderBy(desc(auditEntries.at), desc(auditEntries.id))
+    .limit(filter.limit)
+}
+
+/** The entry on the wire (contract section 10). */
+export function toAuditRecord(row: AuditEntryRow) {
+  return {
+    id: row.id,
+    at: row.at.toISOString(),
+    actor: row.actor,
+    action: row.action,
+    keyId: row.keyId,
+    requestId: row.requestId,
+    changes: row.changes as FieldChanges,
+  }
+}
