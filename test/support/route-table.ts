@@ -1,5 +1,4 @@
-import type { Scope } from '../../src/access/scopes.ts'
-import type { RouteAccess } from '../../src/access/scopes.ts'
+import type { RouteAccess, Scope } from '../../src/access/scopes.ts'
 import type { Service } from '../../src/app.ts'
 import {
   audienceListMembers,
@@ -191,7 +190,7 @@ export const routeName = (route: { method: string; route: string }) => `${route.
 /** The table's entries whose declared path starts with `prefix`. */
 export const routesUnder = (prefix: string) => ROUTE_TABLE.filter((entry) => entry.route.startsWith(prefix))
 
-/** The /api/v0 routes the app declares (OPTIONS, the CORS preflight, aside), with their access rule. */
+/** The /api/v0 routes the app declares (OPTIONS, the CORS preflight, aside), with their access rule and query parameters. */
 export function declaredApiRoutes(app: Service['app']) {
   return app.routes
     .filter((r) => r.path.startsWith('/api/v0/') && r.method !== 'OPTIONS')
@@ -199,5 +198,6 @@ export function declaredApiRoutes(app: Service['app']) {
       method: r.method,
       route: r.path,
       access: (r.hooks.detail as { 'x-access'?: RouteAccess } | undefined)?.['x-access'],
+      queryNames: Object.keys((r.hooks.query as { properties?: object } | undefined)?.properties ?? {}),
     }))
 }

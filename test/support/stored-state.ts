@@ -13,9 +13,12 @@ export interface TableState {
  * the day it lands): its row count and a digest of its rows. Two equal snapshots mean
  * nothing was inserted, changed or deleted, `api_keys.last_used_at` included.
  */
+let tables: { name: string }[] | undefined
+
 export async function storedState(): Promise<Record<string, TableState>> {
   const { db } = await testDatabase()
-  const tables = await queryRows<{ name: string }>(
+  // The tables are the migrations', applied once per run: read the catalogue once.
+  tables ??= await queryRows<{ name: string }>(
     db,
     sql`select tablename as name from pg_tables where schemaname = 'public' order by tablename`,
   )
