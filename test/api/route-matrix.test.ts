@@ -196,6 +196,19 @@ describe.each(ROUTE_TABLE.map((entry) => [routeName(entry), entry] as const))('%
     })
   }
 
+  test('a CORS preflight, without a key: 204 naming the method', async () => {
+    const w = await seedWorld(service)
+    const response = await call(service, entry.request(w).path, {
+      method: 'OPTIONS',
+      origin: ORIGIN,
+      headers: { 'access-control-request-method': entry.method },
+    })
+    expect(response.status).toBe(204)
+    expect(response.headers.get('access-control-allow-origin')).toBe(ORIGIN)
+    expect(response.headers.get('access-control-allow-methods')!.split(', ')).toContain(entry.method)
+    expect(reached).toEqual([])
+  })
+
   for (const refusal of REFUSALS.filter((r) => r.applies?.(entry) ?? true)) {
     test(`${refusal.name}: ${refusal.status} ${refusal.code}, the handler never runs, nothing is written`, async () => {
       const w = await seedWorld(service)
@@ -210,6 +223,8 @@ describe.each(ROUTE_TABLE.map((entry) => [routeName(entry), entry] as const))('%
       const error = await errorOf(response)
       expect({ status: response.status, code: error.code }).toEqual({ status: refusal.status, code: refusal.code })
       expect(error.requestId).toBe(response.headers.get('x-request-id')!)
+      // Page code reads refusals too (contract section 3, CORS).
+      expect(response.headers.get('access-control-allow-origin')).toBe(sent.origin ?? ORIGIN)
       refusal.check?.(response, entry, error.message)
       expect(reached).toEqual([])
       await service.services.lastUsed.flush()
