@@ -50,20 +50,25 @@ export async function seedWorld(service: Service): Promise<World> {
   const businessId = await seedBusiness(service)
   const owner = await seedKey(service, businessId, { type: 'private', name: 'owner', scopes: ['FLOW_TRIGGER'] })
   const personEmail = 'member@example.com'
-  const [person] = await db.insert(people).values({ businessId, email: personEmail, externalId: 'u1', firstName: 'Ada' }).returning()
-  const [company] = await db.insert(companies).values({ businessId, domain: 'acme.example', name: 'Acme' }).returning()
-  const [list] = await db.insert(audienceLists).values({ businessId, slug: 'news', name: 'News' }).returning()
-  await db.insert(audienceListMembers).values({ listId: list!.id, personId: person!.id })
-  const [author] = await db.insert(blogAuthors).values({ businessId, slug: 'ada', name: 'Ada' }).returning()
-  const [tag] = await db.insert(blogTags).values({ businessId, slug: 'news', name: 'News' }).returning()
-  const [blog] = await db
-    .insert(blogs)
-    .values({ businessId, slug: 'hello', title: 'Hello', content: 'Hi', status: 'published', publishedAt: new Date(Date.now() - 60_000) })
-    .returning()
-  await db.insert(blogPostTags).values({ businessId, blogId: blog!.id, tagId: tag!.id, position: 0 })
-  const [flow] = await db.insert(flows).values({ businessId, name: 'welcome' }).returning()
-  const [run] = await db.insert(flowRuns).values({ flowId: flow!.id, businessId, keyId: owner.record.id }).returning()
-  const [document] = await db.insert(memoryDocuments).values({ businessId, title: 'Refunds', content: 'Refunds within 30 days.' }).returning()
+  // Independent rows in parallel: on PostgreSQL each is a round trip, and every matrix case seeds a world.
+  const [[person], [company], [list], [author], [tag], [blog], [flow], [document]] = await Promise.all([
+    db.insert(people).values({ businessId, email: personEmail, externalId: 'u1', firstName: 'Ada' }).returning(),
+    db.insert(companies).values({ businessId, domain: 'acme.example', name: 'Acme' }).returning(),
+    db.insert(audienceLists).values({ businessId, slug: 'news', name: 'News' }).returning(),
+    db.insert(blogAuthors).values({ businessId, slug: 'ada', name: 'Ada' }).returning(),
+    db.insert(blogTags).values({ businessId, slug: 'news', name: 'News' }).returning(),
+    db
+      .insert(blogs)
+      .values({ businessId, slug: 'hello', title: 'Hello', content: 'Hi', status: 'published', publishedAt: new Date(Date.now() - 60_000) })
+      .returning(),
+    db.insert(flows).values({ businessId, name: 'welcome' }).returning(),
+    db.insert(memoryDocuments).values({ businessId, title: 'Refunds', content: 'Refunds within 30 days.' }).returning(),
+  ])
+  const [[run]] = await Promise.all([
+    db.insert(flowRuns).values({ flowId: flow!.id, businessId, keyId: owner.record.id }).returning(),
+    db.insert(audienceListMembers).values({ listId: list!.id, personId: person!.id }),
+    db.insert(blogPostTags).values({ businessId, blogId: blog!.id, tagId: tag!.id, position: 0 }),
+  ])
   return {
     service,
     businessId,
