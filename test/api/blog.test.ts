@@ -2,7 +2,6 @@ import { describe, expect, test } from 'bun:test'
 import { eq, sql } from 'drizzle-orm'
 import { queryRows } from '../../db/client.ts'
 import { blogAuthors, blogPostTags, blogs, blogTags } from '../../db/schema/index.ts'
-import { PUBLIC_KEY_SCOPES } from '../../src/access/scopes.ts'
 import { testDatabase } from '../support/database.ts'
 import { call, errorOf, seedBusiness, seedKey, testService, type CallOptions } from '../support/service.ts'
 
@@ -68,97 +67,8 @@ async function storedBlog(id: string) {
   return row
 }
 
-// ---- Refusals, for every route -----------------------------------------------------
-
-interface Route {
-  method: string
-  path: string
-  public: boolean
-  scope: 'BLOG_READ' | 'BLOG_WRITE'
-  body?: unknown
-}
-
-const ROUTES: Route[] = [
-  { method: 'GET', path: '/blogs', public: true, scope: 'BLOG_READ' },
-  { method: 'GET', path: '/blogs/hello', public: true, scope: 'BLOG_READ' },
-  { method: 'POST', path: '/blogs', public: false, scope: 'BLOG_WRITE', body: { slug: 'new', title: 'New', content: 'x' } },
-  { method: 'PATCH', path: `/blogs/${UNKNOWN_ID}`, public: false, scope: 'BLOG_WRITE', body: { title: 'Changed' } },
-  { method: 'DELETE', path: `/blogs/${UNKNOWN_ID}`, public: false, scope: 'BLOG_WRITE' },
-  { method: 'GET', path: '/authors', public: true, scope: 'BLOG_READ' },
-  { method: 'GET', path: '/authors/ada', public: true, scope: 'BLOG_READ' },
-  { method: 'POST', path: '/authors', public: false, scope: 'BLOG_WRITE', body: { name: 'New', slug: 'new' } },
-  { method: 'PATCH', path: `/authors/${UNKNOWN_ID}`, public: false, scope: 'BLOG_WRITE', body: { name: 'Changed' } },
-  { method: 'DELETE', path: `/authors/${UNKNOWN_ID}`, public: false, scope: 'BLOG_WRITE' },
-  { method: 'GET', path: '/tags', public: true, scope: 'BLOG_READ' },
-  { method: 'GET', path: '/tags/news', public: true, scope: 'BLOG_READ' },
-  { method: 'POST', path: '/tags', public: false, scope: 'BLOG_WRITE', body: { name: 'New', slug: 'new' } },
-  { method: 'PATCH', path: `/tags/${UNKNOWN_ID}`, public: false, scope: 'BLOG_WRITE', body: { name: 'Changed' } },
-  { method: 'DELETE', path: `/tags/${UNKNOWN_ID}`, public: false, scope: 'BLOG_WRITE' },
-]
-
-const routeName = (route: Route) => `${route.method} /api/v0/blog${route.path}`
-
-describe.each(ROUTES.map((route) => [routeName(route), route] as const))('%s', (_, route) => {
-  const send = (s: Setup, key: string | null, origin?: string, body = route.body) =>
-    call(s.service, `/api/v0/blog${route.path}`, { method: route.method, key, origin, body })
-
-  test('without a key: 401 missing_api_key, nothing written', async () => {
-    const s = await setup()
-    const response = await send(s, null, ORIGIN)
-    expect(response.status).toBe(401)
-    expect((await errorOf(response)).code).toBe('missing_api_key')
-    expect(await counts()).toEqual({ blogs: 0, authors: 0, tags: 0, postTags: 0 })
-  })
-
-  if (route.body !== undefined) {
-    test('an invalid body without a key: 401, not 400', async () => {
-      const s = await setup()
-      const response = await send(s, null, undefined, { slug: 42 })
-      expect(response.status).toBe(401)
-    })
-  }
-
-  test(`a ${route.public ? 'public' : 'private'} key without ${route.scope}: 403 insufficient_scope`, async () => {
-    const s = await setup()
-    const held = route.public ? PUBLIC_KEY_SCOPES.filter((scope) => scope !== route.scope) : ['BLOG_READ', 'MEMORY_WRITE']
-    const { key } = await seedKey(s.service, s.businessId, { type: route.public ? 'public' : 'private', scopes: held })
-    const response = await send(s, key, route.public ? ORIGIN : undefined)
-    expect(response.status).toBe(403)
-    expect((await errorOf(response)).code).toBe('insufficient_scope')
-    expect(response.headers.get('www-authenticate')).toContain(`scope="${route.scope}"`)
-    expect(await counts()).toEqual({ blogs: 0, authors: 0, tags: 0, postTags: 0 })
-  })
-
-  if (route.public) {
-    test('a public key from an origin it does not allow: 403 origin_not_allowed', async () => {
-      const s = await setup()
-      const response = await send(s, s.reader, 'https://example.com.evil.io')
-      expect(response.status).toBe(403)
-      const error = await errorOf(response)
-      expect(error.code).toBe('origin_not_allowed')
-      expect(error.message).toContain('https://example.com.evil.io')
-    })
-  } else {
-    test('a public key: 403 public_key_not_allowed, nothing written', async () => {
-      const s = await setup()
-      const { key } = await seedKey(s.service, s.businessId, { scopes: [...PUBLIC_KEY_SCOPES] })
-      const response = await send(s, key, ORIGIN)
-      expect(response.status).toBe(403)
-      expect((await errorOf(response)).code).toBe('public_key_not_allowed')
-      expect(await counts()).toEqual({ blogs: 0, authors: 0, tags: 0, postTags: 0 })
-    })
-  }
-})
-
-test('the refusal matrix covers every blog route', async () => {
-  const s = await setup()
-  const served = s.service.app.routes
-    .filter((r) => r.path.startsWith('/api/v0/blog/') && r.method !== 'OPTIONS' && r.method !== 'HEAD')
-    .map((r) => `${r.method} ${r.path}`)
-    .sort()
-  const expected = ROUTES.map((r) => `${r.method} /api/v0/blog${r.path.replace(/\/(hello|ada|news|[0-9a-f-]{36})$/, '/:id')}`)
-  expect(served).toEqual([...new Set(expected)].sort())
-})
+// Refusals for every route (no key, bad keys, origins, scopes, budgets; nothing written):
+// test/api/route-matrix.test.ts, from the route table in test/support/route-table.ts.
 
 // ---- Blogs: writes -----------------------------------------------------------------
 

@@ -2,7 +2,6 @@ import { describe, expect, test } from 'bun:test'
 import { eq, sql } from 'drizzle-orm'
 import { queryRows } from '../../db/client.ts'
 import { flowIdempotencyKeys, flowRuns, flows } from '../../db/schema/index.ts'
-import { PUBLIC_KEY_SCOPES } from '../../src/access/scopes.ts'
 import { testDatabase } from '../support/database.ts'
 import { admin, call, errorOf, seedBusiness, seedKey, testService, type CallOptions } from '../support/service.ts'
 
@@ -42,60 +41,8 @@ async function accepted(response: Response): Promise<{ runId: string; status: st
   return (await response.json()) as { runId: string; status: string }
 }
 
-// ---- Refusals ----------------------------------------------------------------------
-
-describe('refusals', () => {
-  const routes = [
-    { name: 'POST /api/v0/flow/:id/trigger', method: 'POST', path: (s: Setup) => `/api/v0/flow/${s.flowId}/trigger`, public: true, body: { input: { a: 1 } } },
-    { name: 'GET /api/v0/flow/:id/runs/:runId', method: 'GET', path: (s: Setup) => `/api/v0/flow/${s.flowId}/runs/${UNKNOWN_ID}`, public: false, body: undefined },
-  ]
-  for (const route of routes) {
-    const send = (s: Setup, key: string | null, origin?: string, body: unknown = route.body) =>
-      call(s.service, route.path(s), { method: route.method, key, origin, body })
-
-    test(`${route.name} without a key: 401 missing_api_key, nothing written`, async () => {
-      const s = await setup()
-      const response = await send(s, null, ORIGIN)
-      expect(response.status).toBe(401)
-      expect((await errorOf(response)).code).toBe('missing_api_key')
-      expect(await runs()).toEqual([])
-    })
-
-    test(`${route.name} with a key without FLOW_TRIGGER: 403 insufficient_scope, nothing written`, async () => {
-      const s = await setup()
-      const held = route.public ? PUBLIC_KEY_SCOPES.filter((scope) => scope !== 'FLOW_TRIGGER') : ['MEMORY_READ']
-      const { key } = await seedKey(s.service, s.businessId, { type: route.public ? 'public' : 'private', scopes: held })
-      const response = await send(s, key, route.public ? ORIGIN : undefined)
-      expect(response.status).toBe(403)
-      expect((await errorOf(response)).code).toBe('insufficient_scope')
-      expect(response.headers.get('www-authenticate')).toContain('scope="FLOW_TRIGGER"')
-      expect(await runs()).toEqual([])
-    })
-
-    if (route.public) {
-      test(`${route.name} with a public key from a refused origin: 403 origin_not_allowed, nothing written`, async () => {
-        const s = await setup()
-        const response = await send(s, s.publicKey.key, 'https://evil.io')
-        expect(response.status).toBe(403)
-        expect((await errorOf(response)).code).toBe('origin_not_allowed')
-        expect(await runs()).toEqual([])
-      })
-
-      test(`${route.name} with an invalid body and no key: 401, not 400`, async () => {
-        const s = await setup()
-        const response = await send(s, null, ORIGIN, { input: 'not an object' })
-        expect(response.status).toBe(401)
-      })
-    } else {
-      test(`${route.name} with a public key: 403 public_key_not_allowed`, async () => {
-        const s = await setup()
-        const response = await send(s, s.publicKey.key, ORIGIN)
-        expect(response.status).toBe(403)
-        expect((await errorOf(response)).code).toBe('public_key_not_allowed')
-      })
-    }
-  }
-})
+// Refusals for every route (no key, bad keys, origins, scopes, budgets; nothing written):
+// test/api/route-matrix.test.ts, from the route table in test/support/route-table.ts.
 
 // ---- Trigger -----------------------------------------------------------------------
 

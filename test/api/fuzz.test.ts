@@ -1,62 +1,44 @@
 import { describe, expect, test } from 'bun:test'
 import fc from 'fast-check'
-import type { Service } from '../../src/app.ts'
-import { flows } from '../../db/schema/index.ts'
-import { testDatabase } from '../support/database.ts'
-import { deepJson, hostileQueryValue, hostileString, mutatedBody, RUNS, storedRows } from '../support/hostile.ts'
-import { admin, call, seedBusiness, seedKey, testService } from '../support/service.ts'
+import { PUBLIC_KEY_SCOPES, SCOPES } from '../../src/access/scopes.ts'
+import { deepJson, hostileQueryValue, hostileString, mutatedBody, RUNS } from '../support/hostile.ts'
+import { declaredApiRoutes, ROUTE_TABLE, routeName, seedWorld, type RouteEntry, type World } from '../support/route-table.ts'
+import { admin, call, seedKey, testService } from '../support/service.ts'
+import { storedState } from '../support/stored-state.ts'
 
 /**
  * Hostile input at every input surface of /api/v0 and /admin/v0: whatever arrives, the
  * answer is never a 5xx, and a refusal (4xx) writes nothing. A counterexample prints the
- * request that broke it.
+ * request that broke it. The /api/v0 surfaces come from the route table and the routes'
+ * declared query schemas, so a new route or parameter is fuzzed the day it lands.
  */
 
 const ORIGIN = 'https://www.example.com'
-const SCOPES = ['ANALYTICS_READ', 'ANALYTICS_WRITE', 'AUDIENCE_PERSON_READ', 'AUDIENCE_PERSON_WRITE', 'AUDIENCE_COMPANY_READ', 'AUDIENCE_COMPANY_WRITE', 'AUDIENCE_LIST_READ', 'AUDIENCE_LIST_WRITE', 'BLOG_READ', 'BLOG_WRITE', 'MEMORY_READ', 'MEMORY_WRITE', 'FLOW_TRIGGER']
-const PUBLIC_SCOPES = ['ANALYTICS_WRITE', 'AUDIENCE_PERSON_WRITE', 'AUDIENCE_COMPANY_WRITE', 'AUDIENCE_LIST_WRITE', 'BLOG_READ', 'FLOW_TRIGGER']
 
-interface World {
-  service: Service
-  businessId: string
+interface FuzzWorld extends World {
+  /** A public key holding every public scope, allowing ORIGIN. */
   pk: string
+  /** A private key holding every scope. */
   sk: string
   skId: string
-  flowId: string
-  blogId: string
-  authorId: string
-  tagId: string
-  documentId: string
 }
 
-async function world(): Promise<World> {
-  const service = await testService()
-  const businessId = await seedBusiness(service)
-  const pk = await seedKey(service, businessId, { scopes: PUBLIC_SCOPES, allowedOrigins: ['example.com'] })
-  const sk = await seedKey(service, businessId, { type: 'private', scopes: SCOPES })
-  const [flow] = await (await testDatabase()).db.insert(flows).values({ businessId, name: 'welcome' }).returning()
-  const created = async (path: string, body: unknown) => {
-    const response = await call(service, path, { key: sk.key, body })
-    expect(response.status).toBe(201)
-    return ((await response.json()) as { id: string }).id
-  }
-  await created('/api/v0/audience/lists', { slug: 'news', name: 'News' })
-  const authorId = await created('/api/v0/blog/authors', { slug: 'ada', name: 'Ada' })
-  const tagId = await created('/api/v0/blog/tags', { slug: 'go', name: 'Go' })
-  const blogId = await created('/api/v0/blog/blogs', { slug: 'hello', title: 'Hello', content: 'Hi', authorId, tags: ['go'], status: 'published' })
-  const documentId = await created('/api/v0/memory', { content: 'remember this', metadata: { a: 1 } })
-  return { service, businessId, pk: pk.key, sk: sk.key, skId: sk.record.id, flowId: flow!.id, blogId, authorId, tagId, documentId }
+async function world(): Promise<FuzzWorld> {
+  const w = await seedWorld(await testService())
+  const pk = await seedKey(w.service, w.businessId, { scopes: [...PUBLIC_KEY_SCOPES], allowedOrigins: ['example.com'] })
+  const sk = await seedKey(w.service, w.businessId, { type: 'private', scopes: [...SCOPES] })
+  return { ...w, pk: pk.key, sk: sk.key, skId: sk.record.id }
 }
 
 /** Sends one request; asserts no 5xx, and that a refusal changed no stored row. */
 async function survives(send: () => Promise<Response>): Promise<void> {
-  const before = await storedRows()
+  const before = await storedState()
   const response = await send()
   const text = await response.text()
   expect(response.status, text).toBeLessThan(500)
   if (response.status >= 400) {
     expect(JSON.parse(text).error.code).toBeString()
-    expect(await storedRows()).toBe(before)
+    expect(await storedState()).toEqual(before)
   }
 }
 
@@ -67,82 +49,63 @@ function fuzz<T>(arbitrary: fc.Arbitrary<T>, send: (value: T) => Promise<Respons
   )
 }
 
-type KeyKind = 'pk' | 'sk'
-interface BodySurface {
-  method: string
-  path: (w: World) => string
-  key: KeyKind
-  valid: (w: World) => Record<string, unknown>[]
+type Body = Record<string, unknown>
+
+/** Valid bodies beside the table's, so mutations also start from every field and from the batch forms. */
+const MORE_BODIES: Record<string, (w: World) => Body[]> = {
+  'POST /api/v0/analytics': () => [
+    { eventType: 'page_view', url: 'https://www.example.com/', referrer: '', anonymousId: 'a', personId: 'p', properties: { plan: 'pro' }, timestamp: new Date().toISOString() },
+    { events: [{ eventType: 'click', properties: { n: 1 } }] },
+  ],
+  'POST /api/v0/audience/people': () => [
+    { email: 'ada@example.com', externalId: 'u1', firstName: 'Ada', lastName: 'L', properties: { plan: 'pro' } },
+    { people: [{ email: 'b@example.com' }] },
+  ],
+  'POST /api/v0/audience/companies': () => [{ domain: 'example.com', externalId: 'c1', name: 'Acme', properties: { size: 3 } }, { companies: [{ domain: 'b.io' }] }],
+  'POST /api/v0/audience/lists': () => [{ slug: 'vip', name: 'VIP', description: 'd' }],
+  'DELETE /api/v0/audience/lists/:slug/people': () => [{ people: [{ externalId: 'u1' }] }],
+  'POST /api/v0/blog/blogs': (w) => [
+    { slug: 'post', title: 'T', excerpt: 'e', content: 'c', authorId: w.authorId, tags: ['news'], status: 'published', publishedAt: '2026-01-01T00:00:00Z' },
+  ],
+  'PATCH /api/v0/blog/blogs/:id': () => [{ title: 'T2', publishedAt: '2026-01-01T00:00:00Z', tags: [] }],
+  'POST /api/v0/blog/authors': () => [{ slug: 'bob', name: 'Bob', bio: 'b' }],
+  'PATCH /api/v0/blog/authors/:id': () => [{ name: 'Ada L', bio: null }],
+  'POST /api/v0/memory': () => [{ title: 't', content: 'c', metadata: { a: 1 } }],
+  'PATCH /api/v0/memory/:id': () => [{ content: 'c2', metadata: { b: 2 } }],
 }
 
-const bodySurfaces: BodySurface[] = [
-  {
-    method: 'POST',
-    path: () => '/api/v0/analytics',
-    key: 'pk',
-    valid: () => [
-      { eventType: 'page_view', url: 'https://www.example.com/', referrer: '', anonymousId: 'a', personId: 'p', properties: { plan: 'pro' }, timestamp: new Date().toISOString() },
-      { events: [{ eventType: 'click', properties: { n: 1 } }] },
-    ],
-  },
-  {
-    method: 'POST',
-    path: () => '/api/v0/audience/people',
-    key: 'pk',
-    valid: () => [{ email: 'ada@example.com', externalId: 'u1', firstName: 'Ada', lastName: 'L', properties: { plan: 'pro' } }, { people: [{ email: 'b@example.com' }] }],
-  },
-  {
-    method: 'POST',
-    path: () => '/api/v0/audience/people',
-    key: 'sk',
-    valid: () => [{ email: 'ada@example.com', externalId: 'u1', firstName: 'Ada', properties: { plan: 'pro' } }],
-  },
-  {
-    method: 'POST',
-    path: () => '/api/v0/audience/companies',
-    key: 'sk',
-    valid: () => [{ domain: 'example.com', externalId: 'c1', name: 'Acme', properties: { size: 3 } }, { companies: [{ domain: 'b.io' }] }],
-  },
-  { method: 'POST', path: () => '/api/v0/audience/lists', key: 'sk', valid: () => [{ slug: 'vip', name: 'VIP', description: 'd' }] },
-  { method: 'POST', path: () => '/api/v0/audience/lists/news/people', key: 'pk', valid: () => [{ people: [{ email: 'ada@example.com' }] }] },
-  { method: 'DELETE', path: () => '/api/v0/audience/lists/news/people', key: 'sk', valid: () => [{ people: [{ externalId: 'u1' }] }] },
-  {
-    method: 'POST',
-    path: () => '/api/v0/blog/blogs',
-    key: 'sk',
-    valid: (w) => [{ slug: 'post', title: 'T', excerpt: 'e', content: 'c', authorId: w.authorId, tags: ['go'], status: 'published', publishedAt: '2026-01-01T00:00:00Z' }],
-  },
-  { method: 'PATCH', path: (w) => `/api/v0/blog/blogs/${w.blogId}`, key: 'sk', valid: () => [{ title: 'T2', publishedAt: '2026-01-01T00:00:00Z', tags: [] }] },
-  { method: 'POST', path: () => '/api/v0/blog/authors', key: 'sk', valid: () => [{ slug: 'bob', name: 'Bob', bio: 'b' }] },
-  { method: 'PATCH', path: (w) => `/api/v0/blog/authors/${w.authorId}`, key: 'sk', valid: () => [{ name: 'Ada L', bio: null }] },
-  { method: 'POST', path: () => '/api/v0/blog/tags', key: 'sk', valid: () => [{ slug: 'js', name: 'JS' }] },
-  { method: 'PATCH', path: (w) => `/api/v0/blog/tags/${w.tagId}`, key: 'sk', valid: () => [{ name: 'Golang' }] },
-  { method: 'POST', path: (w) => `/api/v0/flow/${w.flowId}/trigger`, key: 'pk', valid: () => [{ input: { plan: 'pro' } }] },
-  { method: 'POST', path: () => '/api/v0/memory', key: 'sk', valid: () => [{ title: 't', content: 'c', metadata: { a: 1 } }] },
-  { method: 'PATCH', path: (w) => `/api/v0/memory/${w.documentId}`, key: 'sk', valid: () => [{ content: 'c2', metadata: { b: 2 } }] },
-]
+const withBody = ROUTE_TABLE.filter((entry) => entry.method !== 'GET' && entry.request({} as World).body !== undefined)
+
+/** Every route with a body: with a private key, and public routes with a public key too (what a page sends). */
+const bodySurfaces = withBody.flatMap((entry) => (entry.public ? (['pk', 'sk'] as const) : (['sk'] as const)).map((key) => ({ entry, key })))
 
 describe('hostile bodies on /api/v0: never a 5xx, a refusal writes nothing', () => {
-  for (const surface of bodySurfaces) {
-    test(`${surface.method} ${surface.path({ flowId: ':id', blogId: ':id', authorId: ':id', tagId: ':id', documentId: ':id' } as World)} (${surface.key === 'pk' ? 'public' : 'private'} key)`, async () => {
+  for (const { entry, key } of bodySurfaces) {
+    test(`${routeName(entry)} (${key === 'pk' ? 'public' : 'private'} key)`, async () => {
       const w = await world()
-      const bodies = fc.oneof(...surface.valid(w).map(mutatedBody))
-      await fuzz(bodies, (body) => call(w.service, surface.path(w), { method: surface.method, key: w[surface.key], origin: ORIGIN, body }))
+      const request = entry.request(w)
+      const valid = [request.body as Body, ...(MORE_BODIES[routeName(entry)]?.(w) ?? [])]
+      await fuzz(fc.oneof(...valid.map(mutatedBody)), (body) =>
+        call(w.service, request.path, { method: entry.method, key: w[key], origin: ORIGIN, body, headers: request.headers }),
+      )
     })
   }
+
+  test('every body route of the table is fuzzed, with its own and the extra valid bodies', () => {
+    expect(withBody.length).toBeGreaterThan(0)
+    const names = withBody.map(routeName)
+    expect(Object.keys(MORE_BODIES).filter((name) => !names.includes(name))).toEqual([])
+  })
 })
 
-const querySurfaces: [string, string[]][] = [
-  ['/api/v0/analytics', ['type', 'from', 'to', 'limit', 'cursor']],
-  ['/api/v0/audience/people', ['email', 'externalId', 'limit', 'cursor']],
-  ['/api/v0/audience/companies', ['domain', 'externalId', 'limit', 'cursor']],
-  ['/api/v0/audience/lists', ['limit', 'cursor']],
-  ['/api/v0/audience/lists/news/people', ['limit', 'cursor']],
-  ['/api/v0/blog/blogs', ['tag', 'author', 'status', 'limit', 'cursor']],
-  ['/api/v0/blog/authors', ['limit', 'cursor']],
-  ['/api/v0/blog/tags', ['limit', 'cursor']],
-  ['/api/v0/memory', ['q', 'limit', 'cursor']],
-]
+const declared = declaredApiRoutes((await testService()).app)
+const pathOf = (entry: RouteEntry, w: World) => entry.request(w).path.replace(/\?.*$/, '')
+
+/** GET routes with a query schema, and the parameters it declares. */
+const querySurfaces = ROUTE_TABLE.filter((entry) => entry.method === 'GET').flatMap((entry) => {
+  const names = declared.find((r) => routeName(r) === routeName(entry))?.queryNames ?? []
+  return names.length > 0 ? [{ entry, names }] : []
+})
 
 /** A cursor: random base64url, or base64url of hostile JSON (dates past every range, huge ranks). */
 const hostileCursor = fc.oneof(
@@ -158,18 +121,24 @@ const hostileCursor = fc.oneof(
 )
 
 describe('hostile query strings and cursors on /api/v0: never a 5xx', () => {
-  for (const [path, names] of querySurfaces) {
-    test(`GET ${path}`, async () => {
+  for (const { entry, names } of querySurfaces) {
+    test(`${routeName(entry)} (${names.join(', ')})`, async () => {
       const w = await world()
       const query = fc.array(fc.tuple(fc.constantFrom(...names), fc.oneof(hostileQueryValue, hostileCursor)), { minLength: 1, maxLength: 4 })
-      await fuzz(query, (pairs) => call(w.service, `${path}?${pairs.map(([name, value]) => `${name}=${value}`).join('&')}`, { key: w.sk }))
+      await fuzz(query, (pairs) => call(w.service, `${pathOf(entry, w)}?${pairs.map(([name, value]) => `${name}=${value}`).join('&')}`, { key: w.sk }))
     })
   }
 
-  test('path parameters: ids and slugs', async () => {
+  test('path parameters of every GET route, one at a time, the others real', async () => {
     const w = await world()
-    const paths = ['/api/v0/audience/people/', '/api/v0/audience/companies/', '/api/v0/audience/lists/', '/api/v0/blog/blogs/', '/api/v0/blog/tags/', '/api/v0/memory/', `/api/v0/flow/${w.flowId}/runs/`]
-    await fuzz(fc.tuple(fc.constantFrom(...paths), hostileQueryValue), ([path, id]) => call(w.service, `${path}${id}`, { key: w.sk }))
+    // Each (route, segment) pair: the valid path with that one segment replaced.
+    const slots = ROUTE_TABLE.filter((entry) => entry.method === 'GET').flatMap((entry) =>
+      entry.route.split('/').flatMap((segment, at) => (segment.startsWith(':') ? [{ segments: pathOf(entry, w).split('/'), at }] : [])),
+    )
+    expect(slots.length).toBeGreaterThan(0)
+    await fuzz(fc.tuple(fc.constantFrom(...slots), hostileQueryValue), ([{ segments, at }, value]) =>
+      call(w.service, segments.map((segment, i) => (i === at ? value : segment)).join('/'), { key: w.sk }),
+    )
   })
 })
 
@@ -227,7 +196,7 @@ describe('hostile headers: never a 5xx', () => {
 })
 
 describe('hostile bodies on /admin/v0: never a 5xx, a refusal writes nothing', () => {
-  const surfaces: [string, string, (w: World) => string, Record<string, unknown>][] = [
+  const surfaces: [string, string, (w: FuzzWorld) => string, Record<string, unknown>][] = [
     ['POST', '/businesses', () => '/businesses', { name: 'Beta' }],
     ['POST', '/businesses/:id/keys', (w) => `/businesses/${w.businessId}/keys`, { type: 'public', name: 'Web', description: 'd', allowedOrigins: ['example.com'], scopes: ['ANALYTICS_WRITE'], expiresAt: '2099-01-01T00:00:00Z', createdBy: 'ops' }],
     ['PATCH', '/keys/:id', (w) => `/keys/${w.skId}`, { name: 'Server', description: null, scopes: ['ANALYTICS_READ'], expiresAt: null }],

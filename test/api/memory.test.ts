@@ -2,12 +2,9 @@ import { describe, expect, test } from 'bun:test'
 import { eq, sql } from 'drizzle-orm'
 import { queryRows } from '../../db/client.ts'
 import { memoryDocuments } from '../../db/schema/index.ts'
-import { PUBLIC_KEY_SCOPES } from '../../src/access/scopes.ts'
 import { testDatabase } from '../support/database.ts'
 import { call, errorOf, seedBusiness, seedKey, testService, type CallOptions } from '../support/service.ts'
 import type { DocumentRecord } from '../../src/areas/memory/service.ts'
-
-const UNKNOWN_ID = '00000000-0000-4000-8000-000000000000'
 
 async function setup() {
   const service = await testService()
@@ -45,66 +42,8 @@ async function stored() {
   return db.select({ id: memoryDocuments.id, title: memoryDocuments.title, content: memoryDocuments.content, metadata: memoryDocuments.metadata }).from(memoryDocuments)
 }
 
-// ---- Refusals ----------------------------------------------------------------------
-
-const ROUTES = [
-  { method: 'POST', path: '', scope: 'MEMORY_WRITE', body: { content: 'x' } },
-  { method: 'GET', path: '', scope: 'MEMORY_READ' },
-  { method: 'GET', path: '?q=refund', scope: 'MEMORY_READ' },
-  { method: 'GET', path: `/${UNKNOWN_ID}`, scope: 'MEMORY_READ' },
-  { method: 'PATCH', path: `/${UNKNOWN_ID}`, scope: 'MEMORY_WRITE', body: { content: 'y' } },
-  { method: 'DELETE', path: `/${UNKNOWN_ID}`, scope: 'MEMORY_WRITE' },
-] as const
-
-describe.each(ROUTES.map((route) => [`${route.method} /api/v0/memory${route.path}`, route] as const))('%s', (_, route) => {
-  const send = (s: Setup, key: string | null, origin?: string, body: unknown = 'body' in route ? route.body : undefined) =>
-    call(s.service, `/api/v0/memory${route.path}`, { method: route.method, key, origin, body })
-
-  test('without a key: 401 missing_api_key, nothing written', async () => {
-    const s = await setup()
-    const response = await send(s, null)
-    expect(response.status).toBe(401)
-    expect((await errorOf(response)).code).toBe('missing_api_key')
-    expect(await stored()).toEqual([])
-  })
-
-  test(`a private key without ${route.scope}: 403 insufficient_scope, nothing written`, async () => {
-    const s = await setup()
-    const other = route.scope === 'MEMORY_READ' ? 'MEMORY_WRITE' : 'MEMORY_READ'
-    const { key } = await seedKey(s.service, s.businessId, { type: 'private', scopes: [other] })
-    const response = await send(s, key)
-    expect(response.status).toBe(403)
-    expect((await errorOf(response)).code).toBe('insufficient_scope')
-    expect(response.headers.get('www-authenticate')).toContain(`scope="${route.scope}"`)
-    expect(await stored()).toEqual([])
-  })
-
-  test('a public key, whatever it holds: 403 public_key_not_allowed, nothing written', async () => {
-    const s = await setup()
-    const { key } = await seedKey(s.service, s.businessId, { scopes: [...PUBLIC_KEY_SCOPES] })
-    const response = await send(s, key, 'https://example.com')
-    expect(response.status).toBe(403)
-    expect((await errorOf(response)).code).toBe('public_key_not_allowed')
-    expect(await stored()).toEqual([])
-  })
-
-  if ('body' in route) {
-    test('an invalid body without a key: 401, not 400', async () => {
-      const s = await setup()
-      expect((await send(s, null, undefined, { content: 42 })).status).toBe(401)
-    })
-  }
-})
-
-test('every memory route is in the refusal matrix', async () => {
-  const s = await setup()
-  const served = s.service.app.routes
-    .filter((r) => r.path.startsWith('/api/v0/memory') && r.method !== 'OPTIONS' && r.method !== 'HEAD')
-    .map((r) => `${r.method} ${r.path}`)
-    .sort()
-  const expected = new Set(ROUTES.map((r) => `${r.method} /api/v0/memory${r.path.replace(/\?.*$/, '').replace(UNKNOWN_ID, ':id')}`))
-  expect(served).toEqual([...expected].sort())
-})
+// Refusals for every route (no key, bad keys, origins, scopes, budgets; nothing written):
+// test/api/route-matrix.test.ts, from the route table in test/support/route-table.ts.
 
 // ---- Create, read, change, delete --------------------------------------------------
 
