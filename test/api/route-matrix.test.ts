@@ -3,7 +3,7 @@ import { PUBLIC_KEY_SCOPES, SCOPES } from '../../src/access/scopes.ts'
 import { DEFAULT_RATE_LIMITS } from '../../src/config.ts'
 import type { ErrorCode } from '../../src/errors.ts'
 import { declaredApiRoutes, ROUTE_TABLE, routeName, seedWorld, type RouteEntry, type World } from '../support/route-table.ts'
-import { call, errorOf, seedKey, testService } from '../support/service.ts'
+import { call, errorOf, seedKey, TEST_AUTHOR, testService } from '../support/service.ts'
 import { storedState } from '../support/stored-state.ts'
 import { witnessHandlers } from '../support/witness.ts'
 
@@ -108,7 +108,7 @@ const REFUSALS: Refusal[] = [
     code: 'invalid_api_key',
     arrange: async (w, entry) => {
       const { key, record } = await seedKey(service, w.businessId, { type: 'private', scopes: granting(entry) })
-      await service.services.keys.revoke(w.businessId, record.id)
+      await service.services.keys.revoke(w.businessId, record.id, TEST_AUTHOR)
       return { key }
     },
     check: challenged,
