@@ -3,6 +3,7 @@ import type { Database } from '../db/client.ts'
 import { isDatabaseUnavailable } from '../db/faults.ts'
 import { createKeyStore, type KeyStoreOptions } from './access/key-store.ts'
 import { createLastUsedRecorder } from './access/last-used.ts'
+import { createUsageRecorder } from './usage/recorder.ts'
 import { createAccessPlugin } from './access/plugin.ts'
 import { adminRoutes } from './admin/index.ts'
 import { dashboardRoutes } from './dashboard/index.ts'
@@ -44,6 +45,8 @@ export interface AppOptions {
   clientAddress?: ClientAddressOf
   /** Where log lines go; JSON on stdout by default. */
   logger?: Logger
+  /** The usage recorder's flush interval and bounds (tests shorten the interval). */
+  usage?: { flushIntervalMs?: number; maxEntries?: number }
   /** One log line per request (LOG_REQUESTS=1). */
   logRequests?: boolean
   /** Counters behind GET /metrics; a fresh set by default. */
@@ -77,6 +80,12 @@ export function createApp(options: AppOptions) {
       if (!isDatabaseUnavailable(e)) logger.error('lastUsedAt write failed', errorFields(e))
     },
   })
+  const usage = createUsageRecorder(db, {
+    onError: (e) => {
+      if (!isDatabaseUnavailable(e)) logger.error('usage write failed', errorFields(e))
+    },
+    ...options.usage,
+  })
   const keys = createKeyService(db, (hash) => keyStore.invalidate(hash))
   const budgets = options.rateLimits ?? DEFAULT_RATE_LIMITS
   const clientAddress = options.clientAddress ?? createClientAddressOf(options.trustProxy ?? [])
@@ -94,6 +103,7 @@ export function createApp(options: AppOptions) {
       clock: options.limitClock,
     },
     onRefusal: (code) => metrics.authRefused(code),
+    usage,
   })
   const requireAdmin = createAdminGuard(options.adminToken, {
     failures: createFailureBudget(budgets.adminAuthFailures),
@@ -145,13 +155,14 @@ export function createApp(options: AppOptions) {
 
   return {
     app,
-    services: { keys, keyStore, lastUsed, keyFeed, limiter },
+    services: { keys, keyStore, lastUsed, keyFeed, limiter, usage },
     logger,
     metrics,
     /** Writes what is buffered (events, lastUsedAt); call before closing the database. */
     async drain() {
       await Promise.all(shutdownTasks.map((task) => task()))
       await lastUsed.close()
+      await usage.close()
       await keyFeed?.close()
       await limiter.close()
     },

@@ -21,7 +21,14 @@ export interface RequestFacts {
   path: string
 }
 
-export type AccessDecision = { ok: true; key: ActiveKey } | { ok: false; denial: Denial }
+/**
+ * `key`: the key found, when there was one (usage is counted per known key, refusals
+ * included). `reportedOrigin`: an Origin the key's list does not allow, served because the
+ * key is report-only; undefined otherwise.
+ */
+export type AccessDecision =
+  | { ok: true; key: ActiveKey; reportedOrigin?: string | null }
+  | { ok: false; denial: Denial; key: ActiveKey | null; refusedOrigin?: string | null; reportedOrigin?: string | null }
 
 const REALM = 'Bearer realm="api"'
 const INVALID_TOKEN = `${REALM}, error="invalid_token"`
@@ -35,7 +42,7 @@ export function authorize(
   const bearer = readBearer(request.authorization)
   if (!bearer.ok) {
     const challenge = bearer.code === 'missing_api_key' ? REALM : INVALID_TOKEN
-    return deny({ code: bearer.code, message: bearer.message, headers: { 'www-authenticate': challenge } })
+    return deny({ code: bearer.code, message: bearer.message, headers: { 'www-authenticate': challenge } }, null)
   }
   const found = keys.resolve(hashKey(bearer.key))
   return found instanceof Promise
@@ -49,13 +56,17 @@ function checkKey(
   route: RouteAccess,
   now: number,
 ): AccessDecision {
-  const denial =
-    checkKnown(key) ??
-    checkExpiry(key!, now) ??
-    checkOrigin(key!, request.origin) ??
-    checkPublicEndpoint(key!, route, request) ??
-    checkScope(key!, route)
-  return denial ? deny(denial) : { ok: true, key: key! }
+  const unknown = checkKnown(key)
+  if (unknown) return deny(unknown, null)
+  const known = key!
+  const expired = checkExpiry(known, now)
+  if (expired) return deny(expired, known)
+  const originRefusal = checkOrigin(known, request.origin)
+  // Report-only keys are served whatever the Origin; the origin is counted, not refused.
+  if (originRefusal && !known.reportOnly) return { ok: false, denial: originRefusal, key: known, refusedOrigin: request.origin }
+  const denial = checkPublicEndpoint(known, route, request) ?? checkScope(known, route)
+  if (denial) return originRefusal ? { ok: false, denial, key: known, reportedOrigin: request.origin } : deny(denial, known)
+  return originRefusal ? { ok: true, key: known, reportedOrigin: request.origin } : { ok: true, key: known }
 }
 
 export function checkKnown(key: ActiveKey | null): Denial | null {
@@ -110,6 +121,6 @@ export function checkScope(key: ActiveKey, route: RouteAccess): Denial | null {
   }
 }
 
-function deny(denial: Denial): AccessDecision {
-  return { ok: false, denial }
+function deny(denial: Denial, key: ActiveKey | null): AccessDecision {
+  return { ok: false, denial, key }
 }

@@ -18,6 +18,8 @@ export interface ActiveKey {
   readonly allowedOrigins: readonly string[]
   /** Compiled allowed origins; null for private keys, which have none. */
   readonly origins: OriginMatcher | null
+  /** originPolicy "report": an Origin the list does not allow is served and counted (section 11). */
+  readonly reportOnly: boolean
   /** Milliseconds since the epoch, or null for a key that never expires. */
   readonly expiresAt: number | null
   readonly revoked: boolean
@@ -163,6 +165,7 @@ function toActiveKey(row: ApiKeyRow): ActiveKey {
     scopeList: row.scopes as Scope[],
     allowedOrigins: row.allowedOrigins,
     origins: row.type === 'public' ? compileOriginMatcher(row.allowedOrigins) : null,
+    reportOnly: row.originPolicy === 'report',
     expiresAt: row.expiresAt ? row.expiresAt.getTime() : null,
     revoked: row.revokedAt !== null,
     rateLimit: storedRateLimit(row),

@@ -1,3 +1,4 @@
+import type { UsageRecorder } from '../usage/recorder.ts'
 import { Elysia } from 'elysia'
 import type { Budget } from '../config.ts'
 import { ApiError, type ErrorCode } from '../errors.ts'
@@ -68,8 +69,11 @@ export function createAccessPlugin(deps: {
   now?: () => number
   /** Told each refusal's code (the metrics count them). */
   onRefusal?: (code: ErrorCode) => void
+  /** Counts each request of a known key under its final answer (contract section 11). */
+  usage?: UsageRecorder
 }) {
   const now = deps.now ?? Date.now
+  const usage = deps.usage
   const { limiter, defaults, authFailures, clientAddress } = deps.rateLimits
   const clock = deps.rateLimits.clock ?? (() => performance.now())
 
@@ -120,10 +124,17 @@ export function createAccessPlugin(deps: {
     if (!decision.ok) {
       const { code, message, headers } = decision.denial
       deps.onRefusal?.(code)
+      if (decision.key !== null && usage) {
+        const at = now()
+        usage.refused(decision.key.id, code, at)
+        if (decision.refusedOrigin !== undefined) usage.origin(decision.key.id, decision.refusedOrigin, false, at)
+        if (decision.reportedOrigin !== undefined) usage.origin(decision.key.id, decision.reportedOrigin, true, at)
+      }
       if (code === 'invalid_api_key' || code === 'expired_api_key') authFailures.record(addressOf(pending), pending.at)
       throw new ApiError(code, message, headers)
     }
     const key = decision.key
+    if (decision.reportedOrigin !== undefined) usage?.origin(key.id, decision.reportedOrigin, true, now())
     // A private key's budget is the key's; a public key's is each visitor's (section 8).
     const bucket = key.type === 'private' ? key.id : `${key.id} ${budgetSubject(addressOf(pending))}`
     const outcome = limiter.take(bucket, key.rateLimit ?? defaults[key.type], pending.at)
@@ -134,6 +145,7 @@ export function createAccessPlugin(deps: {
   function admit(pending: Pending, key: ActiveKey, outcome: RateLimitOutcome): void {
     if (!outcome.allowed) {
       deps.rateLimits.onLimited?.(key.type)
+      usage?.refused(key.id, 'rate_limited', now())
       throw rateLimited(outcome.retryAfterSeconds, `This key's rate limit of ${outcome.limit} requests is used up`, rateLimitHeaders(outcome))
     }
     if (key.type === 'private') Object.assign(pending.set.headers, rateLimitHeaders(outcome))
@@ -182,10 +194,20 @@ export function createAccessPlugin(deps: {
         const access = (set as Stamped)[DECIDED]
         if (access === undefined) return
         const status = statusOf(responseValue, set.status)
-        if (status >= 200 && status < 300) deps.lastUsed.touch(access.key, now())
+        const at = now()
+        if (status >= 200 && status < 300) {
+          deps.lastUsed.touch(access.key, at)
+          usage?.accepted(access.key.id, rule.scope, at)
+        } else usage?.refused(access.key.id, errorCodeOf(responseValue, status), at)
       },
     }),
   })
+}
+
+/** The `error.code` of an error answer (src/http/errors.ts renders them as objects), else `http_<status>`. */
+function errorCodeOf(value: unknown, status: number): string {
+  const code = (value as { error?: { code?: unknown } } | null)?.error?.code
+  return typeof code === 'string' ? code : `http_${status}`
 }
 
 /** The route's admission check (if any), then the body. */

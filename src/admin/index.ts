@@ -9,6 +9,7 @@ import { DEFAULT_ROLL_GRACE_SECONDS, toKeyRecord, type KeyService } from '../key
 import { auditRoutes } from './audit.ts'
 import { requireBusiness } from './business.ts'
 import { identityRoutes } from './identity.ts'
+import { usageRoutes } from './usage.ts'
 import type { AdminGuard } from './auth.ts'
 import { alsoAnswers, noContent } from '../http/openapi-document.ts'
 import { BusinessSchema, FlowSchema, IdParams, KeyChanges, KeyRecordSchema, NewBusiness, NewFlow, NewKey, RollKey } from './model.ts'
@@ -109,6 +110,7 @@ export function adminRoutes(deps: { db: Db; keys: KeyService; requireAdmin: Admi
     )
     .use(auditRoutes({ db, keys }))
     .use(identityRoutes({ db }))
+    .use(usageRoutes({ db, keys }))
     .post(
       '/businesses/:id/flows',
       async ({ params, body, set }) => {

@@ -1,0 +1,73 @@
+import { Elysia, t } from 'elysia'
+import type { Db } from '../../db/client.ts'
+import { ApiError } from '../errors.ts'
+import type { KeyService } from '../keys/service.ts'
+import { MAX_RANGE, USAGE_INTERVALS, usageReport, type UsageInterval } from '../usage/report.ts'
+import { IdParams } from './model.ts'
+
+const DateTime = (what: string) =>
+  t.Optional(t.String({ format: 'date-time', error: 'must be an ISO-8601 date-time, e.g. 2026-11-23T10:00:00Z', description: what }))
+
+const UsageQuery = t.Object({
+  from: DateTime('Start of the range (default: 24 hours before `to`).'),
+  to: DateTime('End of the range, exclusive (default: now).'),
+  // A pattern, not UnionEnum: Elysia fills an absent optional UnionEnum with its first value.
+  interval: t.Optional(
+    t.String({ pattern: `^(${USAGE_INTERVALS.join('|')})$`, error: 'must be "minute", "hour" or "day"', description: 'minute, hour or day (default hour).' }),
+  ),
+})
+
+const UsageSchema = t.Object({
+  keyId: t.String(),
+  from: t.String({ format: 'date-time' }),
+  to: t.String({ format: 'date-time' }),
+  interval: t.UnionEnum(USAGE_INTERVALS),
+  series: t.Array(
+    t.Object({
+      at: t.String({ format: 'date-time' }),
+      accepted: t.Integer(),
+      refused: t.Record(t.String(), t.Integer(), { description: 'Requests answered with each error code.' }),
+    }),
+  ),
+  refusedOrigins: t.Array(
+    t.Object({
+      origin: t.String(),
+      count: t.Integer(),
+      lastSeenAt: t.String({ format: 'date-time' }),
+      reported: t.Boolean({ description: 'Served anyway: the key was report-only.' }),
+    }),
+  ),
+  scopes: t.Array(t.Object({ scope: t.String(), lastUsedAt: t.Nullable(t.String({ format: 'date-time' })) })),
+})
+
+/** Contract section 11: a key's requests per period, refused origins and scope use. */
+export function usageRoutes({ db, keys }: { db: Db; keys: KeyService }) {
+  return new Elysia({ name: 'admin/usage' }).get(
+    '/keys/:id/usage',
+    async ({ params, query }) => {
+      const key = await keys.get(null, params.id)
+      return usageReport(db, key, usageRange({ ...query, interval: query.interval as UsageInterval | undefined }))
+    },
+    {
+      params: IdParams,
+      query: UsageQuery,
+      response: UsageSchema,
+      detail: { summary: "A key's usage: accepted and refused requests per period, refused origins, scopes' last use" },
+    },
+  )
+}
+
+/** The range a query asks for, checked: `from` before `to`, and no longer than that interval keeps. */
+export function usageRange(query: { from?: string; to?: string; interval?: UsageInterval }, now = Date.now()) {
+  const interval = query.interval ?? 'hour'
+  const to = query.to ? Date.parse(query.to) : now
+  const from = query.from ? Date.parse(query.from) : to - 86_400_000
+  if (!(from < to)) throw new ApiError('invalid_request', 'Invalid query field "from": it must be before "to".')
+  if (to - from > MAX_RANGE[interval]) {
+    throw new ApiError(
+      'invalid_request',
+      `Invalid query field "from": a range by ${interval} covers at most ${MAX_RANGE[interval] / 86_400_000} days (what is kept at that resolution); ask by a longer interval.`,
+    )
+  }
+  return { from, to, interval }
+}
