@@ -4,6 +4,8 @@ import { createMemberService, PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH, signInLi
 import { publicOrigin } from '../dashboard/http.ts'
 import type { AdminGuard } from './auth.ts'
 import { IdParams } from './model.ts'
+import { AdminPageQuery, adminPage } from './paging.ts'
+import { pageSchema } from '../areas/shared/paging.ts'
 
 const NewMember = t.Object({
   email: t.String({ minLength: 3, maxLength: 254, error: 'must be an email address, e.g. name@example.com' }),
@@ -63,9 +65,11 @@ export function memberRoutes(deps: { db: Db; requireAdmin: AdminGuard }) {
         },
       },
     )
-    .get('/businesses/:id/members', async ({ params }) => ({ data: await members.list(params.id) }), {
+    .get('/businesses/:id/members', ({ params, query }) => members.list(params.id, adminPage(query, 'oldest')), {
       params: IdParams,
-      detail: { summary: "List a business's dashboard members" },
+      query: AdminPageQuery,
+      response: pageSchema(MemberSchema),
+      detail: { summary: "List a business's dashboard members, oldest first" },
     })
     .post(
       '/members/:id/sign-in-link',

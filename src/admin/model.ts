@@ -47,6 +47,11 @@ export const NewKey = t.Object({
 
 export const KeyChanges = t.Partial(t.Object(keySettings), { minProperties: 1 })
 
+export const BusinessRecordSchema = t.Object({ id: t.String(), name: t.String(), createdAt: t.String() })
+export type BusinessRecord = typeof BusinessRecordSchema.static
+
+export const FlowRecord = t.Object({ id: t.String(), businessId: t.String(), name: t.String(), createdAt: t.String() })
+
 export const NewFlow = t.Object({ name: t.String({ minLength: 1, maxLength: 200, description: '1-200 characters.' }) })
 
 export const KeyRecordSchema = t.Object(
