@@ -10,9 +10,11 @@ import { dashboardRoutes } from './dashboard/index.ts'
 import { sdkRoutes } from './sdk/index.ts'
 import { apiAreas } from './areas/index.ts'
 import type { AreaDeps } from './areas/deps.ts'
-import { preflight, type RouteShape } from './http/cors.ts'
+import { preflight } from './http/cors.ts'
+import { createMethodTable, type RouteShape } from './http/routes.ts'
 import { errorHandling } from './http/errors.ts'
 import { healthRoutes } from './http/health.ts'
+import { homeRoutes } from './http/home.ts'
 import { apiReference } from './http/openapi.ts'
 import { stampRequestId } from './http/request-context.ts'
 import { createKeyService } from './keys/service.ts'
@@ -129,23 +131,25 @@ export function createApp(options: AppOptions) {
     },
   }
 
-  // The preflight answers with each route's methods: it reads the final route list.
+  // The preflight and the 405 answer name each path's methods: they read the final route list.
   let routes: readonly RouteShape[] = []
+  const methodsOf = createMethodTable(() => routes)
   // Everything outside /api/v0 gets its request id from one local hook; API routes stamp
   // theirs in the access chain's first hook.
   const surfaces = new Elysia({ name: 'surfaces' })
     .onTransform(stampRequestId)
     .use(healthRoutes(options.database.ping))
+    .use(homeRoutes())
     .use(metricsRoute({ metrics, requireAdmin }))
     .use(apiReference())
-    .use(preflight(() => routes))
+    .use(preflight(methodsOf))
     .use(adminRoutes({ db, keys, requireAdmin }))
     .use(sdkRoutes())
     .use(dashboardRoutes({ db, keys, clientAddress, defaultRateLimit: budgets.public }))
 
   const app = new Elysia()
     .use(observation.plugin)
-    .use(errorHandling(logger))
+    .use(errorHandling(logger, methodsOf))
     .use(surfaces)
     .use(apiAreas(area))
 

@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util'
 import { AdminApiError, ConnectionError, createAdminClient } from './cli/admin-client.ts'
 import { commandHelp, commands, globalOptions, helpText, UsageError, type Command, type OptionSpec } from './cli/commands.ts'
+import { CLI } from './cli/output.ts'
 
 export interface CliIo {
   out: (line: string) => void
@@ -9,7 +10,7 @@ export interface CliIo {
 }
 
 /**
- * `bun run cli <command>`: the operators' CLI over `/admin/v0` (contract section 7).
+ * `npm run cli -- <command>`: the operators' CLI over `/admin/v0` (contract section 7).
  * Exit status 0 done, 1 refused by the server or unreachable, 2 usage error.
  */
 export async function runCli(
@@ -64,7 +65,7 @@ export async function runCli(
   } catch (error) {
     if (error instanceof UsageError || isParseArgsError(error)) {
       // The help first, the mistake last, where a terminal leaves it in view.
-      io.err(command ? `${commandHelp(command)}\n\nEverything: bun run cli help\n` : `${helpText()}\n`)
+      io.err(command ? `${commandHelp(command)}\n\nEverything: ${CLI} help\n` : `${helpText()}\n`)
       // parseArgs adds advice about "--" that does not fit these commands.
       io.err(`error: ${error.message.replace(/\. To specify a positional argument.*$/s, '.')}`)
       return 2

@@ -14,6 +14,7 @@ export const errorStatus = {
   invalid_request: 400,
   not_found: 404,
   list_not_found: 404,
+  method_not_allowed: 405,
   conflict: 409,
   idempotency_key_reused: 422,
   payload_too_large: 413,

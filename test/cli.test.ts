@@ -89,8 +89,8 @@ describe('cli businesses', () => {
 
   test('list --json prints the server records', async () => {
     const acme = await seedBusiness(service, 'Acme')
-    const businesses = await cliJson<{ id: string; name: string; createdAt: string }[]>(['businesses', 'list'])
-    expect(businesses).toEqual([{ id: acme, name: 'Acme', createdAt: expect.any(String) }])
+    const page = await cliJson<unknown>(['businesses', 'list'])
+    expect(page).toEqual({ data: [{ id: acme, name: 'Acme', createdAt: expect.any(String) }], nextCursor: null })
   })
 })
 
@@ -162,7 +162,7 @@ describe('cli keys create', () => {
       'keys', 'create', '--business', businessId, '--type', 'secret', '--name', 'X', '--scope', 'ANALYTICS_READ',
     ])
     expect(result.code).toBe(2)
-    expect(result.stderr).toContain('Usage: bun run cli keys create')
+    expect(result.stderr).toContain('Usage: npm run cli -- keys create')
     expect(result.stderr).toContain('error: --type must be "public" or "private", not "secret".')
     expect(await service.services.keys.list(businessId)).toEqual([])
   })
@@ -191,7 +191,10 @@ describe('cli keys list and show', () => {
     const { record } = await seedKey(service, businessId)
     const result = await cli(['keys', 'list', '--business', businessId, '--json'])
     expect(result.stdout).not.toMatch(FULL_KEY)
-    expect(JSON.parse(result.stdout)).toEqual([expect.objectContaining({ id: record.id, keyHint: record.keyHint })])
+    expect(JSON.parse(result.stdout)).toEqual({
+      data: [expect.objectContaining({ id: record.id, keyHint: record.keyHint })],
+      nextCursor: null,
+    })
   })
 
   test('list of an unknown business answers not_found', async () => {
@@ -313,6 +316,133 @@ describe('cli flows create', () => {
     ])
     expect(flow).toMatchObject({ businessId, name: 'Welcome series' })
     expect(flow.id).toMatch(/^[0-9a-f-]{36}$/)
+  })
+})
+
+describe('cli flows list and runs', () => {
+  async function flowWithTriggers(runs: number) {
+    const businessId = await seedBusiness(service)
+    const flow = await cliJson<{ id: string }>(['flows', 'create', '--business', businessId, '--name', 'Welcome'])
+    const { key, record } = await seedKey(service, businessId, { type: 'private', scopes: ['FLOW_TRIGGER'] })
+    const runIds: string[] = []
+    for (let i = 0; i < runs; i++) {
+      const response = await fetch(`${baseUrl}/api/v0/flow/${flow.id}/trigger`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'idempotency-key': `order-${i}` },
+        body: JSON.stringify({ input: { order: i } }),
+      })
+      expect(response.status).toBe(202)
+      runIds.push(((await response.json()) as { runId: string }).runId)
+    }
+    return { businessId, flowId: flow.id, keyId: record.id, runIds }
+  }
+
+  test('flows list prints a table of the flows, newest first', async () => {
+    const { businessId, flowId } = await flowWithTriggers(0)
+    const churn = await cliJson<{ id: string }>(['flows', 'create', '--business', businessId, '--name', 'Churn'])
+    const result = await cli(['flows', 'list', '--business', businessId])
+    expect(result.code).toBe(0)
+    const lines = result.stdout.trim().split('\n')
+    expect(lines[0]).toMatch(/^ID\s+NAME\s+CREATED$/)
+    expect(lines[1]).toMatch(new RegExp(`^${churn.id}\\s+Churn\\s+\\d{4}-`))
+    expect(lines[2]).toMatch(new RegExp(`^${flowId}\\s+Welcome\\s+\\d{4}-`))
+    expect(lines).toHaveLength(3)
+  })
+
+  test('flows list --json keeps the server envelope', async () => {
+    const { businessId, flowId } = await flowWithTriggers(0)
+    expect(await cliJson(['flows', 'list', '--business', businessId])).toEqual({
+      data: [{ id: flowId, businessId, name: 'Welcome', createdAt: expect.any(String) }],
+      nextCursor: null,
+    })
+  })
+
+  test('flows runs prints the runs of a flow, newest first, with status, key and idempotency key', async () => {
+    const { flowId, keyId, runIds } = await flowWithTriggers(2)
+    const result = await cli(['flows', 'runs', flowId])
+    expect(result.code).toBe(0)
+    const lines = result.stdout.trim().split('\n')
+    expect(lines[0]).toMatch(/^ID\s+STATUS\s+KEY ID\s+IDEMPOTENCY KEY\s+CREATED$/)
+    expect(lines.slice(1).map((line) => line.split(/\s+/)[0])).toEqual(runIds.toReversed())
+    expect(lines[1]).toMatch(new RegExp(`^${runIds[1]}\\s+queued\\s+${keyId}\\s+order-1\\s+\\d{4}-`))
+  })
+
+  test('flows runs --json carries each run with its input', async () => {
+    const { flowId, runIds } = await flowWithTriggers(1)
+    const page = await cliJson<{ data: { id: string; input: unknown }[]; nextCursor: string | null }>(['flows', 'runs', flowId])
+    expect(page).toEqual({ data: [expect.objectContaining({ id: runIds[0], input: { order: 0 } })], nextCursor: null })
+  })
+
+  test('flows runs of an unknown flow exits 1 with not_found', async () => {
+    const result = await cli(['flows', 'runs', crypto.randomUUID()])
+    expect(result.code).toBe(1)
+    expect(result.stderr).toStartWith('error: not_found: No flow with id')
+  })
+
+  test('flows runs without a flow id is a usage error', async () => {
+    const result = await cli(['flows', 'runs'])
+    expect(result.code).toBe(2)
+    expect(result.stderr).toContain('error: flows runs takes one FLOW_ID.')
+  })
+})
+
+describe('cli list paging', () => {
+  test('--limit shows a page and ends with the npm command for the next one, which shows the rest', async () => {
+    const { flowId, runIds } = await (async () => {
+      const businessId = await seedBusiness(service)
+      const flow = await cliJson<{ id: string }>(['flows', 'create', '--business', businessId, '--name', 'Welcome'])
+      const { key } = await seedKey(service, businessId, { type: 'private', scopes: ['FLOW_TRIGGER'] })
+      const ids: string[] = []
+      for (let i = 0; i < 3; i++) {
+        const response = await fetch(`${baseUrl}/api/v0/flow/${flow.id}/trigger`, { method: 'POST', headers: { authorization: `Bearer ${key}` } })
+        ids.push(((await response.json()) as { runId: string }).runId)
+      }
+      return { flowId: flow.id, runIds: ids }
+    })()
+    const first = await cli(['flows', 'runs', flowId, '--limit', '2'])
+    expect(first.code).toBe(0)
+    const more = /^More: npm run cli -- flows runs (\S+) --limit 2 --cursor ([A-Za-z0-9_-]+)$/m.exec(first.stdout)
+    expect(more?.[1]).toBe(flowId)
+    expect(first.stdout).toContain(runIds[2]!)
+    expect(first.stdout).toContain(runIds[1]!)
+    expect(first.stdout).not.toContain(runIds[0]!)
+    const second = await cli(['flows', 'runs', flowId, '--limit', '2', '--cursor', more![2]!])
+    expect(second.code).toBe(0)
+    expect(second.stdout).toContain(runIds[0]!)
+    expect(second.stdout).not.toContain(runIds[1]!)
+    expect(second.stdout).not.toContain('More:')
+  })
+
+  test('--json carries nextCursor, and --cursor passes it back', async () => {
+    const a = await seedBusiness(service, 'A')
+    const b = await seedBusiness(service, 'B')
+    const first = await cliJson<{ data: { id: string }[]; nextCursor: string }>(['businesses', 'list', '--limit', '1'])
+    expect(first.data.map((x) => x.id)).toEqual([b])
+    expect(first.nextCursor).toMatch(/^[A-Za-z0-9_-]+$/)
+    const second = await cliJson(['businesses', 'list', '--limit', '1', '--cursor', first.nextCursor])
+    expect(second).toEqual({ data: [expect.objectContaining({ id: a })], nextCursor: null })
+  })
+
+  test('keys list and members list take --limit too', async () => {
+    const businessId = await seedBusiness(service)
+    await seedKey(service, businessId, { name: 'One' })
+    await seedKey(service, businessId, { name: 'Two' })
+    await addMember(businessId, { email: 'ada@example.com' })
+    await addMember(businessId, { email: 'bob@example.com' })
+    const keys = await cliJson<{ data: { name: string }[]; nextCursor: string | null }>(['keys', 'list', '--business', businessId, '--limit', '1'])
+    expect(keys.data.map((k) => k.name)).toEqual(['Two'])
+    expect(keys.nextCursor).not.toBeNull()
+    const people = await cli(['members', 'list', '--business', businessId, '--limit', '1'])
+    expect(people.stdout).toContain('ada@example.com')
+    expect(people.stdout).not.toContain('bob@example.com')
+    expect(people.stdout).toMatch(new RegExp(`^More: npm run cli -- members list --business ${businessId} --limit 1 --cursor \\S+$`, 'm'))
+  })
+
+  test('a --limit out of range is refused by the server naming limit (exit 1)', async () => {
+    const result = await cli(['businesses', 'list', '--limit', '5000'])
+    expect(result.code).toBe(1)
+    expect(result.stderr).toStartWith('error: invalid_request: ')
+    expect(result.stderr).toContain('"limit"')
   })
 })
 
@@ -451,7 +581,7 @@ describe('cli members create', () => {
     const businessId = await seedBusiness(service)
     const result = await cli(['members', 'create', '--business', businessId, '--email', 'ada@example.com', '--role', 'admin'])
     expect(result.code).toBe(2)
-    expect(result.stderr).toContain('Usage: bun run cli members create')
+    expect(result.stderr).toContain('Usage: npm run cli -- members create')
     expect(result.stderr).toContain('error: --role must be "owner" or "member", not "admin".')
     expect(await storedMembers(businessId)).toEqual([])
   })
@@ -497,10 +627,11 @@ describe('cli members list', () => {
   test('--json prints the member records without password hashes', async () => {
     const businessId = await seedBusiness(service)
     const ada = await addMember(businessId, { email: 'ada@example.com' })
-    const listed = await cliJson<MemberJson[]>(['members', 'list', '--business', businessId])
-    expect(listed).toEqual([
-      { id: ada.id, businessId, email: 'ada@example.com', role: 'owner', passwordSet: true, createdAt: expect.any(String) },
-    ])
+    const listed = await cliJson<unknown>(['members', 'list', '--business', businessId])
+    expect(listed).toEqual({
+      data: [{ id: ada.id, businessId, email: 'ada@example.com', role: 'owner', passwordSet: true, createdAt: expect.any(String) }],
+      nextCursor: null,
+    })
   })
 
   test('a business without members says so', async () => {
@@ -621,7 +752,7 @@ describe('cli connection and usage', () => {
     expect(result.code).toBe(0)
     for (const command of [
       'businesses create', 'businesses list', 'keys create', 'keys list', 'keys show', 'keys update', 'keys revoke',
-      'flows create', 'members create', 'members list', 'members link', 'members remove',
+      'flows create', 'flows list', 'flows runs', 'members create', 'members list', 'members link', 'members remove',
     ]) {
       expect(result.stdout).toContain(`  ${command}`)
     }

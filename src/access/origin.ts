@@ -123,18 +123,18 @@ function parseEntry(raw: unknown): Parsed {
   if (s === "*") return ok({ kind: "any", canonical: "*" });
   if (s === "null") {
     return fail(
-      '"null" is the opaque origin of sandboxed frames and file:// pages and cannot be allowed on its own; ' +
+      `${shown} is the opaque origin of sandboxed frames and file:// pages and cannot be allowed on its own; ` +
         'list the real site (e.g. "https://app.example.com") or use "*" to allow every request',
     );
   }
-  if (s.includes("*")) return wildcardReason(s);
+  if (s.includes("*")) return wildcardReason(s, shown);
 
   // A protocol alone: `https://`, `https:`, `https:/`.
   const protoOnly = /^([a-z][a-z0-9+.-]*):\/{0,3}$/.exec(s);
   if (protoOnly && (protoOnly[1] === "http" || protoOnly[1] === "https")) {
     return fail(`${shown} is a protocol alone; add the host after it, e.g. "${protoOnly[1]}://app.example.com"`);
   }
-  if (protoOnly && s.endsWith("/")) return fail(unsupportedScheme(protoOnly[1]!));
+  if (protoOnly && s.endsWith("/")) return fail(unsupportedScheme(protoOnly[1]!, shown));
 
   if (s.endsWith("/")) s = s.slice(0, -1);
 
@@ -142,7 +142,7 @@ function parseEntry(raw: unknown): Parsed {
   if (sep !== -1) {
     const scheme = s.slice(0, sep);
     if (!SCHEME_RE.test(scheme)) return fail(`${shown} does not start with a valid scheme; write "https://host" or "http://host"`);
-    if (scheme !== "http" && scheme !== "https") return fail(unsupportedScheme(scheme));
+    if (scheme !== "http" && scheme !== "https") return fail(unsupportedScheme(scheme, shown));
     return parseFullForm(scheme, s.slice(sep + 3), shown);
   }
 
@@ -154,34 +154,34 @@ function parseEntry(raw: unknown): Parsed {
     if (scheme === "http" || scheme === "https") {
       return fail(`${shown} is missing "//" after the scheme; write "${scheme}://${colon[2]!.replace(/^\/+/, "")}"`);
     }
-    return fail(unsupportedScheme(scheme));
+    return fail(unsupportedScheme(scheme, shown));
   }
   return parseBareForm(s, shown);
 }
 
-function unsupportedScheme(scheme: string): string {
-  return `the scheme "${scheme}:" is not supported; only http and https can be allowed, e.g. "https://app.example.com"`;
+function unsupportedScheme(scheme: string, shown: string): string {
+  return `${shown} uses the scheme "${scheme}:"; only http and https can be allowed, e.g. "https://app.example.com"`;
 }
 
-function wildcardReason(s: string): Parsed {
+function wildcardReason(s: string, shown: string): Parsed {
   const m = /^(?:(https?):\/\/)?\*\.([^*]+?)\/?$/.exec(s);
   if (m) {
     const rest = parseEntry(m[2]);
     if (rest.ok && rest.value.kind === "domain") {
       return fail(
-        `wildcards are not supported: write "${rest.value.canonical}", which already covers ${rest.value.canonical} ` +
+        `${shown} is a wildcard, which is not supported: write "${rest.value.canonical}", which already covers ${rest.value.canonical} ` +
           `and all its subdomains over https`,
       );
     }
     if (rest.ok && rest.value.kind === "host") {
       return fail(
-        `wildcards are not supported: a registrable domain such as "${registrableDomain(rest.value.host) ?? rest.value.host}" ` +
+        `${shown} is a wildcard, which is not supported: a registrable domain such as "${registrableDomain(rest.value.host) ?? rest.value.host}" ` +
           `covers all its subdomains over https; otherwise list each host, e.g. "${rest.value.canonical}"`,
       );
     }
   }
   return fail(
-    `wildcards are only allowed as the lone entry "*" (every origin); a domain entry such as "example.com" ` +
+    `${shown} has a wildcard; one is only allowed as the lone entry "*" (every origin), and a domain entry such as "example.com" ` +
       `already covers all its subdomains`,
   );
 }
@@ -231,7 +231,7 @@ function parseBareForm(s: string, shown: string): Parsed {
     const split = splitHostPort(s, shown);
     const port = split.ok && split.port !== null ? split.port : "PORT";
     const host = split.ok ? split.host : `[${s}]`;
-    return fail(`an IP address is only allowed in the full form; write "http://${host}:${port}" (or https)`);
+    return fail(`${shown} is an IP address, which is only allowed in the full form; write "http://${host}:${port}" (or https)`);
   }
 
   const colon = s.lastIndexOf(":");
@@ -239,7 +239,7 @@ function parseBareForm(s: string, shown: string): Parsed {
   const rawPort = colon === -1 ? null : s.slice(colon + 1);
 
   if (rawHost === "localhost") {
-    if (rawPort === null) return fail(`"localhost" needs a port; write "localhost:PORT" with your dev server's port, e.g. "localhost:3000"`);
+    if (rawPort === null) return fail(`${shown} needs a port; write "localhost:PORT" with your dev server's port, e.g. "localhost:3000"`);
     const p = parsePort(rawPort, shown);
     if (typeof p === "string") return fail(p);
     return ok({ kind: "localhost", canonical: `localhost:${p}`, port: p });
@@ -248,7 +248,7 @@ function parseBareForm(s: string, shown: string): Parsed {
   const h = checkHostName(rawHost, shown);
   if (!h.ok) return fail(h.reason);
   if (h.ip) {
-    return fail(`an IP address is only allowed in the full form; write "http://${h.host}:${rawPort ?? "PORT"}" (or https)`);
+    return fail(`${shown} is an IP address, which is only allowed in the full form; write "http://${h.host}:${rawPort ?? "PORT"}" (or https)`);
   }
   if (rawPort !== null) {
     const p = parsePort(rawPort, shown);
@@ -256,7 +256,7 @@ function parseBareForm(s: string, shown: string): Parsed {
     const c = classifyDomain(h.host, shown);
     if (c !== "domain" && c !== "host") return fail(c.reason);
     const full = p === 443 ? `https://${h.host}` : `https://${h.host}:${p}`;
-    return fail(`a port needs a scheme: write "${full}" (or "http://${h.host}:${p}") to allow exactly that origin`);
+    return fail(`${shown} has a port but no scheme; write "${full}" (or "http://${h.host}:${p}") to allow exactly that origin`);
   }
   const c = classifyDomain(h.host, shown);
   if (c === "domain") return ok({ kind: "domain", canonical: h.host, host: h.host });
@@ -359,11 +359,17 @@ function classifyDomain(host: string, shown: string): "domain" | "host" | { reas
   }
   if (r.domain === null || r.publicSuffix === host) {
     return {
-      reason: `${shown} is a public suffix (like "com", "co.uk" or "github.io"), shared by unrelated sites; ` +
+      reason: `${shown} is a public suffix (${suffixExamples(host)}), shared by unrelated sites; ` +
         `give your own domain below it, e.g. "example.${host}"`,
     };
   }
   return r.domain === host ? "domain" : "host";
+}
+
+/** Other public suffixes, never the one being explained (which is already named). */
+function suffixExamples(host: string): string {
+  const others = ["com", "co.uk", "github.io"].filter((suffix) => suffix !== host).map(q);
+  return `like ${others.slice(0, -1).join(", ")} or ${others.at(-1)}`;
 }
 
 function registrableDomain(host: string): string | null {
@@ -532,10 +538,19 @@ const SERIALIZED_RE =
 
 type SeenOrigin = { scheme: Scheme; host: string; port: number | null };
 
+/**
+ * Says why `origin` was refused, naming every entry of the key exactly once: an entry
+ * that nearly matched is named in its hint, the others in the list after it, and an
+ * invalid stored entry only among the ignored ones.
+ */
 function explainDenial(origin: string | null, list: readonly string[], parsed: Entry[], ignored: string[]): string {
+  const ignoredText = ignored.length ? ` (invalid, ignored: ${ignored.map(q).join(", ")})` : "";
+  const valid = parsed.map((e) => e.canonical);
   const allowed = list.length === 0
     ? "this key has no allowed origins"
-    : `this key allows ${list.map(q).join(", ")}${ignored.length ? ` (invalid, ignored: ${ignored.map(q).join(", ")})` : ""}`;
+    : valid.length === 0
+      ? `this key has no valid allowed origins${ignoredText}`
+      : `this key allows ${valid.map(q).join(", ")}${ignoredText}`;
   if (origin === null) {
     return `the request has no Origin header, and only the entry "*" matches such requests (${allowed}); ` +
       `call from a browser page on an allowed origin, or use a private key from a server`;
@@ -547,9 +562,14 @@ function explainDenial(origin: string | null, list: readonly string[], parsed: E
   }
   const m = SERIALIZED_RE.exec(origin)!;
   const seen: SeenOrigin = { scheme: m[1] as Scheme, host: m[2]!, port: m[3] ? Number(m[3]) : null };
-  const hints = [...new Set(parsed.map((e) => hintFor(e, seen, origin)).filter((h): h is string => h !== null))];
-  const hint = hints.length > 0 ? hints.join("; ") : `to allow it, add ${q(origin)}`;
-  return `Origin ${shown} is not allowed: none of this key's allowed origins matches it (${allowed}). Hint: ${hint}`;
+  const hints = parsed.map((e) => ({ entry: e.canonical, hint: hintFor(e, seen, origin) })).filter((h) => h.hint !== null);
+  if (hints.length === 0) return `Origin ${shown} is not allowed: ${allowed}. To allow it, add ${q(origin)}`;
+  const hinted = new Set(hints.map((h) => h.entry));
+  const others = valid.filter((entry) => !hinted.has(entry));
+  const whys = [...new Set(hints.map((h) => `entry ${q(h.entry)} ${h.hint!.why}`))].join("; ");
+  const rest = others.length ? `; the key's other entries: ${others.map(q).join(", ")}` : "";
+  const fixes = [...new Set(hints.map((h) => h.hint!.fix ?? `add ${q(origin)}`))].join(", or ");
+  return `Origin ${shown} is not allowed: ${whys}${rest}${ignoredText}. To allow it, ${fixes}`;
 }
 
 /** Why a header value is not a serialized origin as browsers send it; null when it is. */
@@ -578,39 +598,36 @@ function originProblem(o: string): string | null {
   return null;
 }
 
-function hintFor(e: Entry, o: SeenOrigin, origin: string): string | null {
+/** How an entry nearly matched the origin (`why`, after "entry X"), and the fix when it is not "add the origin". */
+function hintFor(e: Entry, o: SeenOrigin, origin: string): { why: string; fix?: string } | null {
   const under = (h: string, d: string) => h === d || h.endsWith(`.${d}`);
   const portText = (scheme: Scheme, port: number | null) => `${port ?? DEFAULT_PORT[scheme]}`;
-  const en = q(e.canonical);
   switch (e.kind) {
     case "any": return null;
     case "domain":
       if (!under(o.host, e.host)) return null;
-      if (o.scheme === "http") return `entry ${en} requires https (the origin uses http); add ${q(origin)} to allow it`;
-      if (o.port !== null) return `entry ${en} matches the default port 443 only (port ${o.port} differs); add ${q(origin)} to allow it`;
+      if (o.scheme === "http") return { why: "requires https (the origin uses http)" };
+      if (o.port !== null) return { why: `matches the default port 443 only (port ${o.port} differs)` };
       return null;
     case "host":
-      if (o.host === e.host && o.port !== null) {
-        return `entry ${en} matches the default ports only (port ${o.port} differs); add ${q(origin)} to allow it`;
-      }
-      if (o.host.endsWith(`.${e.host}`)) return `entry ${en} matches that host only, not its subdomains; add ${q(origin)} to allow it`;
+      if (o.host === e.host && o.port !== null) return { why: `matches the default ports only (port ${o.port} differs)` };
+      if (o.host.endsWith(`.${e.host}`)) return { why: "matches that host only, not its subdomains" };
       return null;
     case "origin": {
-      if (o.host !== e.host) {
-        return o.host.endsWith(`.${e.host}`) ? `entry ${en} matches that exact origin only, not subdomains; add ${q(origin)}` : null;
-      }
+      if (o.host !== e.host) return o.host.endsWith(`.${e.host}`) ? { why: "matches that exact origin only, not subdomains" } : null;
       const parts: string[] = [];
       if (o.scheme !== e.scheme) parts.push(`requires ${e.scheme} (the origin uses ${o.scheme})`);
       const ep = portText(e.scheme, e.port), op = portText(o.scheme, o.port);
       if (ep !== op) parts.push(`requires port ${ep} (port ${op} differs)`);
-      return parts.length ? `entry ${en} ${parts.join(" and ")}; add ${q(origin)} to allow it` : null;
+      return parts.length ? { why: parts.join(" and ") } : null;
     }
     case "localhost":
       if (o.host === "localhost") {
-        return `entry ${en} requires port ${e.port} (port ${portText(o.scheme, o.port)} differs); add "localhost:${portText(o.scheme, o.port)}" to allow it`;
+        const port = portText(o.scheme, o.port);
+        return { why: `requires port ${e.port} (port ${port} differs)`, fix: `add "localhost:${port}"` };
       }
       if (/^127\./.test(o.host) || o.host === "[::1]") {
-        return `entry ${en} matches the name localhost only, not the address ${o.host}; open the page as localhost or add ${q(origin)}`;
+        return { why: `matches the name localhost only, not the address ${o.host}`, fix: `open the page as localhost or add ${q(origin)}` };
       }
       return null;
   }

@@ -4,7 +4,7 @@ import { AUDIT_ACTIONS } from '../../db/schema/index.ts'
 import { CursorQuery, decodePosition, limitQuery, pageSchema, pageSize, positionCursor, toPage } from '../areas/shared/paging.ts'
 import { listChanges, toAuditRecord } from '../audit/trail.ts'
 import type { KeyService } from '../keys/service.ts'
-import { requireBusiness } from './business.ts'
+import { requireBusiness } from './businesses.ts'
 import { IdParams } from './model.ts'
 
 const AUDIT_PAGE = { default: 50, max: 100 } as const

@@ -1,7 +1,7 @@
 import { Elysia, t } from 'elysia'
 import type { Db } from '../../db/client.ts'
 import { rollIdentitySecret } from '../identity/secret.ts'
-import { requireBusiness } from './business.ts'
+import { requireBusiness } from './businesses.ts'
 import { IdParams } from './model.ts'
 
 /** Contract section 12: the identity secret is set (or replaced) here and shown only in this answer. */

@@ -1,19 +1,30 @@
 import { byAdmin } from '../audit/trail.ts'
 import { Elysia, t } from 'elysia'
-import { desc, eq } from 'drizzle-orm'
 import type { Db } from '../../db/client.ts'
 import { businesses, flows } from '../../db/schema/index.ts'
-import { ApiError } from '../errors.ts'
+import { pageSchema } from '../areas/shared/paging.ts'
 import { parseJsonBody } from '../http/json-body.ts'
 import { DEFAULT_ROLL_GRACE_SECONDS, toKeyRecord, type KeyService } from '../keys/service.ts'
 import { auditRoutes } from './audit.ts'
-import { requireBusiness } from './business.ts'
 import { identityRoutes } from './identity.ts'
 import { usageRoutes } from './usage.ts'
 import type { AdminGuard } from './auth.ts'
+import { listBusinesses, requireBusiness, toBusinessRecord } from './businesses.ts'
+import { flowReadRoutes, toFlowRecord } from './flows.ts'
+import {
+  BusinessRecordSchema,
+  FlowRecord,
+  IdParams,
+  KeyChanges,
+  KeyRecordSchema,
+  NewBusiness,
+  NewFlow,
+  NewKey,
+  RollKey,
+} from './model.ts'
 import { alsoAnswers, noContent } from '../http/openapi-document.ts'
-import { BusinessSchema, FlowSchema, IdParams, KeyChanges, KeyRecordSchema, NewBusiness, NewFlow, NewKey, RollKey } from './model.ts'
 import { memberRoutes } from './members.ts'
+import { AdminPageQuery, adminPage } from './paging.ts'
 
 /**
  * The operators' API (contract section 7). The token is checked in `parse` and
@@ -27,23 +38,21 @@ export function adminRoutes(deps: { db: Db; keys: KeyService; requireAdmin: Admi
     .onParse(readAdminJson)
     .onTransform(requireAdmin)
     .use(memberRoutes({ db, requireAdmin }))
+    .use(flowReadRoutes({ db, requireAdmin }))
     .post(
       '/businesses',
       async ({ body, set }) => {
         const [row] = await db.insert(businesses).values({ name: body.name.trim() }).returning()
         set.status = 201
-        return { id: row!.id, name: row!.name, createdAt: row!.createdAt.toISOString() }
+        return toBusinessRecord(row!)
       },
-      { body: NewBusiness, parse: 'json', response: { 201: BusinessSchema }, detail: { summary: 'Create a business' } },
+      { body: NewBusiness, parse: 'json', response: { 201: BusinessRecordSchema }, detail: { summary: 'Create a business' } },
     )
-    .get(
-      '/businesses',
-      async () => {
-        const rows = await db.select().from(businesses).orderBy(desc(businesses.createdAt))
-        return { data: rows.map((b) => ({ id: b.id, name: b.name, createdAt: b.createdAt.toISOString() })) }
-      },
-      { response: t.Object({ data: t.Array(BusinessSchema) }), detail: { summary: 'List businesses' } },
-    )
+    .get('/businesses', ({ query }) => listBusinesses(db, adminPage(query)), {
+      query: AdminPageQuery,
+      response: pageSchema(BusinessRecordSchema),
+      detail: { summary: 'List businesses, newest first' },
+    })
     .post(
       '/businesses/:id/keys',
       async ({ params, body, set }) => {
@@ -61,11 +70,16 @@ export function adminRoutes(deps: { db: Db; keys: KeyService; requireAdmin: Admi
     )
     .get(
       '/businesses/:id/keys',
-      async ({ params }) => {
+      async ({ params, query }) => {
         await requireBusiness(db, params.id)
-        return { data: await keys.list(params.id) }
+        return keys.listPage(params.id, adminPage(query))
       },
-      { params: IdParams, response: t.Object({ data: t.Array(KeyRecordSchema) }), detail: { summary: "List a business's keys" } },
+      {
+        params: IdParams,
+        query: AdminPageQuery,
+        response: pageSchema(KeyRecordSchema),
+        detail: { summary: "List a business's keys, newest first" },
+      },
     )
     .get('/keys/:id', async ({ params }) => toKeyRecord(await keys.get(null, params.id)), {
       params: IdParams,
@@ -117,9 +131,9 @@ export function adminRoutes(deps: { db: Db; keys: KeyService; requireAdmin: Admi
         await requireBusiness(db, params.id)
         const [row] = await db.insert(flows).values({ businessId: params.id, name: body.name.trim() }).returning()
         set.status = 201
-        return { id: row!.id, businessId: row!.businessId, name: row!.name, createdAt: row!.createdAt.toISOString() }
+        return toFlowRecord(row!)
       },
-      { params: IdParams, body: NewFlow, parse: 'json', response: { 201: FlowSchema }, detail: { summary: 'Define a flow' } },
+      { params: IdParams, body: NewFlow, parse: 'json', response: { 201: FlowRecord }, detail: { summary: 'Define a flow' } },
     )
 }
 

@@ -5,6 +5,8 @@ import { publicOrigin } from '../dashboard/http.ts'
 import type { AdminGuard } from './auth.ts'
 import { alsoAnswers, noContent } from '../http/openapi-document.ts'
 import { IdParams } from './model.ts'
+import { AdminPageQuery, adminPage } from './paging.ts'
+import { pageSchema } from '../areas/shared/paging.ts'
 
 const NewMember = t.Object({
   email: t.String({ minLength: 3, maxLength: 254, error: 'must be an email address, e.g. name@example.com' }),
@@ -65,10 +67,11 @@ export function memberRoutes(deps: { db: Db; requireAdmin: AdminGuard }) {
         },
       },
     )
-    .get('/businesses/:id/members', async ({ params }) => ({ data: await members.list(params.id) }), {
+    .get('/businesses/:id/members', ({ params, query }) => members.list(params.id, adminPage(query, 'oldest')), {
       params: IdParams,
-      response: t.Object({ data: t.Array(MemberSchema) }),
-      detail: { summary: "List a business's dashboard members" },
+      query: AdminPageQuery,
+      response: pageSchema(MemberSchema),
+      detail: { summary: "List a business's dashboard members, oldest first" },
     })
     .post(
       '/members/:id/sign-in-link',

@@ -65,9 +65,10 @@ export const NewKey = t.Object({
 
 export const KeyChanges = t.Partial(t.Object(keySettings), { minProperties: 1 })
 
-export const BusinessSchema = t.Object({ id: t.String(), name: t.String(), createdAt: t.String() })
+export const BusinessRecordSchema = t.Object({ id: t.String(), name: t.String(), createdAt: t.String() })
+export type BusinessRecord = typeof BusinessRecordSchema.static
 
-export const FlowSchema = t.Object({ id: t.String(), businessId: t.String(), name: t.String(), createdAt: t.String() })
+export const FlowRecord = t.Object({ id: t.String(), businessId: t.String(), name: t.String(), createdAt: t.String() })
 
 export const NewFlow = t.Object({ name: t.String({ minLength: 1, maxLength: 200, description: '1-200 characters.' }) })
 

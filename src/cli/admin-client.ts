@@ -39,6 +39,29 @@ export interface Flow {
   createdAt: string
 }
 
+/** A run of a flow, as GET /admin/v0/flows/:id/runs answers it. */
+export interface FlowRun {
+  id: string
+  flowId: string
+  status: 'queued' | 'running' | 'succeeded' | 'failed'
+  input: Record<string, unknown> | null
+  idempotencyKey: string | null
+  keyId: string
+  createdAt: string
+}
+
+/** A page of an admin list: pass `nextCursor` back as `cursor` for the next one. */
+export interface Page<T> {
+  data: T[]
+  nextCursor: string | null
+}
+
+/** `limit` and `cursor` of an admin list; each left out when not given. */
+export interface PageRequest {
+  limit?: string
+  cursor?: string
+}
+
 export interface Member {
   id: string
   businessId: string
@@ -116,20 +139,31 @@ export function createAdminClient(baseUrl: string, token: string) {
   }
 
   const id = encodeURIComponent
+  const paged = (path: string, page: PageRequest = {}) => {
+    const query = new URLSearchParams()
+    if (page.limit !== undefined) query.set('limit', page.limit)
+    if (page.cursor !== undefined) query.set('cursor', page.cursor)
+    return query.size === 0 ? path : `${path}?${query}`
+  }
   return {
     createBusiness: (name: string) => request<Business>('POST', '/businesses', { name }),
-    listBusinesses: () => request<{ data: Business[] }>('GET', '/businesses'),
+    listBusinesses: (page?: PageRequest) => request<Page<Business>>('GET', paged('/businesses', page)),
     createKey: (businessId: string, key: NewKey) =>
       request<CreatedKey>('POST', `/businesses/${id(businessId)}/keys`, key),
-    listKeys: (businessId: string) => request<{ data: KeyRecord[] }>('GET', `/businesses/${id(businessId)}/keys`),
+    listKeys: (businessId: string, page?: PageRequest) =>
+      request<Page<KeyRecord>>('GET', paged(`/businesses/${id(businessId)}/keys`, page)),
     getKey: (keyId: string) => request<KeyRecord>('GET', `/keys/${id(keyId)}`),
     updateKey: (keyId: string, changes: KeyChanges) => request<KeyRecord>('PATCH', `/keys/${id(keyId)}`, changes),
     revokeKey: (keyId: string) => request<void>('DELETE', `/keys/${id(keyId)}`),
     createFlow: (businessId: string, name: string) =>
       request<Flow>('POST', `/businesses/${id(businessId)}/flows`, { name }),
+    listFlows: (businessId: string, page?: PageRequest) =>
+      request<Page<Flow>>('GET', paged(`/businesses/${id(businessId)}/flows`, page)),
+    listRuns: (flowId: string, page?: PageRequest) => request<Page<FlowRun>>('GET', paged(`/flows/${id(flowId)}/runs`, page)),
     createMember: (businessId: string, member: NewMember) =>
       request<CreatedMember>('POST', `/businesses/${id(businessId)}/members`, member),
-    listMembers: (businessId: string) => request<{ data: Member[] }>('GET', `/businesses/${id(businessId)}/members`),
+    listMembers: (businessId: string, page?: PageRequest) =>
+      request<Page<Member>>('GET', paged(`/businesses/${id(businessId)}/members`, page)),
     issueSignInLink: (memberId: string) =>
       request<{ signInLink: SignInLink }>('POST', `/members/${id(memberId)}/sign-in-link`),
     removeMember: (memberId: string) => request<void>('DELETE', `/members/${id(memberId)}`),

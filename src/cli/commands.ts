@@ -1,16 +1,19 @@
 import { readFileSync } from 'node:fs'
 import { userInfo } from 'node:os'
 import { PUBLIC_KEY_SCOPES, SCOPES } from '../access/scopes.ts'
-import type { AdminClient, KeyChanges } from './admin-client.ts'
+import type { AdminClient, KeyChanges, Page, PageRequest } from './admin-client.ts'
 import {
   businessDetails,
   businessTable,
+  CLI,
   flowDetails,
+  flowTable,
   keyDetails,
   keyTable,
   memberDetails,
   memberTable,
   recordLines,
+  runTable,
   signInLinkLines,
 } from './output.ts'
 
@@ -60,6 +63,13 @@ const keySettingOptions = {
   'rate-limit': { type: 'string' },
 } satisfies Record<string, OptionSpec>
 
+/** Admin lists answer a page at a time; `nextCursor` comes back as --cursor. */
+const pageOptions = {
+  limit: { type: 'string' },
+  cursor: { type: 'string' },
+} satisfies Record<string, OptionSpec>
+const PAGE_USAGE = '[--limit N] [--cursor CURSOR]'
+
 export const commands: Command[] = [
   {
     name: 'businesses create',
@@ -74,13 +84,13 @@ export const commands: Command[] = [
   },
   {
     name: 'businesses list',
-    usage: '',
-    summary: 'List every business, newest first.',
-    options: {},
+    usage: PAGE_USAGE,
+    summary: 'List the businesses, newest first.',
+    options: pageOptions,
     required: [],
-    async run({ api }) {
-      const { data } = await api.listBusinesses()
-      return { json: data, text: businessTable(data) }
+    async run({ options, api }) {
+      const page = await api.listBusinesses(pageOf(options))
+      return listAnswer(page, businessTable, 'businesses list', options)
     },
   },
   {
@@ -125,13 +135,14 @@ export const commands: Command[] = [
   },
   {
     name: 'keys list',
-    usage: '--business ID',
-    summary: "List a business's keys (hints only, never the keys).",
-    options: { business: { type: 'string' } },
+    usage: `--business ID ${PAGE_USAGE}`,
+    summary: "List a business's keys, newest first (hints only, never the keys).",
+    options: { business: { type: 'string' }, ...pageOptions },
     required: ['business'],
     async run({ options, api }) {
-      const { data } = await api.listKeys(text(options, 'business')!)
-      return { json: data, text: keyTable(data) }
+      const business = text(options, 'business')!
+      const page = await api.listKeys(business, pageOf(options))
+      return listAnswer(page, keyTable, `keys list --business ${business}`, options)
     },
   },
   {
@@ -201,6 +212,30 @@ export const commands: Command[] = [
     },
   },
   {
+    name: 'flows list',
+    usage: `--business ID ${PAGE_USAGE}`,
+    summary: "List a business's flows, newest first.",
+    options: { business: { type: 'string' }, ...pageOptions },
+    required: ['business'],
+    async run({ options, api }) {
+      const business = text(options, 'business')!
+      const page = await api.listFlows(business, pageOf(options))
+      return listAnswer(page, flowTable, `flows list --business ${business}`, options)
+    },
+  },
+  {
+    name: 'flows runs',
+    usage: `FLOW_ID ${PAGE_USAGE}`,
+    summary: "List a flow's runs, newest first (--json adds each run's input).",
+    target: 'FLOW_ID',
+    options: pageOptions,
+    required: [],
+    async run({ options, target, api }) {
+      const page = await api.listRuns(target!, pageOf(options))
+      return listAnswer(page, runTable, `flows runs ${target}`, options)
+    },
+  },
+  {
     name: 'members create',
     usage: '--business ID --email EMAIL [--role owner|member] [--password-stdin]',
     summary: 'Add a dashboard member; without a password, print a one-time sign-in link.',
@@ -247,13 +282,14 @@ export const commands: Command[] = [
   },
   {
     name: 'members list',
-    usage: '--business ID',
+    usage: `--business ID ${PAGE_USAGE}`,
     summary: "List a business's dashboard members, oldest first.",
-    options: { business: { type: 'string' } },
+    options: { business: { type: 'string' }, ...pageOptions },
     required: ['business'],
     async run({ options, api }) {
-      const { data } = await api.listMembers(text(options, 'business')!)
-      return { json: data, text: memberTable(data) }
+      const business = text(options, 'business')!
+      const page = await api.listMembers(business, pageOf(options))
+      return listAnswer(page, memberTable, `members list --business ${business}`, options)
     },
   },
   {
@@ -290,14 +326,14 @@ export const globalOptions = {
 } satisfies Record<string, OptionSpec>
 
 export function commandHelp(command: Command): string {
-  return `Usage: bun run cli ${command.name}${command.usage ? ' ' + command.usage : ''} [--json]\n  ${command.summary}`
+  return `Usage: ${CLI} ${command.name}${command.usage ? ' ' + command.usage : ''} [--json]\n  ${command.summary}`
 }
 
 export function helpText(): string {
   const usage = commands.map((c) => `  ${c.name}${c.usage ? ' ' + c.usage : ''}\n      ${c.summary}`)
   return `keygate operator CLI: businesses, keys, flows and dashboard members, through /admin/v0.
 
-Usage: bun run cli <command> [options]
+Usage: ${CLI} <command> [options]
 
 Commands:
 ${usage.join('\n')}
@@ -308,7 +344,8 @@ Options for every command:
   --url URL     the service's base URL (env KEYGATE_URL; default http://localhost:3000)
   --token TOKEN the operator token the service runs with (env ADMIN_TOKEN; prefer the
                 variable: arguments are visible to other users in the process list)
-  --json        print the server's JSON answer instead of text
+  --json        print the server's JSON answer instead of text (lists: {"data", "nextCursor"});
+                to pipe it, run npm -s (npm run -s cli -- ...) so npm prints no banner
   -h, --help    show this help
 
 Scopes: repeat --scope or separate them with commas. The 13 scopes:
@@ -321,10 +358,14 @@ https://app.example.com:8443 or localhost:3000. A private key takes no --origin.
 
 Members: --role defaults to member. A password is never an argument: --password-stdin
 reads it from standard input (one trailing newline is dropped), e.g.
-  bun run cli members create --business ID --email ada@example.com --password-stdin < pw.txt
+  ${CLI} members create --business ID --email ada@example.com --password-stdin < pw.txt
 Without it the answer carries a one-time sign-in link on which the member chooses a
 password. A link is shown once, works once and expires at the time printed with it;
 members link issues another (using one ends the member's other dashboard sessions).
+
+Lists: a page of at most --limit records (1-1000, default 100); when there are more,
+the text ends with the command for the next page, and --json carries its "nextCursor",
+which --cursor takes back.
 
 Exit status: 0 done, 1 the server refused (its error code and message are printed) or
 could not be reached, 2 a usage error.`
@@ -347,6 +388,23 @@ function wrap(words: string, indent: string, width = 88): string {
 /** `echo secret |` and files end with a newline that is not part of the password. */
 function withoutLineEnd(input: string): string {
   return input.replace(/\r?\n$/, '')
+}
+
+function pageOf(options: OptionValues): PageRequest {
+  const limit = text(options, 'limit')
+  const cursor = text(options, 'cursor')
+  return { ...(limit === undefined ? {} : { limit }), ...(cursor === undefined ? {} : { cursor }) }
+}
+
+/**
+ * The server's page as it came (`{data, nextCursor}`) for --json; for people, the table
+ * and, when there is more, the command that shows the next page.
+ */
+function listAnswer<T>(page: Page<T>, table: (rows: T[]) => string, command: string, options: OptionValues): CommandResult {
+  if (page.nextCursor === null) return { json: page, text: table(page.data) }
+  const limit = text(options, 'limit')
+  const next = `${CLI} ${command}${limit === undefined ? '' : ` --limit ${limit}`} --cursor ${page.nextCursor}`
+  return { json: page, text: `${table(page.data)}\n\nMore: ${next}` }
 }
 
 function text(options: OptionValues, name: string): string | undefined {

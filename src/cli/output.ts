@@ -1,4 +1,10 @@
-import type { Business, Flow, KeyRecord, Member, SignInLink } from './admin-client.ts'
+import type { Business, Flow, FlowRun, KeyRecord, Member, SignInLink } from './admin-client.ts'
+
+/**
+ * How a user runs the CLI, in every hint it prints: npm is on the PATH wherever Node is,
+ * bun may not be (it comes as a package, in node_modules/.bin).
+ */
+export const CLI = 'npm run cli --'
 
 /**
  * Human output of the CLI: aligned "label  value" lines for one record, a table for
@@ -91,6 +97,22 @@ export function flowDetails(flow: Flow): string {
   ])
 }
 
+export function flowTable(flows: Flow[]): string {
+  if (flows.length === 0) return 'No flows.'
+  return table(
+    ['ID', 'NAME', 'CREATED'],
+    flows.map((f) => [f.id, f.name, time(f.createdAt)]),
+  )
+}
+
+export function runTable(runs: FlowRun[]): string {
+  if (runs.length === 0) return 'No runs.'
+  return table(
+    ['ID', 'STATUS', 'KEY ID', 'IDEMPOTENCY KEY', 'CREATED'],
+    runs.map((r) => [r.id, r.status, r.keyId, r.idempotencyKey ?? '-', time(r.createdAt)]),
+  )
+}
+
 export function memberDetails(member: Member): string {
   return recordLines([
     ['id', member.id],
@@ -119,6 +141,6 @@ export function signInLinkLines(link: SignInLink): string {
     ]),
     '',
     `Send this link to the member now: it is shown once, works once, and expires at ${time(link.expiresAt)}.`,
-    'On it they choose their password. Lost or expired? Issue another: bun run cli members link MEMBER_ID',
+    `On it they choose their password. Lost or expired? Issue another: ${CLI} members link MEMBER_ID`,
   ].join('\n')
 }

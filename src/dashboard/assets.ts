@@ -185,7 +185,7 @@ export const DASHBOARD_JS = `
         if (r.ok) return;
         invalid++;
         var item = document.createElement('li');
-        item.textContent = '"' + r.value + '": ' + r.reason;
+        item.textContent = r.reason;
         list.appendChild(item);
       });
       box.setAttribute('aria-invalid', invalid ? 'true' : 'false');

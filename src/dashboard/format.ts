@@ -27,3 +27,11 @@ export function formatDateTime(at: Date): string {
 export function formatDate(at: Date): string {
   return at.toISOString().slice(0, 10)
 }
+
+/**
+ * The earliest day the expiry picker offers: tomorrow (UTC). A key expires at 00:00 UTC
+ * on the day picked, so today has already begun and would be refused.
+ */
+export function firstExpiryDay(now: Date): string {
+  return formatDate(new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() + 1)))
+}

@@ -8,7 +8,6 @@ import { isStorableText } from '../areas/shared/validation.ts'
 import { checkKeySettings } from '../keys/rules.ts'
 import { toKeyRecord, type ApiKeyRow, type KeyService } from '../keys/service.ts'
 import { DASHBOARD_CSS, DASHBOARD_JS } from './assets.ts'
-import { formatDate } from './format.ts'
 import { formErrorsOf, keySettingsOf, readKeyForm } from './forms.ts'
 import { html } from './html.ts'
 import {
@@ -290,7 +289,7 @@ export function dashboardRoutes({ db, keys, signInLimits, clientAddress, default
       )
       .get(
         '/settings/developers/api-keys/new',
-        page(async (who) => htmlPage(200, keyFormPage(who, { kind: 'create' }, NEW_KEY_DEFAULTS, {}, formatDate(new Date()), defaultRateLimit))),
+        page(async (who) => htmlPage(200, keyFormPage(who, { kind: 'create' }, NEW_KEY_DEFAULTS, {}, new Date(), defaultRateLimit))),
       )
       .post(
         '/settings/developers/api-keys',
@@ -301,7 +300,7 @@ export function dashboardRoutes({ db, keys, signInLimits, clientAddress, default
           const checked = checkKeySettings('public', input, now)
           const all = [...problems, ...(checked.ok ? [] : checked.problems)]
           if (all.length > 0) {
-            return htmlPage(400, keyFormPage(who, { kind: 'create' }, values, formErrorsOf(all, values.expiresOn), formatDate(now), defaultRateLimit))
+            return htmlPage(400, keyFormPage(who, { kind: 'create' }, values, formErrorsOf(all, values.expiresOn), now, defaultRateLimit))
           }
           const created = await keys.create(who.businessId, { ...input, type: 'public', createdBy: who.email }, byMember(who.email), now)
           return redirect(`${keyPath(created.record.id)}?created=1`)
@@ -346,7 +345,7 @@ export function dashboardRoutes({ db, keys, signInLimits, clientAddress, default
           const row = await ownKey(who, params.id)
           if (!row) return notFound(who)
           const key = toKeyRecord(row)
-          return cannotEdit(who, row) ?? htmlPage(200, keyFormPage(who, { kind: 'edit', key }, formValuesOf(key), {}, formatDate(new Date()), defaultRateLimit))
+          return cannotEdit(who, row) ?? htmlPage(200, keyFormPage(who, { kind: 'edit', key }, formValuesOf(key), {}, new Date(), defaultRateLimit))
         }),
       )
       .post(
@@ -363,7 +362,7 @@ export function dashboardRoutes({ db, keys, signInLimits, clientAddress, default
           const checked = checkKeySettings('public', input, now)
           const all = [...problems, ...(checked.ok ? [] : checked.problems)]
           if (all.length > 0) {
-            return htmlPage(400, keyFormPage(who, { kind: 'edit', key }, values, formErrorsOf(all, values.expiresOn), formatDate(now), defaultRateLimit))
+            return htmlPage(400, keyFormPage(who, { kind: 'edit', key }, values, formErrorsOf(all, values.expiresOn), now, defaultRateLimit))
           }
           try {
             await keys.update(who.businessId, row.id, input, byMember(who.email), now)

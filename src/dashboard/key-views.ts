@@ -1,7 +1,7 @@
 import type { OriginMatch } from '../access/origin.ts'
 import { PUBLIC_KEY_SCOPES, type Scope } from '../access/scopes.ts'
 import type { KeyRecord } from '../keys/service.ts'
-import { formatDate, formatDateTime, relativeTime } from './format.ts'
+import { firstExpiryDay, formatDate, formatDateTime, relativeTime } from './format.ts'
 import { html, type Html } from './html.ts'
 import type { SignedIn } from './sessions.ts'
 import { csrfField, keyCrumbs, KEYS_PATH, layout } from './views.ts'
@@ -229,7 +229,7 @@ export function keyFormPage(
   mode: { kind: 'create' } | { kind: 'edit'; key: KeyRecord },
   values: KeyFormValues,
   errors: KeyFormErrors,
-  today: string,
+  now: Date,
   defaultRateLimit: { limit: number; windowSeconds: number },
 ): Html {
   const editing = mode.kind === 'edit'
@@ -294,7 +294,7 @@ ${summary.length
     <label for="expires-on">Expires on <span class="optional">(optional)</span></label>
     <p class="hint" id="expires-hint">The key stops working at 00:00 UTC on this day. Leave empty for a key that does not expire.</p>
     ${errors.expiresOn ? html`<p class="field-error" id="expires-error">${errors.expiresOn}</p>` : null}
-    <input id="expires-on" name="expiresOn" type="date" min="${today}" value="${values.expiresOn}"
+    <input id="expires-on" name="expiresOn" type="date" min="${firstExpiryDay(now)}" value="${values.expiresOn}"
       aria-describedby="${describe('expires-hint', errors.expiresOn && 'expires-error')}"${errors.expiresOn ? html` aria-invalid="true"` : null}>
   </div>
   <fieldset class="field${errors.rateLimit ? ' has-error' : ''}" aria-describedby="${describe('rate-limit-hint', errors.rateLimit && 'rate-limit-error')}">

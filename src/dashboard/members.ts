@@ -1,7 +1,9 @@
-import { and, asc, eq, gt, isNull } from 'drizzle-orm'
+import { and, eq, getTableColumns, gt, isNull } from 'drizzle-orm'
 import type { Db } from '../../db/client.ts'
 import { businesses, members, memberSessions, memberSignInLinks } from '../../db/schema/index.ts'
 import { ApiError } from '../errors.ts'
+import { afterCursor, microsOf, orderOf, toAdminPage, type AdminPage } from '../admin/paging.ts'
+import type { Page } from '../areas/shared/paging.ts'
 import { hashToken, randomToken } from './tokens.ts'
 
 export type MemberRole = 'owner' | 'member'
@@ -112,9 +114,15 @@ export function createMemberService(db: Db) {
       return { member: toMemberRecord(row), signInLink }
     },
 
-    async list(businessId: string): Promise<MemberRecord[]> {
-      const rows = await db.select().from(members).where(eq(members.businessId, businessId)).orderBy(asc(members.createdAt))
-      return rows.map(toMemberRecord)
+    /** A business's members, oldest first, a page at a time (the admin API lists them). */
+    async list(businessId: string, page: AdminPage): Promise<Page<MemberRecord>> {
+      const rows = await db
+        .select({ ...getTableColumns(members), micros: microsOf(members.createdAt) })
+        .from(members)
+        .where(and(eq(members.businessId, businessId), afterCursor(members.createdAt, members.id, page)))
+        .orderBy(...orderOf(members.createdAt, members.id, page))
+        .limit(page.limit + 1)
+      return toAdminPage(rows, page, toMemberRecord)
     },
 
     /** Removes the member; their sessions and links go with them (ON DELETE CASCADE). */

@@ -3,7 +3,7 @@ import { PASSWORD_MIN_LENGTH } from './members.ts'
 import type { SignedIn } from './sessions.ts'
 
 export const KEYS_PATH = '/dashboard/settings/developers/api-keys'
-export const ASSET_VERSION = '1'
+export const ASSET_VERSION = '2'
 
 export interface Crumb {
   label: string
@@ -25,6 +25,7 @@ export function layout(page: { title: string; who?: SignedIn; crumbs?: Crumb[]; 
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${page.title} · keygate</title>
+<link rel="icon" href="/favicon.svg" type="image/svg+xml">
 <link rel="stylesheet" href="/dashboard/assets/dashboard.css?v=${ASSET_VERSION}">
 <script src="/dashboard/assets/dashboard.js?v=${ASSET_VERSION}" defer></script>
 </head>

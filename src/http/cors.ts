@@ -1,25 +1,18 @@
 import { Elysia } from 'elysia'
 import { EXPOSED_HEADERS } from './request-context.ts'
-
-export interface RouteShape {
-  method: string
-  path: string
-}
+import type { MethodTable } from './routes.ts'
 
 /**
  * Answers CORS preflights for /api/v0/* without a key: 204, the request's Origin echoed,
- * the route's own methods, and a two-hour cache. `routes` is read at request time, so the
- * app hands in its final route list after every area is registered.
+ * the route's own methods (from the app's route list, src/http/routes.ts), and a two-hour
+ * cache.
  */
-export function preflight(routes: () => readonly RouteShape[]) {
-  let table: { pattern: RegExp; methods: string }[] | null = null
-
+export function preflight(methodsOf: MethodTable) {
   function methodsFor(path: string): string {
-    table ??= buildTable(routes())
-    for (const row of table) if (row.pattern.test(path)) return row.methods
+    const methods = methodsOf(path)
     // Unknown paths still get a readable answer (a 404 naming the right path), so the
     // preflight lets the browser send the request.
-    return 'GET, HEAD, POST, PATCH, DELETE'
+    return methods.length > 0 ? methods.join(', ') : 'GET, HEAD, POST, PATCH, DELETE'
   }
 
   return new Elysia({ name: 'cors-preflight' }).options('/api/v0/*', ({ request, path, set }) => {
@@ -34,21 +27,4 @@ export function preflight(routes: () => readonly RouteShape[]) {
     set.status = 204
     return null
   })
-}
-
-function buildTable(routes: readonly RouteShape[]) {
-  const byPath = new Map<string, Set<string>>()
-  for (const { method, path } of routes) {
-    if (!path.startsWith('/api/v0/') || method === 'OPTIONS') continue
-    const methods = byPath.get(path) ?? new Set<string>()
-    methods.add(method)
-    if (method === 'GET') methods.add('HEAD')
-    byPath.set(path, methods)
-  }
-  return [...byPath].map(([path, methods]) => ({
-    pattern: new RegExp(
-      '^' + path.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replace(/:[^/]+/g, '[^/]+').replace(/\*$/, '.*') + '/?$',
-    ),
-    methods: [...methods].join(', '),
-  }))
 }

@@ -4,6 +4,7 @@ import { ApiError, errorBody, type ErrorCode } from '../errors.ts'
 import { errorFields, type Logger } from '../observability/log.ts'
 import { methodLabel, UNMATCHED_ROUTE } from '../observability/metrics.ts'
 import { API_PREFIX, stampApiAnswer, stampRequestId } from './request-context.ts'
+import type { MethodTable } from './routes.ts'
 
 /** Paths the seed mentions that are not routes, with the canonical path to use instead. */
 const VARIANT_PATHS: Record<string, string> = {
@@ -16,7 +17,7 @@ const VARIANT_PATHS: Record<string, string> = {
  * src/errors.ts; a 500 says nothing of its cause (no stack, no SQL), which goes to the
  * log under the request id instead.
  */
-export function errorHandling(logger: Logger) {
+export function errorHandling(logger: Logger, methodsOf: MethodTable = () => []) {
   return new Elysia({ name: 'error-handling' }).onError(
     { as: 'global' },
     function renderError({ code, error, set, request, path, route }) {
@@ -25,7 +26,7 @@ export function errorHandling(logger: Logger) {
       else stampRequestId({ set })
       const headers = set.headers as Record<string, string>
       const requestId = headers['x-request-id']!
-      const failure = describe(code, error, request.method, path)
+      const failure = describe(code, error, request.method, path, methodsOf)
       if (failure.code === 'internal_error') {
         // The route as declared, not the path a client wrote (which may hold anything); the
         // error without driver messages (which may quote SQL parameters).
@@ -51,7 +52,7 @@ interface Failure {
   headers?: Record<string, string>
 }
 
-function describe(code: string | number, error: unknown, method: string, path: string): Failure {
+function describe(code: string | number, error: unknown, method: string, path: string, methodsOf: MethodTable): Failure {
   // Elysia wraps whatever a parse hook throws as a parse error: the key chain's refusals, and
   // the key lookup's database errors too, which are no fault of the body.
   if (code === 'PARSE' && error instanceof Error && error.cause !== undefined) {
@@ -61,6 +62,17 @@ function describe(code: string | number, error: unknown, method: string, path: s
     return { code: error.code, status: error.status, message: error.message, headers: error.headers }
   }
   if (code === 'NOT_FOUND') {
+    const allowed = methodsOf(path)
+    // A known path asked with a method it does not take (RFC 9110 section 15.5.6).
+    if (allowed.length > 0 && !allowed.includes(method)) {
+      const allow = (path.startsWith(API_PREFIX) ? [...allowed, 'OPTIONS'] : allowed).join(', ')
+      return {
+        code: 'method_not_allowed',
+        status: 405,
+        message: `${path} does not take ${method}; it takes ${allow}. The routes are listed at /openapi.`,
+        headers: { allow },
+      }
+    }
     const canonical = VARIANT_PATHS[path]
     return {
       code: 'not_found',

@@ -16,6 +16,7 @@ const CODE_MEANINGS: Record<ErrorCode, string> = {
   insufficient_scope: "the key lacks this endpoint's scope",
   invalid_request: 'a field, parameter or body is invalid; the message names it and the fix',
   not_found: 'nothing with that id or slug in this business',
+  method_not_allowed: 'the path exists but not with this method; `Allow` lists the methods it takes',
   list_not_found: 'no list with that slug in this business',
   conflict: 'the change conflicts with what is stored; the message says which way out',
   idempotency_key_reused: 'this Idempotency-Key was used with a different body',

@@ -110,7 +110,8 @@ export function checkKeySettings(
       if (parsed.ok) settings.allowedOrigins = parsed.entries
       else {
         for (const e of parsed.errors) {
-          problems.push({ field: `allowedOrigins[${e.index}]`, message: `"${e.value}": ${e.reason}` })
+          // The reason names the entry itself: prefixing it again said it twice.
+          problems.push({ field: `allowedOrigins[${e.index}]`, message: e.reason })
         }
       }
     }

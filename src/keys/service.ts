@@ -1,9 +1,11 @@
-import { and, desc, eq, isNull } from 'drizzle-orm'
+import { and, desc, eq, getTableColumns, isNull } from 'drizzle-orm'
 import type { Db } from '../../db/client.ts'
 import { apiKeys, businesses } from '../../db/schema/index.ts'
 import { generateKey, hashKey, keyHint, type KeyType } from '../access/key-format.ts'
 import { storedRateLimit } from '../access/key-store.ts'
 import { ApiError } from '../errors.ts'
+import { afterCursor, microsOf, orderOf, toAdminPage, type AdminPage } from '../admin/paging.ts'
+import type { Page } from '../areas/shared/paging.ts'
 import { changedFields, recordChange, type ChangeAuthor, type FieldChanges } from '../audit/trail.ts'
 import { checkKeySettings, type FieldProblem, type KeySettingsInput, type OriginPolicy } from './rules.ts'
 
@@ -146,6 +148,17 @@ export function createKeyService(db: Db, onChange: (keyHash: string) => void) {
         .where(eq(apiKeys.businessId, businessId))
         .orderBy(desc(apiKeys.createdAt), desc(apiKeys.id))
       return rows.map(toKeyRecord)
+    },
+
+    /** One page of `list`, for the admin API. */
+    async listPage(businessId: string, page: AdminPage): Promise<Page<KeyRecord>> {
+      const rows = await db
+        .select({ ...getTableColumns(apiKeys), micros: microsOf(apiKeys.createdAt) })
+        .from(apiKeys)
+        .where(and(eq(apiKeys.businessId, businessId), afterCursor(apiKeys.createdAt, apiKeys.id, page)))
+        .orderBy(...orderOf(apiKeys.createdAt, apiKeys.id, page))
+        .limit(page.limit + 1)
+      return toAdminPage(rows, page, toKeyRecord)
     },
 
     /** `businessId` null: the operator's view, across businesses. */

@@ -91,3 +91,51 @@ describe('invalid entries are refused at creation with the reason', () => {
     expect((await call(service, '/api/v0/whoami', { key, origin: 'http://127.0.0.1:8081' })).status).toBe(403)
   })
 })
+
+/** How often `text` holds `entry` as a quoted string. */
+const timesNamed = (text: string, entry: string) => text.split(JSON.stringify(entry)).length - 1
+
+describe('origin messages name each entry once', () => {
+  test('a refused Origin: the entry that nearly matched in its hint, the others in the list, each once', async () => {
+    const service = await testService()
+    const businessId = await seedBusiness(service)
+    const { key } = await seedKey(service, businessId, { allowedOrigins: ['example.com', 'localhost:3000'] })
+    const response = await call(service, '/api/v0/whoami', { key, origin: 'http://example.com' })
+    expect(response.status).toBe(403)
+    const { code, message } = await errorOf(response)
+    expect(code).toBe('origin_not_allowed')
+    expect(message).toBe(
+      'Origin "http://example.com" is not allowed: entry "example.com" requires https (the origin uses http); ' +
+        'the key\'s other entries: "localhost:3000". To allow it, add "http://example.com"',
+    )
+    expect(timesNamed(message, 'example.com')).toBe(1)
+    expect(timesNamed(message, 'localhost:3000')).toBe(1)
+  })
+
+  test('an Origin no entry comes near lists the allowed entries once', async () => {
+    const service = await testService()
+    const businessId = await seedBusiness(service)
+    const { key } = await seedKey(service, businessId, { allowedOrigins: ['example.com', 'localhost:3000'] })
+    const { message } = await errorOf(await call(service, '/api/v0/whoami', { key, origin: 'https://evil.io' }))
+    expect(message).toBe('Origin "https://evil.io" is not allowed: this key allows "example.com", "localhost:3000". To allow it, add "https://evil.io"')
+  })
+
+  test.each([
+    ['localhost', 'needs a port'],
+    ['com', 'is a public suffix'],
+    ['*.example.com', 'is a wildcard'],
+    ['example.com:8080', 'has a port but no scheme'],
+    ['ftp://example.com', 'uses the scheme "ftp:"'],
+    ['127.0.0.1', 'is an IP address'],
+  ])('an invalid entry %p is named once when the key is refused', async (entry, says) => {
+    const service = await testService()
+    const businessId = await seedBusiness(service)
+    const response = await admin(service, `/businesses/${businessId}/keys`, {
+      body: { type: 'public', name: 'w', allowedOrigins: ['example.com', entry], scopes: ['ANALYTICS_WRITE'], createdBy: 'ops' },
+    })
+    expect(response.status).toBe(400)
+    const { message } = await errorOf(response)
+    expect(message).toStartWith(`allowedOrigins[1]: ${JSON.stringify(entry)} ${says}`)
+    expect(timesNamed(message, entry)).toBe(1)
+  })
+})

@@ -97,8 +97,10 @@ describe('creating a public key', () => {
     expect(response.status).toBe(400)
     const page = await response.text()
     expect(page).toContain('2 fields need a fix')
-    expect(page).toContain('&quot;*.example.com&quot;: wildcards are not supported')
-    expect(page).toContain('&quot;com&quot;: &quot;com&quot; is a public suffix')
+    expect(page).toContain('&quot;*.example.com&quot; is a wildcard, which is not supported')
+    expect(page).toContain('&quot;com&quot; is a public suffix')
+    // Each entry is named once in its explanation, not repeated as a prefix.
+    expect(page).not.toContain('&quot;com&quot;: &quot;com&quot;')
     expect(page).toContain('value="Marketing site"')
     expect(page).toMatch(/<textarea id="origins"[^>]*aria-invalid="true"[^>]*>example.com\n\*.example.com\ncom<\/textarea>/)
     expect(await (await db()).select().from(apiKeys)).toHaveLength(0)
@@ -214,7 +216,7 @@ describe('editing a key', () => {
       { cookie: session.cookie },
     )
     expect(response.status).toBe(400)
-    expect(await response.text()).toContain('a port needs a scheme')
+    expect(await response.text()).toContain('&quot;example.com:8080&quot; has a port but no scheme; write &quot;https://example.com:8080&quot;')
     expect((await stored(record.id)).allowedOrigins).toEqual(['example.com'])
   })
 

@@ -149,6 +149,10 @@ export async function getRun(db: Db, businessId: string, flowId: string, runId: 
   if (!run) {
     throw new ApiError('not_found', `There is no run ${runId} of flow ${flowId} in this business. Use the runId the trigger answered.`)
   }
+  return toRunRecord(run)
+}
+
+export function toRunRecord(run: typeof flowRuns.$inferSelect): RunRecord {
   return {
     id: run.id,
     flowId: run.flowId,

@@ -1,0 +1,70 @@
+import { Elysia } from 'elysia'
+import { and, eq, getTableColumns } from 'drizzle-orm'
+import type { Db } from '../../db/client.ts'
+import { flowRuns, flows } from '../../db/schema/index.ts'
+import { ApiError } from '../errors.ts'
+import { pageSchema } from '../areas/shared/paging.ts'
+import { FlowRun } from '../areas/flow/model.ts'
+import { toRunRecord } from '../areas/flow/service.ts'
+import type { AdminGuard } from './auth.ts'
+import { FlowRecord, IdParams } from './model.ts'
+import { AdminPageQuery, adminPage, afterCursor, microsOf, orderOf, toAdminPage } from './paging.ts'
+import { requireBusiness } from './businesses.ts'
+
+/**
+ * What operators read about flows: a business's flows and a flow's runs, newest first,
+ * a page at a time. Mounted inside adminRoutes (the /admin/v0 prefix); the token is
+ * checked here too, so these routes stay closed even if mounted elsewhere.
+ */
+export function flowReadRoutes(deps: { db: Db; requireAdmin: AdminGuard }) {
+  const { db, requireAdmin } = deps
+
+  return new Elysia({ name: 'admin/flows', detail: { tags: ['admin'], security: [{ adminToken: [] }] } })
+    .onParse(requireAdmin)
+    .onTransform(requireAdmin)
+    .get(
+      '/businesses/:id/flows',
+      async ({ params, query }) => {
+        await requireBusiness(db, params.id)
+        const page = adminPage(query)
+        const rows = await db
+          .select({ ...getTableColumns(flows), micros: microsOf(flows.createdAt) })
+          .from(flows)
+          .where(and(eq(flows.businessId, params.id), afterCursor(flows.createdAt, flows.id, page)))
+          .orderBy(...orderOf(flows.createdAt, flows.id, page))
+          .limit(page.limit + 1)
+        return toAdminPage(rows, page, toFlowRecord)
+      },
+      {
+        params: IdParams,
+        query: AdminPageQuery,
+        response: pageSchema(FlowRecord),
+        detail: { summary: "List a business's flows, newest first" },
+      },
+    )
+    .get(
+      '/flows/:id/runs',
+      async ({ params, query }) => {
+        const [flow] = await db.select({ id: flows.id }).from(flows).where(eq(flows.id, params.id))
+        if (!flow) throw new ApiError('not_found', `No flow with id ${params.id}. List a business's flows with GET /admin/v0/businesses/:id/flows.`)
+        const page = adminPage(query)
+        const rows = await db
+          .select({ ...getTableColumns(flowRuns), micros: microsOf(flowRuns.createdAt) })
+          .from(flowRuns)
+          .where(and(eq(flowRuns.flowId, params.id), afterCursor(flowRuns.createdAt, flowRuns.id, page)))
+          .orderBy(...orderOf(flowRuns.createdAt, flowRuns.id, page))
+          .limit(page.limit + 1)
+        return toAdminPage(rows, page, toRunRecord)
+      },
+      {
+        params: IdParams,
+        query: AdminPageQuery,
+        response: pageSchema(FlowRun),
+        detail: { summary: "List a flow's runs, newest first" },
+      },
+    )
+}
+
+export function toFlowRecord(row: typeof flows.$inferSelect): typeof FlowRecord.static {
+  return { id: row.id, businessId: row.businessId, name: row.name, createdAt: row.createdAt.toISOString() }
+}

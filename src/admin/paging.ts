@@ -1,0 +1,66 @@
+import { asc, desc, sql, type SQL } from 'drizzle-orm'
+import type { AnyPgColumn } from 'drizzle-orm/pg-core'
+import { t } from 'elysia'
+import { CursorQuery, decodeCursor, encodeCursor, limitQuery, pageSize, toPage, type Page } from '../areas/shared/paging.ts'
+import { UUID_SHAPE } from '../areas/shared/validation.ts'
+
+/**
+ * Cursor paging of the admin lists, the /api/v0 way (src/areas/shared/paging.ts): `limit`
+ * and `cursor` in the query, `{data, nextCursor}` in the answer. The position is the
+ * row's creation time in microseconds and its id: businesses, keys, members and flows
+ * store microseconds, which a millisecond Date would round and so skip or repeat rows.
+ */
+
+export const ADMIN_PAGE = { default: 100, max: 1000 } as const
+
+export const AdminPageQuery = t.Object({ limit: limitQuery(ADMIN_PAGE), cursor: CursorQuery })
+
+export interface AdminPage {
+  limit: number
+  after: { micros: string; id: string } | null
+  /** Newest first (most lists) or oldest first (members, in the order they joined). */
+  order: 'newest' | 'oldest'
+}
+
+export function adminPage(query: { limit?: string; cursor?: string }, order: AdminPage['order'] = 'newest'): AdminPage {
+  const after =
+    query.cursor === undefined
+      ? null
+      : decodeCursor(query.cursor, (value) => {
+          if (!Array.isArray(value) || value.length !== 2) return undefined
+          const [micros, id] = value
+          // Up to 16 digits: year 2286 in microseconds since 1970, far past anything stored.
+          if (typeof micros !== 'string' || !/^\d{1,16}$/.test(micros) || typeof id !== 'string' || !UUID_SHAPE.test(id)) {
+            return undefined
+          }
+          return { micros, id }
+        })
+  return { limit: pageSize(query.limit, ADMIN_PAGE.default), after, order }
+}
+
+/** The creation time to the microsecond, as text (a bigint would lose digits in JSON). */
+export function microsOf(time: AnyPgColumn): SQL<string> {
+  return sql<string>`(extract(epoch from ${time}) * 1000000)::bigint::text`
+}
+
+/** The keyset condition of the page after the cursor (none on the first page). */
+export function afterCursor(time: AnyPgColumn, id: AnyPgColumn, page: AdminPage): SQL | undefined {
+  if (page.after === null) return undefined
+  const at = sql`(timestamptz 'epoch' + ${page.after.micros}::bigint * interval '1 microsecond')`
+  return page.order === 'newest'
+    ? sql`(${time}, ${id}) < (${at}, ${page.after.id}::uuid)`
+    : sql`(${time}, ${id}) > (${at}, ${page.after.id}::uuid)`
+}
+
+export function orderOf(time: AnyPgColumn, id: AnyPgColumn, page: AdminPage): SQL[] {
+  return page.order === 'newest' ? [desc(time), desc(id)] : [asc(time), asc(id)]
+}
+
+/** Cuts the `limit + 1` rows fetched (each with its `micros`) into a page. */
+export function toAdminPage<Row extends { micros: string; id: string }, Out>(
+  rows: Row[],
+  page: AdminPage,
+  render: (row: Row) => Out,
+): Page<Out> {
+  return toPage(rows, page.limit, (row) => encodeCursor([row.micros, row.id]), render)
+}
