@@ -3,12 +3,19 @@ import { desc, eq } from 'drizzle-orm'
 import type { Db } from '../../db/client.ts'
 import { businesses, flows } from '../../db/schema/index.ts'
 import { ApiError } from '../errors.ts'
+import { strictBody } from '../areas/shared/validation.ts'
 import { parseJsonBody } from '../http/json-body.ts'
 import { toKeyRecord, type KeyService } from '../keys/service.ts'
 import type { AdminGuard } from './auth.ts'
 import { alsoAnswers, noContent } from '../http/openapi-document.ts'
 import { BusinessSchema, FlowSchema, IdParams, KeyChanges, KeyRecordSchema, NewBusiness, NewFlow, NewKey } from './model.ts'
 import { memberRoutes } from './members.ts'
+
+
+const newBusiness = strictBody(NewBusiness)
+const newKey = strictBody(NewKey)
+const keyChanges = strictBody(KeyChanges)
+const newFlow = strictBody(NewFlow)
 
 /**
  * The operators' API (contract section 7). The token is checked in `parse` and
@@ -29,7 +36,7 @@ export function adminRoutes(deps: { db: Db; keys: KeyService; requireAdmin: Admi
         set.status = 201
         return { id: row!.id, name: row!.name, createdAt: row!.createdAt.toISOString() }
       },
-      { body: NewBusiness, parse: 'json', response: { 201: BusinessSchema }, detail: { summary: 'Create a business' } },
+      { body: newBusiness.schema, transform: newBusiness.transform, parse: 'json', response: { 201: BusinessSchema }, detail: { summary: 'Create a business' } },
     )
     .get(
       '/businesses',
@@ -48,7 +55,8 @@ export function adminRoutes(deps: { db: Db; keys: KeyService; requireAdmin: Admi
       },
       {
         params: IdParams,
-        body: NewKey,
+        body: newKey.schema,
+        transform: newKey.transform,
         parse: 'json',
         response: { 201: t.Composite([KeyRecordSchema, t.Object({ key: t.String() })]) },
         detail: { summary: 'Create a key; the answer is the only place the key ever appears' },
@@ -69,7 +77,8 @@ export function adminRoutes(deps: { db: Db; keys: KeyService; requireAdmin: Admi
     })
     .patch('/keys/:id', ({ params, body }) => keys.update(null, params.id, body), {
       params: IdParams,
-      body: KeyChanges,
+      body: keyChanges.schema,
+      transform: keyChanges.transform,
       parse: 'json',
       response: KeyRecordSchema,
       detail: { summary: 'Change a key; effective on its next request', ...alsoAnswers('conflict') },
@@ -91,7 +100,7 @@ export function adminRoutes(deps: { db: Db; keys: KeyService; requireAdmin: Admi
         set.status = 201
         return { id: row!.id, businessId: row!.businessId, name: row!.name, createdAt: row!.createdAt.toISOString() }
       },
-      { params: IdParams, body: NewFlow, parse: 'json', response: { 201: FlowSchema }, detail: { summary: 'Define a flow' } },
+      { params: IdParams, body: newFlow.schema, transform: newFlow.transform, parse: 'json', response: { 201: FlowSchema }, detail: { summary: 'Define a flow' } },
     )
 }
 
