@@ -201,12 +201,18 @@ export function expectation(schema: TSchema): string {
         return `must be one of ${list(variants.map((v) => JSON.stringify(constOf(v))), 'or')}`
       }
       const nullable = variants.some((v) => v[Kind] === 'Null')
-      const words = variants.filter((v) => v[Kind] !== 'Null').map(expectation).join(', or ')
+      const words = variants.filter((v) => v[Kind] !== 'Null' && !isNumericText(v)).map(expectation).join(', or ')
       return nullable ? `${words}, or null` : words
     }
     default:
       return 'must have the type the API reference (/docs) shows'
   }
+}
+
+/** Elysia's t.Integer and t.Numeric also take the number as text: not worth a word. */
+function isNumericText(schema: TSchema): boolean {
+  const format = (schema as { format?: unknown }).format
+  return schema[Kind] === 'String' && (format === 'integer' || format === 'numeric')
 }
 
 const FORMATS: Record<string, string> = {
@@ -219,19 +225,25 @@ const FORMATS: Record<string, string> = {
 
 function stringShape(s: Record<string, unknown>): string {
   const format = typeof s.format === 'string' ? FORMATS[s.format] : undefined
-  const length = count(s.minLength, s.maxLength, 'character', 'characters')
-  if (format) return `${format}${length ? `,${length}` : ''}`
+  const length = amount(s.minLength, s.maxLength, 'character', 'characters')
+  if (format) return `${format}${length ? `, ${length}` : ''}`
   const pattern = typeof s.pattern === 'string' ? ` matching the pattern ${s.pattern}` : ''
-  return `text${length}${pattern}`
+  return `text${length ? ` of ${length}` : ''}${pattern}`
 }
 
 /** " of 1-500 items", " of at most 500 items", " of at least 1 item", or "". */
 function count(min: unknown, max: unknown, one: string, many: string, preposition = 'of'): string {
+  const words = amount(min, max, one, many)
+  return words ? ` ${preposition} ${words}` : ''
+}
+
+/** "1-500 items", "at most 500 items", "at least 1 item", or "". */
+function amount(min: unknown, max: unknown, one: string, many: string): string {
   const lo = typeof min === 'number' && min > 0 ? min : undefined
   const hi = typeof max === 'number' ? max : undefined
-  if (lo !== undefined && hi !== undefined) return ` ${preposition} ${lo}-${hi} ${many}`
-  if (hi !== undefined) return ` ${preposition} at most ${hi} ${hi === 1 ? one : many}`
-  if (lo !== undefined) return ` ${preposition} at least ${lo} ${lo === 1 ? one : many}`
+  if (lo !== undefined && hi !== undefined) return `${lo}-${hi} ${many}`
+  if (hi !== undefined) return `at most ${hi} ${hi === 1 ? one : many}`
+  if (lo !== undefined) return `at least ${lo} ${lo === 1 ? one : many}`
   return ''
 }
 

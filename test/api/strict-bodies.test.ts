@@ -161,7 +161,6 @@ describe.each(bodyRoutes)('$method $path', (route) => {
       for (const value of invalidValues(site.schema)) {
         for (const error of check.Errors(bodyWith(site.path, value))) {
           const message = validationMessage('body', [error])
-          if (process.env.SHOW_MESSAGES) console.log(`unit ${fieldName(site.path)} = ${JSON.stringify(value).slice(0, 40)} -> ${message}`)
           if (TYPEBOX_WORDS.some((words) => words.test(message))) leaks.push(`${fieldName(site.path)} = ${JSON.stringify(value).slice(0, 60)}: ${message}`)
         }
       }
@@ -183,7 +182,6 @@ describe.each(bodyRoutes)('$method $path', (route) => {
         const error = (JSON.parse(text) as { error: { code: string; message: string; requestId: string } }).error
         expect(error.code).toBe('invalid_request')
         expect(error.requestId).toBeString()
-        if (process.env.SHOW_MESSAGES) console.log(`${route.method} ${route.path} ${fieldName(site.path)} = ${JSON.stringify(value).slice(0, 40)} -> ${error.message}`)
         if (TYPEBOX_WORDS.some((words) => words.test(error.message))) leaks.push(`${fieldName(site.path)} = ${JSON.stringify(value).slice(0, 60)}: ${error.message}`)
       }
     }
