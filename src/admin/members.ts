@@ -62,6 +62,7 @@ export function memberRoutes(deps: { db: Db; requireAdmin: AdminGuard }) {
         params: IdParams,
         body: newMember.schema,
         transform: newMember.transform,
+        parse: 'json',
         response: { 201: t.Composite([MemberSchema, t.Object({ signInLink: t.Optional(SignInLinkSchema) })]) },
         detail: {
           summary: 'Add a dashboard member; without a password the answer carries a one-time sign-in link',

@@ -72,7 +72,8 @@ function describe(code: string | number, error: unknown, method: string, path: s
         : `There is no route ${method} ${path}. The routes are listed at /openapi.`,
     }
   }
-  if (error instanceof ValidationError) {
+  // An answer that fails its own schema is our fault: a 500, logged, never a 400.
+  if (error instanceof ValidationError && error.type !== 'response') {
     return { code: 'invalid_request', status: 400, message: validationFailure(error) }
   }
   if (isDatabaseUnavailable(error)) {

@@ -121,6 +121,34 @@ test('the route list has the bodies of both surfaces', () => {
   expect(names.length).toBeGreaterThan(15)
 })
 
+test('the API reference shows every request body as strict', async () => {
+  const document = (await (await service.app.handle(new Request('http://localhost/openapi'))).json()) as {
+    paths: Record<string, Record<string, { requestBody?: { content: Record<string, { schema: unknown }> } }>>
+  }
+  const open: string[] = []
+  const walk = (schema: unknown, where: string): void => {
+    if (typeof schema !== 'object' || schema === null) return
+    const node = schema as Record<string, unknown>
+    if (node.properties && node.additionalProperties !== false) open.push(where)
+    for (const [key, inner] of Object.entries(node)) {
+      if (key === 'properties') for (const [name, field] of Object.entries(inner as object)) walk(field, `${where}.${name}`)
+      else if (key === 'items' || key === 'anyOf' || key === 'oneOf' || key === 'allOf') walk(inner, where)
+      else if (Array.isArray(node) && typeof inner === 'object') walk(inner, where)
+    }
+  }
+  let bodies = 0
+  for (const [path, operations] of Object.entries(document.paths)) {
+    for (const [method, operation] of Object.entries(operations)) {
+      const schema = operation.requestBody?.content['application/json']?.schema
+      if (!schema) continue
+      bodies++
+      walk(schema, `${method.toUpperCase()} ${path}`)
+    }
+  }
+  expect(bodies).toBe(bodyRoutes.length)
+  expect(open).toEqual([])
+})
+
 describe.each(bodyRoutes)('$method $path', (route) => {
   test('every object of fixed fields in the schema refuses unknown fields', () => {
     const open = objectSites(route.schema).filter((site) => site.schema.additionalProperties !== false)
