@@ -216,3 +216,26 @@ describe.each(bodyRoutes)('$method $path', (route) => {
     expect(leaks).toEqual([])
   })
 })
+
+test('query strings and path parameters are worded the same way', async () => {
+  const key = await privateKey()
+  const leaks: string[] = []
+  let refused = 0
+  const routes = service.app.routes.filter((r) => r.path.startsWith('/api/v0/') && r.method === 'GET')
+  for (const route of routes) {
+    const query = route.hooks.query as { properties?: Record<string, unknown> } | undefined
+    const requests = [
+      ...Object.keys(query?.properties ?? {}).flatMap((name) => ['', 'x'.repeat(400), '!', '-1', '\u0000'].map((value) => `${concrete(route.path)}?${name}=${encodeURIComponent(value)}`)),
+      ...(route.path.includes(':') ? [route.path.replace(/:[A-Za-z]+/g, '!')] : []),
+    ]
+    for (const path of requests) {
+      const response = await call(service, path, { key })
+      if (response.status !== 400) continue
+      refused++
+      const { message } = await errorOf(response)
+      if (TYPEBOX_WORDS.some((words) => words.test(message))) leaks.push(`${path.slice(0, 80)}: ${message}`)
+    }
+  }
+  expect(refused).toBeGreaterThan(30)
+  expect(leaks).toEqual([])
+})
