@@ -1,7 +1,7 @@
-import { t, ValidationError, type TSchema } from 'elysia'
+import { t, type TSchema } from 'elysia'
 import { TypeCompiler } from '@sinclair/typebox/compiler'
 import { ApiError, causeCodes } from '../../errors.ts'
-import { closestName, unknownFieldMessage } from '../../http/validation-message.ts'
+import { closestName, unknownFieldMessage, validationMessage } from '../../http/validation-message.ts'
 
 /**
  * Request checks shared by the API areas: what TypeBox schemas cannot say on their own,
@@ -187,7 +187,9 @@ export function strictBody<S extends TSchema>(schema: S) {
   return {
     schema: strict,
     transform({ body }: { body: unknown }): void {
-      if (!check.Check(body)) throw new ValidationError('body', check, body)
+      // Worded where Elysia's own ValidationErrors are (src/http/errors.ts); an ApiError
+      // spares the example value and the dump Elysia's error builds for its message.
+      if (!check.Check(body)) throw new ApiError('invalid_request', validationMessage('body', check.Errors(body)))
     },
   }
 }
