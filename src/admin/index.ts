@@ -3,6 +3,8 @@ import { Elysia, t } from 'elysia'
 import type { Db } from '../../db/client.ts'
 import { businesses, flows } from '../../db/schema/index.ts'
 import { pageSchema } from '../areas/shared/paging.ts'
+import { ApiError } from '../errors.ts'
+import { strictBody } from '../areas/shared/validation.ts'
 import { parseJsonBody } from '../http/json-body.ts'
 import { DEFAULT_ROLL_GRACE_SECONDS, toKeyRecord, type KeyService } from '../keys/service.ts'
 import { auditRoutes } from './audit.ts'
@@ -26,6 +28,13 @@ import { alsoAnswers, noContent } from '../http/openapi-document.ts'
 import { memberRoutes } from './members.ts'
 import { AdminPageQuery, adminPage } from './paging.ts'
 
+
+const newBusiness = strictBody(NewBusiness)
+const newKey = strictBody(NewKey)
+const keyChanges = strictBody(KeyChanges)
+const newFlow = strictBody(NewFlow)
+const rollKey = strictBody(RollKey)
+
 /**
  * The operators' API (contract section 7). The token is checked in `parse` and
  * `transform`, before any body or parameter is looked at, like the key chain.
@@ -46,7 +55,7 @@ export function adminRoutes(deps: { db: Db; keys: KeyService; requireAdmin: Admi
         set.status = 201
         return toBusinessRecord(row!)
       },
-      { body: NewBusiness, parse: 'json', response: { 201: BusinessRecordSchema }, detail: { summary: 'Create a business' } },
+      { body: newBusiness.schema, transform: newBusiness.transform, parse: 'json', response: { 201: BusinessRecordSchema }, detail: { summary: 'Create a business' } },
     )
     .get('/businesses', ({ query }) => listBusinesses(db, adminPage(query)), {
       query: AdminPageQuery,
@@ -62,7 +71,8 @@ export function adminRoutes(deps: { db: Db; keys: KeyService; requireAdmin: Admi
       },
       {
         params: IdParams,
-        body: NewKey,
+        body: newKey.schema,
+        transform: newKey.transform,
         parse: 'json',
         response: { 201: t.Composite([KeyRecordSchema, t.Object({ key: t.String() })]) },
         detail: { summary: 'Create a key; the answer is the only place the key ever appears' },
@@ -88,7 +98,8 @@ export function adminRoutes(deps: { db: Db; keys: KeyService; requireAdmin: Admi
     })
     .patch('/keys/:id', ({ params, body, set }) => keys.update(null, params.id, body, byAdmin(set)), {
       params: IdParams,
-      body: KeyChanges,
+      body: keyChanges.schema,
+      transform: keyChanges.transform,
       parse: 'json',
       response: KeyRecordSchema,
       detail: { summary: 'Change a key; effective on its next request', ...alsoAnswers('conflict') },
@@ -111,7 +122,8 @@ export function adminRoutes(deps: { db: Db; keys: KeyService; requireAdmin: Admi
       },
       {
         params: IdParams,
-        body: RollKey,
+        body: rollKey.schema,
+        transform: rollKey.transform,
         parse: 'json',
         response: { 201: t.Composite([KeyRecordSchema, t.Object({ key: t.String() })]) },
         detail: {
@@ -133,7 +145,7 @@ export function adminRoutes(deps: { db: Db; keys: KeyService; requireAdmin: Admi
         set.status = 201
         return toFlowRecord(row!)
       },
-      { params: IdParams, body: NewFlow, parse: 'json', response: { 201: FlowRecord }, detail: { summary: 'Define a flow' } },
+      { params: IdParams, body: newFlow.schema, transform: newFlow.transform, parse: 'json', response: { 201: FlowRecord }, detail: { summary: 'Define a flow' } },
     )
 }
 

@@ -4,6 +4,7 @@ import { createMemberService, PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH, signInLi
 import { publicOrigin } from '../dashboard/http.ts'
 import type { AdminGuard } from './auth.ts'
 import { alsoAnswers, noContent } from '../http/openapi-document.ts'
+import { strictBody } from '../areas/shared/validation.ts'
 import { IdParams } from './model.ts'
 import { AdminPageQuery, adminPage } from './paging.ts'
 import { pageSchema } from '../areas/shared/paging.ts'
@@ -19,6 +20,8 @@ const NewMember = t.Object({
   ),
   role: t.Union([t.Literal('owner'), t.Literal('member')], { error: 'must be "owner" or "member"' }),
 })
+
+const newMember = strictBody(NewMember)
 
 const MemberSchema = t.Object({
   id: t.String(),
@@ -59,7 +62,9 @@ export function memberRoutes(deps: { db: Db; requireAdmin: AdminGuard }) {
       },
       {
         params: IdParams,
-        body: NewMember,
+        body: newMember.schema,
+        transform: newMember.transform,
+        parse: 'json',
         response: { 201: t.Composite([MemberSchema, t.Object({ signInLink: t.Optional(SignInLinkSchema) })]) },
         detail: {
           summary: 'Add a dashboard member; without a password the answer carries a one-time sign-in link',

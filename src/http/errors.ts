@@ -1,10 +1,12 @@
 import { Elysia, ValidationError } from 'elysia'
 import { isDatabaseUnavailable } from '../../db/faults.ts'
+import type { ValueError } from '@sinclair/typebox/errors'
 import { ApiError, errorBody, type ErrorCode } from '../errors.ts'
 import { errorFields, type Logger } from '../observability/log.ts'
 import { methodLabel, UNMATCHED_ROUTE } from '../observability/metrics.ts'
 import { API_PREFIX, stampApiAnswer, stampRequestId } from './request-context.ts'
 import type { MethodTable } from './routes.ts'
+import { validationMessage } from './validation-message.ts'
 
 /** Paths the seed mentions that are not routes, with the canonical path to use instead. */
 const VARIANT_PATHS: Record<string, string> = {
@@ -82,8 +84,9 @@ function describe(code: string | number, error: unknown, method: string, path: s
         : `There is no route ${method} ${path}. The routes are listed at /openapi.`,
     }
   }
-  if (error instanceof ValidationError) {
-    return { code: 'invalid_request', status: 400, message: validationMessage(error) }
+  // An answer that fails its own schema is our fault: a 500, logged, never a 400.
+  if (error instanceof ValidationError && error.type !== 'response') {
+    return { code: 'invalid_request', status: 400, message: validationFailure(error) }
   }
   if (isDatabaseUnavailable(error)) {
     return {
@@ -108,12 +111,11 @@ function describe(code: string | number, error: unknown, method: string, path: s
   }
 }
 
-function validationMessage(error: ValidationError): string {
-  const first = error.valueError
-  const where = error.type === 'body' ? 'body' : error.type
-  if (!first) return `The ${where} is invalid.`
-  const field = first.path.replace(/^\//, '').replace(/\/(\d+)(?=\/|$)/g, '[$1]').replace(/\//g, '.')
-  const custom = (first.schema as { error?: unknown }).error
-  const reason = typeof custom === 'string' ? custom : first.message
-  return field ? `Invalid ${where} field "${field}": ${reason}.` : `Invalid ${where}: ${reason}.`
+/** The schema's failures, read again from the validator; src/http/validation-message.ts words them. */
+function validationFailure(error: ValidationError): string {
+  const validator = error.validator as { Errors?: (value: unknown) => Iterable<ValueError> } | undefined
+  const all = typeof validator?.Errors === 'function' ? validator.Errors(error.value) : undefined
+  // A standard-schema validator answers a promise; its first error is already at hand.
+  const errors = all && Symbol.iterator in Object(all) ? all : error.valueError ? [error.valueError] : []
+  return validationMessage(error.type, errors)
 }

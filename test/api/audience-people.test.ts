@@ -182,6 +182,24 @@ describe('POST /api/v0/audience/people', () => {
     expect(await countPeople()).toBe(0)
   })
 
+  test('an unknown field is refused naming it, with the field meant, and nothing is written', async () => {
+    const s = await setup()
+    for (const key of [s.pk, s.sk]) {
+      const response = await upsert(s, { email: 'ada@example.com', fistName: 'Ada' }, key)
+      expect(response.status).toBe(400)
+      expect(await errorOf(response)).toMatchObject({
+        code: 'invalid_request',
+        message: 'Unknown body field "fistName"; did you mean "firstName"?',
+      })
+    }
+    const batch = [{ email: 'ok1@x.com' }, { email: 'ok2@x.com' }, { email: 'ok3@x.com' }, { email: 'ada@example.com', fistName: 'Ada' }]
+    const response = await upsert(s, { people: batch })
+    expect((await errorOf(response)).message).toBe('Unknown body field "people[3].fistName"; did you mean "firstName"?')
+    const typo = await upsert(s, { peple: batch })
+    expect((await errorOf(typo)).message).toBe('Unknown body field "peple"; did you mean "people"?')
+    expect(await countPeople()).toBe(0)
+  })
+
   test('more than 1000 records, or none, are refused', async () => {
     const s = await setup()
     const tooMany = await upsert(s, { people: Array.from({ length: 1001 }, (_, i) => ({ email: `p${i}@x.com` })) })

@@ -183,3 +183,18 @@ describe('API reference', () => {
     expect(await script.text()).toContain('createApiReference')
   })
 })
+
+describe('an answer that fails its own schema', () => {
+  test('is a 500 internal_error, not a 400 blaming the client', async () => {
+    const { Elysia, t } = await import('elysia')
+    const { errorHandling } = await import('../../src/http/errors.ts')
+    const app = new Elysia()
+      .use(errorHandling(silentLogger))
+      .get('/broken', () => ({ count: 'many' }) as unknown as { count: number }, { response: t.Object({ count: t.Integer() }) })
+    const response = await app.handle(new Request('http://localhost/broken'))
+    expect(response.status).toBe(500)
+    const error = await errorOf(response)
+    expect(error.code).toBe('internal_error')
+    expect(error.message).not.toContain('count')
+  })
+})

@@ -2,7 +2,7 @@ import { Elysia } from 'elysia'
 import { alsoAnswers, noContent } from '../../http/openapi-document.ts'
 import type { AreaDeps } from '../deps.ts'
 import { decodePosition, pageSize, positionCursor, toPage } from '../shared/paging.ts'
-import { assertJsonSize, assertStorable, fieldPath, IdParams, recordPath } from '../shared/validation.ts'
+import { assertJsonSize, assertStorable, fieldPath, IdParams, recordPath, strictBody } from '../shared/validation.ts'
 import { addMembers, assertOneIdentifier, createList, getList, listLists, listMembers, removeMembers, toListRecord, toMemberRecord } from './lists.ts'
 import {
   Added,
@@ -54,6 +54,9 @@ const byCreatedAt = (row: { createdAt: Date; id: string }) => positionCursor(row
  * another business's ids and slugs answer 404. Public keys may only write, and their
  * answers are counts: a public key is public, so it must never read people back.
  */
+
+const newList = strictBody(NewList)
+const membersBody = strictBody(MembersBody)
 export function audienceRoutes({ db, access }: AreaDeps) {
   return new Elysia({ name: 'area/audience', prefix: '/api/v0/audience', detail: { tags: ['audience'] } })
     .use(access)
@@ -181,7 +184,8 @@ export function audienceRoutes({ db, access }: AreaDeps) {
       },
       {
         access: { scope: 'AUDIENCE_LIST_WRITE', public: false },
-        body: NewList,
+        body: newList.schema,
+        transform: newList.transform,
         response: { 201: List },
         detail: { summary: 'Create a list; a slug already used in the business answers 409', ...alsoAnswers('conflict') },
       },
@@ -236,7 +240,8 @@ export function audienceRoutes({ db, access }: AreaDeps) {
       {
         access: { scope: 'AUDIENCE_LIST_WRITE', public: true },
         params: SlugParams,
-        body: MembersBody,
+        body: membersBody.schema,
+        transform: membersBody.transform,
         response: Added,
         detail: {
           ...alsoAnswers('list_not_found'),
@@ -262,7 +267,8 @@ export function audienceRoutes({ db, access }: AreaDeps) {
       {
         access: { scope: 'AUDIENCE_LIST_WRITE', public: true },
         params: SlugParams,
-        body: MembersBody,
+        body: membersBody.schema,
+        transform: membersBody.transform,
         response: Removed,
         detail: {
           ...alsoAnswers('list_not_found'),

@@ -1,6 +1,7 @@
-import { t, ValidationError, type TSchema } from 'elysia'
+import { t, type TSchema } from 'elysia'
 import { TypeCompiler } from '@sinclair/typebox/compiler'
 import { ApiError, causeCodes } from '../../errors.ts'
+import { closestName, unknownFieldMessage, validationMessage } from '../../http/validation-message.ts'
 
 /**
  * Request checks shared by the API areas: what TypeBox schemas cannot say on their own,
@@ -152,17 +153,43 @@ export function acceptedDate(value: string, field: string, where: 'body' | 'quer
 // ---- Bodies ------------------------------------------------------------------------
 
 /**
+ * The schema with `additionalProperties: false` on every object of fixed fields, at any
+ * depth (batch items, a key's rateLimit): an unknown field is a 400 naming it, never
+ * dropped silently. Free-form JSON (`t.Record`: properties, metadata, input) is left open.
+ * The API reference shows the same strict schema.
+ */
+export function strictObjects<S extends TSchema>(schema: S): S {
+  const node = schema as TSchema & Record<string, unknown>
+  const copy: Record<string | symbol, unknown> = { ...node }
+  if (node.type === 'object' && node.properties && !node.patternProperties) {
+    copy.additionalProperties = false
+    copy.properties = Object.fromEntries(
+      Object.entries(node.properties as Record<string, TSchema>).map(([name, inner]) => [name, strictObjects(inner)]),
+    )
+  }
+  for (const key of ['anyOf', 'allOf', 'oneOf'] as const) {
+    if (Array.isArray(node[key])) copy[key] = (node[key] as TSchema[]).map(strictObjects)
+  }
+  if (node.items && typeof node.items === 'object' && !Array.isArray(node.items)) copy.items = strictObjects(node.items as TSchema)
+  return copy as S
+}
+
+/**
  * Checks the body exactly as sent, in the route's `transform` (after the key chain, before
- * Elysia's own pass). Elysia converts a body before validating it: a string or an array
- * where a record is expected becomes `{"0": ...}` and passes; here a wrong type answers
- * 400 naming the field instead of being stored in a shape the caller never sent.
+ * Elysia's own pass), against the strict form of its schema. Elysia converts a body before
+ * validating it (a string or an array where a record is expected becomes `{"0": ...}`) and
+ * drops unknown fields; here both answer 400 naming the field instead. Every /api/v0 and
+ * /admin/v0 body goes through this (test/api/strict-bodies.test.ts walks the routes).
  */
 export function strictBody<S extends TSchema>(schema: S) {
-  const check = TypeCompiler.Compile(schema)
+  const strict = strictObjects(schema)
+  const check = TypeCompiler.Compile(strict)
   return {
-    schema,
+    schema: strict,
     transform({ body }: { body: unknown }): void {
-      if (!check.Check(body)) throw new ValidationError('body', check, body)
+      // Worded where Elysia's own ValidationErrors are (src/http/errors.ts); an ApiError
+      // spares the example value and the dump Elysia's error builds for its message.
+      if (!check.Check(body)) throw new ApiError('invalid_request', validationMessage('body', check.Errors(body)))
     },
   }
 }
@@ -171,17 +198,23 @@ export function strictBody<S extends TSchema>(schema: S) {
  * A body that is one record or `{ [batchKey]: [records] }`. TypeBox reports a failed union
  * as "Expected union value" at the root, which names no field; so the body is checked
  * strictly against the shape the caller chose, and a failure names the field:
- * `Invalid body field "events[3].eventType": ...`.
+ * `Invalid body field "events[3].eventType": ...`. A near miss of the batch key
+ * (`{"evnts": [...]}`) is named as such, not as a record missing its fields.
  */
 export function oneOrBatch<One extends TSchema, Batch extends TSchema>(one: One, batch: Batch, batchKey: string) {
   const strictOne = strictBody(one)
   const strictBatch = strictBody(batch)
+  const oneFields = Object.keys((one as { properties?: object }).properties ?? {})
   return {
-    schema: t.Union([one, batch]),
+    schema: t.Union([strictOne.schema, strictBatch.schema]),
     // Hooks name what they read (`{ body }`): Elysia then builds only that part of the
     // request context (see src/access/plugin.ts).
     transform({ body }: { body: unknown }): void {
       const isBatch = typeof body === 'object' && body !== null && batchKey in body
+      if (!isBatch && typeof body === 'object' && body !== null && !Array.isArray(body)) {
+        const typo = Object.keys(body).find((key) => !oneFields.includes(key) && closestName(key, [batchKey]))
+        if (typo !== undefined) throw new ApiError('invalid_request', unknownFieldMessage('body', typo, typo, [batchKey]))
+      }
       ;(isBatch ? strictBatch : strictOne).transform({ body })
     },
   }
