@@ -10,6 +10,8 @@ type Command = [string, ...unknown[]]
 interface Person {
   email?: string
   externalId?: string
+  /** Signed by the business's server (contract section 12): lets this page update a stored person. */
+  identityHash?: string
   firstName?: string
   lastName?: string
   properties?: Properties
