@@ -74,3 +74,10 @@ export const KeyRecordSchema = t.Object(
   },
   { description: 'An API key. The key itself appears only once, as `key`, in the create answer.' },
 )
+
+/** The key record on the wire (contract section 2); never carries the key itself. */
+export type KeyRecord = typeof KeyRecordSchema.static
+export type Business = typeof BusinessSchema.static
+export type Flow = typeof FlowSchema.static
+export type NewKeyBody = typeof NewKey.static
+export type KeyChangesBody = typeof KeyChanges.static

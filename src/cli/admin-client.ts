@@ -1,4 +1,4 @@
-import type { KeyRecord } from '../keys/service.ts'
+import type { Business, Flow, KeyChangesBody, KeyRecord, NewKeyBody } from '../admin/model.ts'
 /**
  * The CLI's view of `/admin/v0` (contract section 7): one HTTP call per method, errors
  * turned into values the CLI can print. Knows nothing about terminals.
@@ -19,24 +19,13 @@ export class AdminApiError extends Error {
 /** No HTTP answer at all: wrong URL, server down, timeout. */
 export class ConnectionError extends Error {}
 
-export interface Business {
-  id: string
-  name: string
-  createdAt: string
-}
-
-/** The admin API's key record: the same type the server answers with. */
-export type { KeyRecord }
+// The shapes are the server's own schemas: a change there is a type error here.
+export type { Business, Flow, KeyRecord }
+export type NewKey = NewKeyBody
+export type KeyChanges = KeyChangesBody
 
 export interface CreatedKey extends KeyRecord {
   key: string
-}
-
-export interface Flow {
-  id: string
-  businessId: string
-  name: string
-  createdAt: string
 }
 
 export interface Member {
@@ -63,24 +52,6 @@ export interface NewMember {
   email: string
   password?: string
   role: 'owner' | 'member'
-}
-
-export interface NewKey {
-  type: 'public' | 'private'
-  name: string
-  description?: string
-  allowedOrigins?: string[]
-  scopes: string[]
-  expiresAt?: string
-  createdBy: string
-}
-
-export interface KeyChanges {
-  name?: string
-  description?: string | null
-  allowedOrigins?: string[]
-  scopes?: string[]
-  expiresAt?: string | null
 }
 
 const TIMEOUT_MS = 30_000

@@ -5,28 +5,11 @@ import { generateKey, hashKey, keyHint, type KeyType } from '../access/key-forma
 import { storedRateLimit } from '../access/key-store.ts'
 import { ApiError } from '../errors.ts'
 import { checkKeySettings, type FieldProblem, type KeySettingsInput } from './rules.ts'
+import type { KeyRecord } from '../admin/model.ts'
+
+export type { KeyRecord }
 
 export type ApiKeyRow = typeof apiKeys.$inferSelect
-
-/** The key record on the wire (contract section 2). Never carries the key itself. */
-export interface KeyRecord {
-  id: string
-  businessId: string
-  type: KeyType
-  name: string
-  description: string | null
-  keyHint: string
-  allowedOrigins: string[]
-  scopes: string[]
-  expiresAt: string | null
-  lastUsedAt: string | null
-  createdAt: string
-  createdBy: string
-  updatedAt: string
-  revokedAt: string | null
-  /** The key's own budget; null: the service default for its type (contract section 8). */
-  rateLimit: { limit: number; windowSeconds: number } | null
-}
 
 export function toKeyRecord(row: ApiKeyRow): KeyRecord {
   return {

@@ -12,31 +12,10 @@ import {
   UNIQUE_VIOLATION,
   UUID_SHAPE,
 } from '../shared/validation.ts'
-import type { BlogChangesInput, NewBlogInput } from './model.ts'
+import type { AuthorRecord, BlogChangesInput, BlogRecord, BlogRef, NewBlogInput, TagRecord } from './model.ts'
 
 /** Who reads: public keys see published posts whose publication time has come. */
 export type Viewer = 'public' | 'private'
-
-interface Ref {
-  id: string
-  slug: string
-  name: string
-}
-
-export interface BlogRecord {
-  id: string
-  slug: string
-  title: string
-  excerpt: string
-  content: string
-  status: 'draft' | 'published'
-  publishedAt: string | null
-  authorId: string | null
-  author: Ref | null
-  tags: Ref[]
-  createdAt: string
-  updatedAt: string
-}
 
 // ---- Blogs -------------------------------------------------------------------------
 
@@ -87,7 +66,7 @@ function toBlog(row: BlogRow): BlogRecord {
       blog.authorId !== null && row.authorSlug !== null && row.authorName !== null
         ? { id: blog.authorId, slug: row.authorSlug, name: row.authorName }
         : null,
-    tags: JSON.parse(row.tags) as Ref[],
+    tags: JSON.parse(row.tags) as BlogRef[],
     createdAt: blog.createdAt.toISOString(),
     updatedAt: blog.updatedAt.toISOString(),
   }
@@ -274,15 +253,6 @@ export async function deleteBlog(db: Db, businessId: string, id: string): Promis
 
 // ---- Authors -----------------------------------------------------------------------
 
-export interface AuthorRecord {
-  id: string
-  name: string
-  slug: string
-  bio: string | null
-  createdAt: string
-  updatedAt: string
-}
-
 function toAuthor(row: typeof blogAuthors.$inferSelect): AuthorRecord {
   return {
     id: row.id,
@@ -383,14 +353,6 @@ export async function deleteAuthor(db: Db, businessId: string, id: string): Prom
 }
 
 // ---- Tags --------------------------------------------------------------------------
-
-export interface TagRecord {
-  id: string
-  name: string
-  slug: string
-  createdAt: string
-  updatedAt: string
-}
 
 function toTag(row: typeof blogTags.$inferSelect): TagRecord {
   return { id: row.id, name: row.name, slug: row.slug, createdAt: row.createdAt.toISOString(), updatedAt: row.updatedAt.toISOString() }
