@@ -37,7 +37,7 @@ import {
 import { createMemberService, normalizeEmail, passwordProblem, PASSWORD_MAX_LENGTH } from './members.ts'
 import { createSessionStore, SESSION_MAX_MS, type SignedIn } from './sessions.ts'
 import { createSignInThrottle, type SignInLimits } from './throttle.ts'
-import { randomToken, sameSecret } from './tokens.ts'
+import { randomToken, sameSecret } from '../access/secrets.ts'
 import { choosePasswordPage, KEYS_PATH, messagePage, signInPage } from './views.ts'
 
 export interface DashboardDeps {

@@ -2,7 +2,7 @@ import { and, asc, eq, gt, isNull } from 'drizzle-orm'
 import type { Db } from '../../db/client.ts'
 import { businesses, members, memberSessions, memberSignInLinks } from '../../db/schema/index.ts'
 import { ApiError } from '../errors.ts'
-import { hashToken, randomToken } from './tokens.ts'
+import { hashToken, randomToken } from '../access/secrets.ts'
 
 export type MemberRole = 'owner' | 'member'
 export type MemberRow = typeof members.$inferSelect

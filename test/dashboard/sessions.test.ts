@@ -4,7 +4,7 @@ import { memberSessions, memberSignInLinks, members } from '../../db/schema/inde
 import { bootstrapFirstOwner } from '../../src/dashboard/bootstrap.ts'
 import { createMemberService } from '../../src/dashboard/members.ts'
 import { SESSION_IDLE_MS } from '../../src/dashboard/sessions.ts'
-import { hashToken } from '../../src/dashboard/tokens.ts'
+import { hashToken } from '../../src/access/secrets.ts'
 import { testDatabase } from '../support/database.ts'
 import { call, seedBusiness, testService } from '../support/service.ts'
 import {
