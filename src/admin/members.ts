@@ -1,7 +1,8 @@
 import { Elysia, t } from 'elysia'
 import type { Db } from '../../db/client.ts'
-import { createMemberService, PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH, signInLinkUrl, type SignInLink } from '../dashboard/members.ts'
-import { publicOrigin } from '../dashboard/http.ts'
+import { MemberSchema, SignInLinkSchema } from '../members/model.ts'
+import { createMemberService, PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH, signInLinkUrl, type SignInLink } from '../members/service.ts'
+import { publicOrigin } from '../http/public-origin.ts'
 import type { AdminGuard } from './auth.ts'
 import { alsoAnswers, noContent } from '../http/openapi-document.ts'
 import { IdParams } from './model.ts'
@@ -18,19 +19,7 @@ const NewMember = t.Object({
   role: t.Union([t.Literal('owner'), t.Literal('member')], { error: 'must be "owner" or "member"' }),
 })
 
-const MemberSchema = t.Object({
-  id: t.String(),
-  businessId: t.String(),
-  email: t.String(),
-  role: t.Union([t.Literal('owner'), t.Literal('member')]),
-  passwordSet: t.Boolean({ description: 'false until the member chose a password through a sign-in link' }),
-  createdAt: t.String(),
-})
-
-const SignInLinkSchema = t.Object(
-  { url: t.String(), expiresAt: t.String() },
-  { description: 'Works once, until expiresAt; the member chooses a password on it. Shown only in this answer.' },
-)
+export type NewMemberBody = typeof NewMember.static
 
 /**
  * Operators manage dashboard members (docs/dashboard.md). Mounted inside adminRoutes,

@@ -1,4 +1,6 @@
+import type { NewMemberBody } from '../admin/members.ts'
 import type { Business, Flow, KeyChangesBody, KeyRecord, NewKeyBody } from '../admin/model.ts'
+import type { MemberRecord, SignInLinkRecord } from '../members/model.ts'
 /**
  * The CLI's view of `/admin/v0` (contract section 7): one HTTP call per method, errors
  * turned into values the CLI can print. Knows nothing about terminals.
@@ -28,31 +30,12 @@ export interface CreatedKey extends KeyRecord {
   key: string
 }
 
-export interface Member {
-  id: string
-  businessId: string
-  email: string
-  role: 'owner' | 'member'
-  passwordSet: boolean
-  createdAt: string
-}
-
-/** Works once, until expiresAt; the member chooses a password on it. */
-export interface SignInLink {
-  url: string
-  expiresAt: string
-}
+export type Member = MemberRecord
+export type SignInLink = SignInLinkRecord
+export type NewMember = NewMemberBody
 
 /** The create answer: a sign-in link when no password was given. */
-export interface CreatedMember extends Member {
-  signInLink?: SignInLink
-}
-
-export interface NewMember {
-  email: string
-  password?: string
-  role: 'owner' | 'member'
-}
+export type CreatedMember = Member & { signInLink?: SignInLink }
 
 const TIMEOUT_MS = 30_000
 

@@ -16,7 +16,6 @@ import {
   crossSiteReason,
   htmlPage,
   json,
-  publicOrigin,
   readCookie,
   readForm,
   redirect,
@@ -34,7 +33,8 @@ import {
   revokePage,
   type KeyFormValues,
 } from './key-views.ts'
-import { createMemberService, normalizeEmail, passwordProblem, PASSWORD_MAX_LENGTH } from './members.ts'
+import { publicOrigin } from '../http/public-origin.ts'
+import { createMemberService, normalizeEmail, passwordProblem, PASSWORD_MAX_LENGTH } from '../members/service.ts'
 import { createSessionStore, SESSION_MAX_MS, type SignedIn } from './sessions.ts'
 import { createSignInThrottle, type SignInLimits } from './throttle.ts'
 import { randomToken, sameSecret } from '../access/secrets.ts'

@@ -1,7 +1,7 @@
 import { and, eq, gt, lt } from 'drizzle-orm'
 import type { Db } from '../../db/client.ts'
 import { businesses, members, memberSessions } from '../../db/schema/index.ts'
-import type { MemberRole } from './members.ts'
+import type { MemberRole } from '../members/model.ts'
 import { hashToken, randomToken } from '../access/secrets.ts'
 
 /** A session ends after this long without a request... */

@@ -1,10 +1,11 @@
 import { and, asc, eq, gt, isNull } from 'drizzle-orm'
 import type { Db } from '../../db/client.ts'
 import { businesses, members, memberSessions, memberSignInLinks } from '../../db/schema/index.ts'
-import { ApiError } from '../errors.ts'
 import { hashToken, randomToken } from '../access/secrets.ts'
+import { ApiError } from '../errors.ts'
+import type { MemberRecord, MemberRole } from './model.ts'
 
-export type MemberRole = 'owner' | 'member'
+export type { MemberRecord, MemberRole }
 export type MemberRow = typeof members.$inferSelect
 
 export const PASSWORD_MIN_LENGTH = 12
@@ -12,15 +13,6 @@ export const PASSWORD_MAX_LENGTH = 200
 /** Long enough to reach someone by chat or mail, short enough that a lost link soon dies. */
 export const SIGN_IN_LINK_TTL_MS = 24 * 60 * 60 * 1000
 export const SIGN_IN_LINK_PATH = '/dashboard/sign-in/link'
-
-export interface MemberRecord {
-  id: string
-  businessId: string
-  email: string
-  role: MemberRole
-  passwordSet: boolean
-  createdAt: string
-}
 
 export function toMemberRecord(row: MemberRow): MemberRecord {
   return {
