@@ -1,7 +1,7 @@
 import { t } from 'elysia'
 import { ScopeName } from '../access/scopes.ts'
 
-export const IdParams = t.Object({ id: t.String({ format: 'uuid', error: 'must be a UUID' }) })
+export { IdParams } from '../http/uuid.ts'
 
 export const NewBusiness = t.Object({ name: t.String({ minLength: 1, maxLength: 200, description: '1-200 characters.' }) })
 

@@ -7,10 +7,10 @@ import { before, decodeCursor, decodePosition, encodeCursor, positionCursor, toP
 import {
   FOREIGN_KEY_VIOLATION,
   invalidField,
+  isUuid,
   RESTRICT_VIOLATION,
   sqlState,
   UNIQUE_VIOLATION,
-  UUID_SHAPE,
 } from '../shared/validation.ts'
 import type { AuthorRecord, BlogChangesInput, BlogRecord, BlogRef, NewBlogInput, TagRecord } from './model.ts'
 
@@ -48,7 +48,7 @@ function visibleTo(viewer: Viewer): SQL | undefined {
 }
 
 function byIdOrSlug(id: AnyPgColumn, slug: AnyPgColumn, value: string): SQL {
-  return UUID_SHAPE.test(value) ? eq(id, value.toLowerCase()) : eq(slug, value)
+  return isUuid(value) ? eq(id, value.toLowerCase()) : eq(slug, value)
 }
 
 function toBlog(row: BlogRow): BlogRecord {
@@ -149,8 +149,8 @@ async function lockAuthor(db: Db, businessId: string, authorId: string): Promise
 /** The ids of the referenced tags, in the order sent, duplicates dropped; locked like the author. */
 async function lockTags(db: Db, businessId: string, refs: readonly string[]): Promise<string[]> {
   if (refs.length === 0) return []
-  const ids = refs.filter((r) => UUID_SHAPE.test(r)).map((r) => r.toLowerCase())
-  const slugs = refs.filter((r) => !UUID_SHAPE.test(r))
+  const ids = refs.filter((r) => isUuid(r)).map((r) => r.toLowerCase())
+  const slugs = refs.filter((r) => !isUuid(r))
   const rows = await db
     .select({ id: blogTags.id, slug: blogTags.slug })
     .from(blogTags)
@@ -168,7 +168,7 @@ async function lockTags(db: Db, businessId: string, refs: readonly string[]): Pr
   }
   const result: string[] = []
   refs.forEach((ref, i) => {
-    const id = found.get(UUID_SHAPE.test(ref) ? ref.toLowerCase() : ref)
+    const id = found.get(isUuid(ref) ? ref.toLowerCase() : ref)
     if (id === undefined) {
       throw invalidField(`tags[${i}]`, `there is no tag "${ref}" in this business; create it with POST /api/v0/blog/tags first`)
     }
