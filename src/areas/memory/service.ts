@@ -5,17 +5,9 @@ import { memoryDocuments } from '../../../db/schema/index.ts'
 import { ApiError } from '../../errors.ts'
 import { before, decodeCursor, decodePosition, encodeCursor, positionCursor, toPage, type Page } from '../shared/paging.ts'
 import { isUuid } from '../shared/validation.ts'
-import type { DocumentChangesInput, NewDocumentInput } from './model.ts'
+import type { DocumentChangesInput, DocumentRecord, NewDocumentInput } from './model.ts'
 
-export interface DocumentRecord {
-  id: string
-  title: string | null
-  content: string
-  metadata: Record<string, unknown>
-  createdAt: string
-  updatedAt: string
-  rank?: number
-}
+export type { DocumentRecord }
 
 // Every column but the search vector, which is the database's business.
 const columns = {
