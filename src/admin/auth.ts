@@ -1,8 +1,8 @@
-import { createHash, timingSafeEqual } from 'node:crypto'
 import type { ClientAddressOf, PeerSource } from '../access/client-address.ts'
 import type { FailureBudget } from '../access/rate-limit/limiter.ts'
 import { ApiError } from '../errors.ts'
 import { rateLimited } from '../access/rate-limit/answer.ts'
+import { sameSecret } from '../access/secrets.ts'
 
 export interface AdminGuardOptions {
   /** 401s per client address (RATE_LIMIT_ADMIN_AUTH_FAILURES); over it, 429 before any compare. */
@@ -16,13 +16,11 @@ export interface AdminGuardOptions {
 const ADMITTED = Symbol('admin admitted')
 
 /**
- * Checks `Authorization: Bearer <ADMIN_TOKEN>` in constant time: both sides are hashed
- * first so neither the content nor the length of the token leaks through timing. A client
+ * Checks `Authorization: Bearer <ADMIN_TOKEN>` in constant time (sameSecret). A client
  * address that drew too many 401s is answered 429 without a compare until its window has
  * passed (contract section 8), which makes guessing the token hopeless.
  */
 export function createAdminGuard(adminToken: string, options: AdminGuardOptions) {
-  const expected = createHash('sha256').update(adminToken).digest()
   return function requireAdmin({
     request,
     set,
@@ -40,8 +38,7 @@ export function createAdminGuard(adminToken: string, options: AdminGuardOptions)
     if (wait !== null) throw rateLimited(wait, 'Too many requests with a wrong admin token came from this address')
     const header = request.headers.get('authorization') ?? ''
     const match = /^bearer +(\S+)$/i.exec(header)
-    const given = createHash('sha256').update(match?.[1] ?? '').digest()
-    if (match && timingSafeEqual(given, expected)) {
+    if (match && sameSecret(match[1]!, adminToken)) {
       marks[ADMITTED] = true
       return
     }

@@ -1,7 +1,8 @@
 import { Elysia, t } from 'elysia'
 import type { Db } from '../../db/client.ts'
-import { createMemberService, PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH, signInLinkUrl, type SignInLink } from '../dashboard/members.ts'
-import { publicOrigin } from '../dashboard/http.ts'
+import { MemberSchema, SignInLinkSchema } from '../members/model.ts'
+import { createMemberService, PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH, signInLinkUrl, type SignInLink } from '../members/service.ts'
+import { publicOrigin } from '../http/public-origin.ts'
 import type { AdminGuard } from './auth.ts'
 import { alsoAnswers, noContent } from '../http/openapi-document.ts'
 import { strictBody } from '../areas/shared/validation.ts'
@@ -23,19 +24,7 @@ const NewMember = t.Object({
 
 const newMember = strictBody(NewMember)
 
-const MemberSchema = t.Object({
-  id: t.String(),
-  businessId: t.String(),
-  email: t.String(),
-  role: t.Union([t.Literal('owner'), t.Literal('member')]),
-  passwordSet: t.Boolean({ description: 'false until the member chose a password through a sign-in link' }),
-  createdAt: t.String(),
-})
-
-const SignInLinkSchema = t.Object(
-  { url: t.String(), expiresAt: t.String() },
-  { description: 'Works once, until expiresAt; the member chooses a password on it. Shown only in this answer.' },
-)
+export type NewMemberBody = typeof NewMember.static
 
 /**
  * Operators manage dashboard members (docs/dashboard.md). Mounted inside adminRoutes,

@@ -1,7 +1,7 @@
 import { t } from 'elysia'
 import { ScopeName } from '../access/scopes.ts'
 
-export const IdParams = t.Object({ id: t.String({ format: 'uuid', error: 'must be a UUID' }) })
+export { IdParams } from '../http/uuid.ts'
 
 export const NewBusiness = t.Object({ name: t.String({ minLength: 1, maxLength: 200, description: '1-200 characters.' }) })
 
@@ -67,6 +67,7 @@ export const KeyChanges = t.Partial(t.Object(keySettings), { minProperties: 1 })
 
 export const BusinessRecordSchema = t.Object({ id: t.String(), name: t.String(), createdAt: t.String() })
 export type BusinessRecord = typeof BusinessRecordSchema.static
+export type Business = BusinessRecord
 
 export const FlowRecord = t.Object({ id: t.String(), businessId: t.String(), name: t.String(), createdAt: t.String() })
 
@@ -95,3 +96,9 @@ export const KeyRecordSchema = t.Object(
   },
   { description: 'An API key. The key itself appears only once, as `key`, in the create answer.' },
 )
+
+/** The key record on the wire (contract section 2); never carries the key itself. */
+export type KeyRecord = typeof KeyRecordSchema.static
+export type Flow = typeof FlowRecord.static
+export type NewKeyBody = typeof NewKey.static
+export type KeyChangesBody = typeof KeyChanges.static

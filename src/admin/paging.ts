@@ -2,7 +2,7 @@ import { asc, desc, sql, type SQL } from 'drizzle-orm'
 import type { AnyPgColumn } from 'drizzle-orm/pg-core'
 import { t } from 'elysia'
 import { CursorQuery, decodeCursor, encodeCursor, limitQuery, pageSize, toPage, type Page } from '../areas/shared/paging.ts'
-import { UUID_SHAPE } from '../areas/shared/validation.ts'
+import { isUuid } from '../http/uuid.ts'
 
 /**
  * Cursor paging of the admin lists, the /api/v0 way (src/areas/shared/paging.ts): `limit`
@@ -30,7 +30,7 @@ export function adminPage(query: { limit?: string; cursor?: string }, order: Adm
           if (!Array.isArray(value) || value.length !== 2) return undefined
           const [micros, id] = value
           // Up to 16 digits: year 2286 in microseconds since 1970, far past anything stored.
-          if (typeof micros !== 'string' || !/^\d{1,16}$/.test(micros) || typeof id !== 'string' || !UUID_SHAPE.test(id)) {
+          if (typeof micros !== 'string' || !/^\d{1,16}$/.test(micros) || typeof id !== 'string' || !isUuid(id)) {
             return undefined
           }
           return { micros, id }

@@ -1,4 +1,6 @@
-import type { KeyRecord } from '../keys/service.ts'
+import type { NewMemberBody } from '../admin/members.ts'
+import type { Business, Flow, KeyChangesBody, KeyRecord, NewKeyBody } from '../admin/model.ts'
+import type { MemberRecord, SignInLinkRecord } from '../members/model.ts'
 /**
  * The CLI's view of `/admin/v0` (contract section 7): one HTTP call per method, errors
  * turned into values the CLI can print. Knows nothing about terminals.
@@ -19,24 +21,13 @@ export class AdminApiError extends Error {
 /** No HTTP answer at all: wrong URL, server down, timeout. */
 export class ConnectionError extends Error {}
 
-export interface Business {
-  id: string
-  name: string
-  createdAt: string
-}
-
-/** The admin API's key record: the same type the server answers with. */
-export type { KeyRecord }
+// The shapes are the server's own schemas: a change there is a type error here.
+export type { Business, Flow, KeyRecord }
+export type NewKey = NewKeyBody
+export type KeyChanges = KeyChangesBody
 
 export interface CreatedKey extends KeyRecord {
   key: string
-}
-
-export interface Flow {
-  id: string
-  businessId: string
-  name: string
-  createdAt: string
 }
 
 /** A run of a flow, as GET /admin/v0/flows/:id/runs answers it. */
@@ -62,49 +53,12 @@ export interface PageRequest {
   cursor?: string
 }
 
-export interface Member {
-  id: string
-  businessId: string
-  email: string
-  role: 'owner' | 'member'
-  passwordSet: boolean
-  createdAt: string
-}
-
-/** Works once, until expiresAt; the member chooses a password on it. */
-export interface SignInLink {
-  url: string
-  expiresAt: string
-}
+export type Member = MemberRecord
+export type SignInLink = SignInLinkRecord
+export type NewMember = NewMemberBody
 
 /** The create answer: a sign-in link when no password was given. */
-export interface CreatedMember extends Member {
-  signInLink?: SignInLink
-}
-
-export interface NewMember {
-  email: string
-  password?: string
-  role: 'owner' | 'member'
-}
-
-export interface NewKey {
-  type: 'public' | 'private'
-  name: string
-  description?: string
-  allowedOrigins?: string[]
-  scopes: string[]
-  expiresAt?: string
-  createdBy: string
-}
-
-export interface KeyChanges {
-  name?: string
-  description?: string | null
-  allowedOrigins?: string[]
-  scopes?: string[]
-  expiresAt?: string | null
-}
+export type CreatedMember = Member & { signInLink?: SignInLink }
 
 const TIMEOUT_MS = 30_000
 

@@ -1,8 +1,8 @@
 import { sql } from 'drizzle-orm'
 import type { Db } from '../../db/client.ts'
 import { businesses, members, memberSignInLinks } from '../../db/schema/index.ts'
-import { signInLinkUrl, SIGN_IN_LINK_TTL_MS } from './members.ts'
-import { hashToken, randomToken } from './tokens.ts'
+import { signInLinkUrl, SIGN_IN_LINK_TTL_MS } from '../members/service.ts'
+import { hashToken, randomToken } from '../access/secrets.ts'
 import { createLogger, lineLogger } from '../observability/log.ts'
 
 export interface BootstrapOptions {

@@ -16,7 +16,6 @@ import {
   crossSiteReason,
   htmlPage,
   json,
-  publicOrigin,
   readCookie,
   readForm,
   redirect,
@@ -34,10 +33,12 @@ import {
   revokePage,
   type KeyFormValues,
 } from './key-views.ts'
-import { createMemberService, normalizeEmail, passwordProblem, PASSWORD_MAX_LENGTH } from './members.ts'
+import { publicOrigin } from '../http/public-origin.ts'
+import { isUuid } from '../http/uuid.ts'
+import { createMemberService, normalizeEmail, passwordProblem, PASSWORD_MAX_LENGTH } from '../members/service.ts'
 import { createSessionStore, SESSION_MAX_MS, type SignedIn } from './sessions.ts'
 import { createSignInThrottle, type SignInLimits } from './throttle.ts'
-import { randomToken, sameSecret } from './tokens.ts'
+import { randomToken, sameSecret } from '../access/secrets.ts'
 import { choosePasswordPage, KEYS_PATH, messagePage, signInPage } from './views.ts'
 
 export interface DashboardDeps {
@@ -51,7 +52,6 @@ export interface DashboardDeps {
   defaultRateLimit: { limit: number; windowSeconds: number }
 }
 
-const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 const SIGN_IN_PATH = '/dashboard/sign-in'
 const NEW_KEY_DEFAULTS: KeyFormValues = {
   name: '',
@@ -146,7 +146,7 @@ export function dashboardRoutes({ db, keys, signInLimits, clientAddress, default
 
   /** The key, if it exists and belongs to the member's business; another business's key is null too. */
   async function ownKey(who: SignedIn, id: string | undefined): Promise<ApiKeyRow | null> {
-    if (!id || !UUID_RE.test(id)) return null
+    if (!id || !isUuid(id)) return null
     try {
       return await keys.get(who.businessId, id)
     } catch (error) {

@@ -1,8 +1,8 @@
 import { and, eq, gt, lt } from 'drizzle-orm'
 import type { Db } from '../../db/client.ts'
 import { businesses, members, memberSessions } from '../../db/schema/index.ts'
-import type { MemberRole } from './members.ts'
-import { hashToken, randomToken } from './tokens.ts'
+import type { MemberRole } from '../members/model.ts'
+import { hashToken, randomToken } from '../access/secrets.ts'
 
 /** A session ends after this long without a request... */
 export const SESSION_IDLE_MS = 12 * 60 * 60 * 1000

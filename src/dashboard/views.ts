@@ -1,5 +1,5 @@
 import { html, type Html } from './html.ts'
-import { PASSWORD_MIN_LENGTH } from './members.ts'
+import { PASSWORD_MIN_LENGTH } from '../members/service.ts'
 import type { SignedIn } from './sessions.ts'
 
 export const KEYS_PATH = '/dashboard/settings/developers/api-keys'

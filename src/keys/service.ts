@@ -7,32 +7,12 @@ import { ApiError } from '../errors.ts'
 import { afterCursor, microsOf, orderOf, toAdminPage, type AdminPage } from '../admin/paging.ts'
 import type { Page } from '../areas/shared/paging.ts'
 import { changedFields, recordChange, type ChangeAuthor, type FieldChanges } from '../audit/trail.ts'
-import { checkKeySettings, type FieldProblem, type KeySettingsInput, type OriginPolicy } from './rules.ts'
+import { checkKeySettings, type FieldProblem, type KeySettingsInput } from './rules.ts'
+import type { KeyRecord } from '../admin/model.ts'
+
+export type { KeyRecord }
 
 export type ApiKeyRow = typeof apiKeys.$inferSelect
-
-/** The key record on the wire (contract section 2). Never carries the key itself. */
-export interface KeyRecord {
-  id: string
-  businessId: string
-  type: KeyType
-  name: string
-  description: string | null
-  keyHint: string
-  allowedOrigins: string[]
-  scopes: string[]
-  expiresAt: string | null
-  lastUsedAt: string | null
-  createdAt: string
-  createdBy: string
-  updatedAt: string
-  revokedAt: string | null
-  /** The key's own budget; null: the service default for its type (contract section 8). */
-  rateLimit: { limit: number; windowSeconds: number } | null
-  originPolicy: OriginPolicy
-  rolledFrom: string | null
-  replacedBy: string | null
-}
 
 export function toKeyRecord(row: ApiKeyRow): KeyRecord {
   return {

@@ -1,6 +1,6 @@
 import { expect } from 'bun:test'
 import type { Service } from '../../src/app.ts'
-import { createMemberService, type MemberRole } from '../../src/dashboard/members.ts'
+import { createMemberService, type MemberRole } from '../../src/members/service.ts'
 import { call, seedBusiness } from '../support/service.ts'
 import { testDatabase } from '../support/database.ts'
 

@@ -122,3 +122,8 @@ export const TagPage = pageSchema(Tag)
 
 export type NewBlogInput = typeof NewBlog.static
 export type BlogChangesInput = typeof BlogChanges.static
+export type BlogRecord = typeof Blog.static
+export type AuthorRecord = typeof Author.static
+export type TagRecord = typeof Tag.static
+/** An author or tag as a blog carries it. */
+export type BlogRef = typeof Ref.static

@@ -7,36 +7,15 @@ import { before, decodeCursor, decodePosition, encodeCursor, positionCursor, toP
 import {
   FOREIGN_KEY_VIOLATION,
   invalidField,
+  isUuid,
   RESTRICT_VIOLATION,
   sqlState,
   UNIQUE_VIOLATION,
-  UUID_SHAPE,
 } from '../shared/validation.ts'
-import type { BlogChangesInput, NewBlogInput } from './model.ts'
+import type { AuthorRecord, BlogChangesInput, BlogRecord, BlogRef, NewBlogInput, TagRecord } from './model.ts'
 
 /** Who reads: public keys see published posts whose publication time has come. */
 export type Viewer = 'public' | 'private'
-
-interface Ref {
-  id: string
-  slug: string
-  name: string
-}
-
-export interface BlogRecord {
-  id: string
-  slug: string
-  title: string
-  excerpt: string
-  content: string
-  status: 'draft' | 'published'
-  publishedAt: string | null
-  authorId: string | null
-  author: Ref | null
-  tags: Ref[]
-  createdAt: string
-  updatedAt: string
-}
 
 // ---- Blogs -------------------------------------------------------------------------
 
@@ -69,7 +48,7 @@ function visibleTo(viewer: Viewer): SQL | undefined {
 }
 
 function byIdOrSlug(id: AnyPgColumn, slug: AnyPgColumn, value: string): SQL {
-  return UUID_SHAPE.test(value) ? eq(id, value.toLowerCase()) : eq(slug, value)
+  return isUuid(value) ? eq(id, value.toLowerCase()) : eq(slug, value)
 }
 
 function toBlog(row: BlogRow): BlogRecord {
@@ -87,7 +66,7 @@ function toBlog(row: BlogRow): BlogRecord {
       blog.authorId !== null && row.authorSlug !== null && row.authorName !== null
         ? { id: blog.authorId, slug: row.authorSlug, name: row.authorName }
         : null,
-    tags: JSON.parse(row.tags) as Ref[],
+    tags: JSON.parse(row.tags) as BlogRef[],
     createdAt: blog.createdAt.toISOString(),
     updatedAt: blog.updatedAt.toISOString(),
   }
@@ -170,8 +149,8 @@ async function lockAuthor(db: Db, businessId: string, authorId: string): Promise
 /** The ids of the referenced tags, in the order sent, duplicates dropped; locked like the author. */
 async function lockTags(db: Db, businessId: string, refs: readonly string[]): Promise<string[]> {
   if (refs.length === 0) return []
-  const ids = refs.filter((r) => UUID_SHAPE.test(r)).map((r) => r.toLowerCase())
-  const slugs = refs.filter((r) => !UUID_SHAPE.test(r))
+  const ids = refs.filter((r) => isUuid(r)).map((r) => r.toLowerCase())
+  const slugs = refs.filter((r) => !isUuid(r))
   const rows = await db
     .select({ id: blogTags.id, slug: blogTags.slug })
     .from(blogTags)
@@ -189,7 +168,7 @@ async function lockTags(db: Db, businessId: string, refs: readonly string[]): Pr
   }
   const result: string[] = []
   refs.forEach((ref, i) => {
-    const id = found.get(UUID_SHAPE.test(ref) ? ref.toLowerCase() : ref)
+    const id = found.get(isUuid(ref) ? ref.toLowerCase() : ref)
     if (id === undefined) {
       throw invalidField(`tags[${i}]`, `there is no tag "${ref}" in this business; create it with POST /api/v0/blog/tags first`)
     }
@@ -273,15 +252,6 @@ export async function deleteBlog(db: Db, businessId: string, id: string): Promis
 }
 
 // ---- Authors -----------------------------------------------------------------------
-
-export interface AuthorRecord {
-  id: string
-  name: string
-  slug: string
-  bio: string | null
-  createdAt: string
-  updatedAt: string
-}
 
 function toAuthor(row: typeof blogAuthors.$inferSelect): AuthorRecord {
   return {
@@ -383,14 +353,6 @@ export async function deleteAuthor(db: Db, businessId: string, id: string): Prom
 }
 
 // ---- Tags --------------------------------------------------------------------------
-
-export interface TagRecord {
-  id: string
-  name: string
-  slug: string
-  createdAt: string
-  updatedAt: string
-}
 
 function toTag(row: typeof blogTags.$inferSelect): TagRecord {
   return { id: row.id, name: row.name, slug: row.slug, createdAt: row.createdAt.toISOString(), updatedAt: row.updatedAt.toISOString() }

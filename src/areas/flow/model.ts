@@ -39,3 +39,5 @@ export const FlowRun = t.Object({
   keyId: t.String({ description: 'The API key that triggered the run.' }),
   createdAt: t.String(),
 })
+
+export type RunRecord = typeof FlowRun.static

@@ -2,6 +2,7 @@ import { and, eq, sql } from 'drizzle-orm'
 import type { Db } from '../../../db/client.ts'
 import { flowIdempotencyKeys, flowRuns, flows } from '../../../db/schema/index.ts'
 import { ApiError } from '../../errors.ts'
+import type { RunRecord } from './model.ts'
 
 export type RunStatus = (typeof flowRuns.$inferSelect)['status']
 
@@ -18,16 +19,6 @@ export interface Triggered {
   status: RunStatus
   /** True when an earlier run with the same Idempotency-Key was answered instead. */
   replayed: boolean
-}
-
-export interface RunRecord {
-  id: string
-  flowId: string
-  status: RunStatus
-  input: Record<string, unknown> | null
-  idempotencyKey: string | null
-  keyId: string
-  createdAt: string
 }
 
 /** How long an Idempotency-Key keeps answering its first run. */

@@ -49,3 +49,4 @@ export const MemoryPage = pageSchema(MemoryDocument)
 
 export type NewDocumentInput = typeof NewDocument.static
 export type DocumentChangesInput = typeof DocumentChanges.static
+export type DocumentRecord = typeof MemoryDocument.static

@@ -4,18 +4,10 @@ import type { Db } from '../../../db/client.ts'
 import { memoryDocuments } from '../../../db/schema/index.ts'
 import { ApiError } from '../../errors.ts'
 import { before, decodeCursor, decodePosition, encodeCursor, positionCursor, toPage, type Page } from '../shared/paging.ts'
-import { UUID_SHAPE } from '../shared/validation.ts'
-import type { DocumentChangesInput, NewDocumentInput } from './model.ts'
+import { isUuid } from '../shared/validation.ts'
+import type { DocumentChangesInput, DocumentRecord, NewDocumentInput } from './model.ts'
 
-export interface DocumentRecord {
-  id: string
-  title: string | null
-  content: string
-  metadata: Record<string, unknown>
-  createdAt: string
-  updatedAt: string
-  rank?: number
-}
+export type { DocumentRecord }
 
 // Every column but the search vector, which is the database's business.
 const columns = {
@@ -142,7 +134,7 @@ function decodeSearchCursor(cursor: string, digest: string): { rank: number; id:
     if (!Array.isArray(value) || value.length !== 4) return undefined
     const [kind, seen, rank, id] = value
     // A rank outside float4's range (1e300, 1e-50) would overflow or underflow `::real` in the query: a 500.
-    const valid = kind === 'q' && seen === digest && typeof rank === 'number' && isFloat4(rank) && typeof id === 'string' && UUID_SHAPE.test(id)
+    const valid = kind === 'q' && seen === digest && typeof rank === 'number' && isFloat4(rank) && typeof id === 'string' && isUuid(id)
     return valid ? { rank, id } : undefined
   })
 }

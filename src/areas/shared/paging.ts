@@ -1,7 +1,7 @@
 import { sql, type SQL } from 'drizzle-orm'
 import type { AnyPgColumn } from 'drizzle-orm/pg-core'
 import { t, type TSchema } from 'elysia'
-import { assertStorableText, invalidField, isAcceptedDate, UUID_SHAPE } from './validation.ts'
+import { assertStorableText, invalidField, isAcceptedDate, isUuid } from './validation.ts'
 
 /**
  * Cursor pagination of the list endpoints. A query fetches `limit + 1` rows in a fixed
@@ -109,7 +109,7 @@ export function decodePosition(cursor: string | undefined): Position | null {
     const [at, id] = value
     const time = typeof at === 'string' ? new Date(at) : null
     // An instant PostgreSQL cannot compare (year 0, year 275760) is no cursor of ours either.
-    if (time === null || !isAcceptedDate(time) || typeof id !== 'string' || !UUID_SHAPE.test(id)) return undefined
+    if (time === null || !isAcceptedDate(time) || typeof id !== 'string' || !isUuid(id)) return undefined
     return { at: time, id }
   })
 }

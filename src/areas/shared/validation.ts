@@ -29,19 +29,7 @@ export function fieldPath(record: string, field: string): string {
 
 // ---- Ids ---------------------------------------------------------------------------
 
-const UUID_PATTERN = '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$'
-
-/** Tells an id from a slug, and a cursor's id from a forged one. */
-export const UUID_SHAPE = new RegExp(UUID_PATTERN)
-
-export const Uuid = t.String({
-  format: 'uuid',
-  // Elysia's uuid format also takes "urn:uuid:..." forms, which PostgreSQL refuses.
-  pattern: UUID_PATTERN,
-  error: 'must be a UUID',
-})
-
-export const IdParams = t.Object({ id: Uuid })
+export { IdParams, isUuid, Uuid } from '../../http/uuid.ts'
 
 // ---- Text ----------------------------------------------------------------------------
 

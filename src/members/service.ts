@@ -1,12 +1,13 @@
 import { and, eq, getTableColumns, gt, isNull } from 'drizzle-orm'
 import type { Db } from '../../db/client.ts'
 import { businesses, members, memberSessions, memberSignInLinks } from '../../db/schema/index.ts'
+import { hashToken, randomToken } from '../access/secrets.ts'
 import { ApiError } from '../errors.ts'
 import { afterCursor, microsOf, orderOf, toAdminPage, type AdminPage } from '../admin/paging.ts'
 import type { Page } from '../areas/shared/paging.ts'
-import { hashToken, randomToken } from './tokens.ts'
+import type { MemberRecord, MemberRole } from './model.ts'
 
-export type MemberRole = 'owner' | 'member'
+export type { MemberRecord, MemberRole }
 export type MemberRow = typeof members.$inferSelect
 
 export const PASSWORD_MIN_LENGTH = 12
@@ -14,15 +15,6 @@ export const PASSWORD_MAX_LENGTH = 200
 /** Long enough to reach someone by chat or mail, short enough that a lost link soon dies. */
 export const SIGN_IN_LINK_TTL_MS = 24 * 60 * 60 * 1000
 export const SIGN_IN_LINK_PATH = '/dashboard/sign-in/link'
-
-export interface MemberRecord {
-  id: string
-  businessId: string
-  email: string
-  role: MemberRole
-  passwordSet: boolean
-  createdAt: string
-}
 
 export function toMemberRecord(row: MemberRow): MemberRecord {
   return {
