@@ -14,6 +14,7 @@ const BODIES: Record<string, unknown> = {
   'POST /admin/v0/businesses/:id/members': { email: 'ada@example.com', role: 'member' },
   'POST /admin/v0/businesses/:id/keys': { type: 'private', name: 'Backend', scopes: ['MEMORY_READ'], createdBy: 'ops' },
   'PATCH /admin/v0/keys/:id': { name: 'Renamed' },
+  'POST /admin/v0/keys/:id/roll': { graceSeconds: 60 },
   'POST /admin/v0/businesses/:id/flows': { name: 'Signup' },
   'PATCH /api/v0/blog/blogs/:id': { title: 'Hello' },
   'PATCH /api/v0/blog/authors/:id': { name: 'Ada' },
