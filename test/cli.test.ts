@@ -752,6 +752,7 @@ describe('cli connection and usage', () => {
     expect(result.code).toBe(0)
     for (const command of [
       'businesses create', 'businesses list', 'keys create', 'keys list', 'keys show', 'keys update', 'keys revoke',
+      'keys roll', 'keys usage', 'keys audit', 'businesses audit', 'businesses identity-secret',
       'flows create', 'flows list', 'flows runs', 'members create', 'members list', 'members link', 'members remove',
     ]) {
       expect(result.stdout).toContain(`  ${command}`)
@@ -769,5 +770,53 @@ describe('cli connection and usage', () => {
     const result = await cli(['businesses', 'list', '--all'])
     expect(result.code).toBe(2)
     expect(result.stderr).toContain("error: Unknown option '--all'.")
+  })
+})
+
+describe('cli: rolling, usage, the audit trail and the identity secret', () => {
+  test('keys roll --grace 1h prints the new key once; the old one works until the grace ends', async () => {
+    const businessId = await seedBusiness(service)
+    const { key, record } = await seedKey(service, businessId, { type: 'private', scopes: ['ANALYTICS_READ'] })
+    const before = Date.now()
+    const rolled = await cliJson<{ id: string; key: string; rolledFrom: string }>(['keys', 'roll', record.id, '--grace', '1h'])
+    expect(rolled.rolledFrom).toBe(record.id)
+    expect((await whoami(rolled.key)).status).toBe(200)
+    expect((await whoami(key)).status).toBe(200)
+    const old = await cliJson<{ replacedBy: string; expiresAt: string }>(['keys', 'show', record.id])
+    expect(old.replacedBy).toBe(rolled.id)
+    expect(Date.parse(old.expiresAt) - before).toBeGreaterThanOrEqual(3_600_000 - 1_000)
+    expect(Date.parse(old.expiresAt) - before).toBeLessThanOrEqual(3_600_000 + 60_000)
+    const text = await cli(['keys', 'roll', rolled.id, '--grace', '0'])
+    expect(text.code).toBe(0)
+    expect(text.stdout).toContain('Save this key now')
+    expect((await whoami(rolled.key)).status).toBe(401)
+    const bad = await cli(['keys', 'roll', rolled.id, '--grace', 'soon'])
+    expect(bad.code).toBe(2)
+    expect(bad.stderr).toContain('--grace')
+  })
+
+  test('keys usage, keys audit and businesses audit read what the service recorded', async () => {
+    const businessId = await seedBusiness(service)
+    const { key, record } = await seedKey(service, businessId, { type: 'private', scopes: ['ANALYTICS_READ'] })
+    expect((await whoami(key)).status).toBe(200)
+    await service.services.usage.flush()
+    const usage = await cliJson<{ series: { accepted: number }[] }>(['keys', 'usage', record.id])
+    expect(usage.series.reduce((sum, point) => sum + point.accepted, 0)).toBe(1)
+    const usageText = await cli(['keys', 'usage', record.id, '--interval', 'day'])
+    expect(usageText.stdout).toMatch(/^accepted\s+1$/m)
+    expect((await cli(['keys', 'update', record.id, '--name', 'Renamed'])).code).toBe(0)
+    const trail = await cliJson<{ data: { action: string; actor: string }[] }>(['keys', 'audit', record.id])
+    expect(trail.data.map((entry) => entry.action)).toEqual(['key.updated', 'key.created'])
+    expect(trail.data[0]!.actor).toBe('admin')
+    const text = await cli(['businesses', 'audit', '--business', businessId])
+    expect(text.stdout).toContain('name: private key -> Renamed')
+  })
+
+  test('businesses identity-secret prints a new secret each time', async () => {
+    const businessId = await seedBusiness(service)
+    const first = await cliJson<{ secret: string }>(['businesses', 'identity-secret', '--business', businessId])
+    const second = await cliJson<{ secret: string }>(['businesses', 'identity-secret', '--business', businessId])
+    expect(first.secret).toMatch(/^ids_[0-9a-f]{64}$/)
+    expect(second.secret).not.toBe(first.secret)
   })
 })

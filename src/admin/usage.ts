@@ -17,7 +17,7 @@ const UsageQuery = t.Object({
   ),
 })
 
-const UsageSchema = t.Object({
+export const UsageSchema = t.Object({
   keyId: t.String(),
   from: t.String({ format: 'date-time' }),
   to: t.String({ format: 'date-time' }),

@@ -1,6 +1,8 @@
 import type { NewMemberBody } from '../admin/members.ts'
 import type { Business, Flow, KeyChangesBody, KeyRecord, NewKeyBody } from '../admin/model.ts'
 import type { MemberRecord, SignInLinkRecord } from '../members/model.ts'
+import type { AuditEntrySchema } from '../admin/audit.ts'
+import type { UsageSchema } from '../admin/usage.ts'
 /**
  * The CLI's view of `/admin/v0` (contract section 7): one HTTP call per method, errors
  * turned into values the CLI can print. Knows nothing about terminals.
@@ -20,6 +22,12 @@ export class AdminApiError extends Error {
 
 /** No HTTP answer at all: wrong URL, server down, timeout. */
 export class ConnectionError extends Error {}
+
+/** How far back `keys usage` looks, per interval: a day by hour, an hour by minute, a week by day. */
+const USAGE_SPAN = { minute: 3_600_000, hour: 86_400_000, day: 7 * 86_400_000 } as const
+
+export type KeyUsage = typeof UsageSchema.static
+export type AuditEntry = typeof AuditEntrySchema.static
 
 // The shapes are the server's own schemas: a change there is a type error here.
 export type { Business, Flow, KeyRecord }
@@ -109,6 +117,13 @@ export function createAdminClient(baseUrl: string, token: string) {
     getKey: (keyId: string) => request<KeyRecord>('GET', `/keys/${id(keyId)}`),
     updateKey: (keyId: string, changes: KeyChanges) => request<KeyRecord>('PATCH', `/keys/${id(keyId)}`, changes),
     revokeKey: (keyId: string) => request<void>('DELETE', `/keys/${id(keyId)}`),
+    rollKey: (keyId: string, graceSeconds: number) =>
+      request<CreatedKey>('POST', `/keys/${id(keyId)}/roll`, { graceSeconds }),
+    keyUsage: (keyId: string, interval: string) => request<KeyUsage>('GET', `/keys/${id(keyId)}/usage?interval=${id(interval)}&from=${id(new Date(Date.now() - USAGE_SPAN[interval as keyof typeof USAGE_SPAN]).toISOString())}`),
+    businessAudit: (businessId: string, page?: PageRequest) =>
+      request<Page<AuditEntry>>('GET', paged(`/businesses/${id(businessId)}/audit`, page)),
+    keyAudit: (keyId: string, page?: PageRequest) => request<Page<AuditEntry>>('GET', paged(`/keys/${id(keyId)}/audit`, page)),
+    setIdentitySecret: (businessId: string) => request<{ secret: string }>('POST', `/businesses/${id(businessId)}/identity-secret`),
     createFlow: (businessId: string, name: string) =>
       request<Flow>('POST', `/businesses/${id(businessId)}/flows`, { name }),
     listFlows: (businessId: string, page?: PageRequest) =>

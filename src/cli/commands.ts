@@ -3,6 +3,7 @@ import { userInfo } from 'node:os'
 import { PUBLIC_KEY_SCOPES, SCOPES } from '../access/scopes.ts'
 import type { AdminClient, KeyChanges, Page, PageRequest } from './admin-client.ts'
 import {
+  auditTable,
   businessDetails,
   businessTable,
   CLI,
@@ -15,6 +16,7 @@ import {
   recordLines,
   runTable,
   signInLinkLines,
+  usageLines,
 } from './output.ts'
 
 /** A mistake in the command line itself: the CLI answers with the help and exit status 2. */
@@ -61,6 +63,7 @@ const keySettingOptions = {
   scope: { type: 'string', multiple: true },
   expires: { type: 'string' },
   'rate-limit': { type: 'string' },
+  'origin-policy': { type: 'string' },
 } satisfies Record<string, OptionSpec>
 
 /** Admin lists answer a page at a time; `nextCursor` comes back as --cursor. */
@@ -98,6 +101,7 @@ export const commands: Command[] = [
     usage:
       '--business ID --type public|private --name NAME [--description TEXT]\n' +
       '    [--origin ORIGIN]... [--scope SCOPE]... [--expires ISO-8601] [--rate-limit N/SECONDS]\n' +
+      '    [--origin-policy enforce|report]\n' +
       '    [--created-by WHO]',
     summary: 'Create a key and print it, this once.',
     options: { business: { type: 'string' }, type: { type: 'string' }, 'created-by': { type: 'string' }, ...keySettingOptions },
@@ -117,6 +121,7 @@ export const commands: Command[] = [
         scopes: scopesOf(options),
         ...(expires && expires !== 'never' ? { expiresAt: expires } : {}),
         ...rateLimitOf(options),
+        ...originPolicyOf(options),
         createdBy: text(options, 'created-by') ?? currentUser(),
       })
       const { key, ...record } = created
@@ -161,7 +166,7 @@ export const commands: Command[] = [
     name: 'keys update',
     usage:
       'KEY_ID [--name NAME] [--description TEXT] [--origin ORIGIN]... [--scope SCOPE]...\n' +
-      '    [--expires ISO-8601|never] [--rate-limit N/SECONDS|default]',
+      '    [--expires ISO-8601|never] [--rate-limit N/SECONDS|default] [--origin-policy enforce|report]',
     summary: 'Change a key; origins and scopes given replace the current lists. Effective on its next request.',
     target: 'KEY_ID',
     options: keySettingOptions,
@@ -177,10 +182,10 @@ export const commands: Command[] = [
       if (options.scope !== undefined) changes.scopes = scopesOf(options)
       const expires = text(options, 'expires')
       if (expires !== undefined) changes.expiresAt = expires === 'never' ? null : expires
-      Object.assign(changes, rateLimitOf(options))
+      Object.assign(changes, rateLimitOf(options), originPolicyOf(options))
       if (Object.keys(changes).length === 0) {
         throw new UsageError(
-          'keys update needs at least one change: --name, --description, --origin, --scope, --expires or --rate-limit.',
+          'keys update needs at least one change: --name, --description, --origin, --scope, --expires, --rate-limit or --origin-policy.',
         )
       }
       const key = await api.updateKey(target!, changes)
@@ -198,6 +203,89 @@ export const commands: Command[] = [
       await api.revokeKey(target!)
       const key = await api.getKey(target!)
       return { json: key, text: `Revoked key "${key.name}".\n${keyDetails(key)}` }
+    },
+  },
+  {
+    name: 'keys roll',
+    usage: 'KEY_ID [--grace 0|30m|1h|24h|7d]',
+    summary: 'Replace a key by a new one with the same settings; the old one works for the grace (default 24h), then is refused.',
+    target: 'KEY_ID',
+    options: { grace: { type: 'string' } },
+    required: [],
+    async run({ options, target, api }) {
+      const grace = text(options, 'grace')
+      const graceSeconds = grace === undefined ? 86_400 : durationSeconds(grace)
+      const created = await api.rollKey(target!, graceSeconds)
+      const { key, ...record } = created
+      const old = await api.getKey(target!)
+      return {
+        json: created,
+        text: [
+          `Rolled key "${record.name}": the old key works until ${old.expiresAt ?? 'now'}.`,
+          keyDetails(record),
+          '',
+          recordLines([['KEY', key]]),
+          '',
+          'Save this key now: it will not be shown again. Deploy it before the old one stops.',
+        ].join('\n'),
+      }
+    },
+  },
+  {
+    name: 'keys usage',
+    usage: 'KEY_ID [--interval minute|hour|day]',
+    summary: "A key's accepted and refused requests (the last hour by minute, day by hour, or week by day), refused origins and scopes' last use.",
+    target: 'KEY_ID',
+    options: { interval: { type: 'string' } },
+    required: [],
+    async run({ options, target, api }) {
+      const interval = text(options, 'interval') ?? 'hour'
+      if (!['minute', 'hour', 'day'].includes(interval)) throw new UsageError(`--interval must be minute, hour or day, not "${interval}".`)
+      const usage = await api.keyUsage(target!, interval)
+      return { json: usage, text: usageLines(usage) }
+    },
+  },
+  {
+    name: 'keys audit',
+    usage: `KEY_ID ${PAGE_USAGE}`,
+    summary: "A key's audit trail, newest first.",
+    target: 'KEY_ID',
+    options: pageOptions,
+    required: [],
+    async run({ options, target, api }) {
+      const page = await api.keyAudit(target!, pageOf(options))
+      return listAnswer(page, auditTable, `keys audit ${target}`, options)
+    },
+  },
+  {
+    name: 'businesses audit',
+    usage: `--business ID ${PAGE_USAGE}`,
+    summary: "A business's audit trail (keys and members), newest first.",
+    options: { business: { type: 'string' }, ...pageOptions },
+    required: ['business'],
+    async run({ options, api }) {
+      const business = text(options, 'business')!
+      const page = await api.businessAudit(business, pageOf(options))
+      return listAnswer(page, auditTable, `businesses audit --business ${business}`, options)
+    },
+  },
+  {
+    name: 'businesses identity-secret',
+    usage: '--business ID',
+    summary: "Set (or replace) a business's identity secret for verified public-key people writes; printed this once.",
+    options: { business: { type: 'string' } },
+    required: ['business'],
+    async run({ options, api }) {
+      const { secret } = await api.setIdentitySecret(text(options, 'business')!)
+      return {
+        json: { secret },
+        text: [
+          recordLines([['SECRET', secret]]),
+          '',
+          "Keep it on your servers only: they sign each person's externalId (or lower-cased email) with it",
+          '(HMAC-SHA256, hex) and pages send that as identityHash. Any earlier secret no longer verifies.',
+        ].join('\n'),
+      }
     },
   },
   {
@@ -456,4 +544,20 @@ function currentUser(): string {
   } catch {
     return 'unknown'
   }
+}
+
+/** `--origin-policy`: "report" serves and counts origins the list does not allow (public keys). */
+function originPolicyOf(options: OptionValues): { originPolicy?: 'enforce' | 'report' } {
+  const policy = text(options, 'origin-policy')
+  if (policy === undefined) return {}
+  if (policy !== 'enforce' && policy !== 'report') throw new UsageError(`--origin-policy must be "enforce" or "report", not "${policy}".`)
+  return { originPolicy: policy }
+}
+
+/** `0`, `90` (seconds), `30m`, `1h`, `24h`, `7d` as seconds. */
+export function durationSeconds(value: string): number {
+  const match = /^(\d{1,7})([smhd]?)$/.exec(value.trim())
+  if (!match) throw new UsageError(`--grace must be a duration such as 0, 30m, 1h, 24h or 7d, not "${value}".`)
+  const unit = { '': 1, s: 1, m: 60, h: 3_600, d: 86_400 }[match[2] as '' | 's' | 'm' | 'h' | 'd']
+  return Number(match[1]) * unit
 }

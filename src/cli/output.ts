@@ -1,3 +1,4 @@
+import type { AuditEntry, KeyUsage } from './admin-client.ts'
 import type { Business, Flow, FlowRun, KeyRecord, Member, SignInLink } from './admin-client.ts'
 
 /**
@@ -50,6 +51,9 @@ export function keyDetails(key: KeyRecord): string {
     ['scopes', key.scopes.join(', ')],
     ['expires', time(key.expiresAt)],
     ['rate limit', key.rateLimit ? `${key.rateLimit.limit} per ${key.rateLimit.windowSeconds} s` : 'service default'],
+    ['origin policy', key.originPolicy === 'report' ? 'report only: other origins served and counted' : 'enforce'],
+    ...(key.rolledFrom ? ([['rolled from', key.rolledFrom]] as [string, string][]) : []),
+    ...(key.replacedBy ? ([['replaced by', key.replacedBy]] as [string, string][]) : []),
     ['last used', time(key.lastUsedAt)],
     ['created', `${time(key.createdAt)} by ${key.createdBy}`],
     ['status', keyStatus(key)],
@@ -143,4 +147,48 @@ export function signInLinkLines(link: SignInLink): string {
     `Send this link to the member now: it is shown once, works once, and expires at ${time(link.expiresAt)}.`,
     `On it they choose their password. Lost or expired? Issue another: ${CLI} members link MEMBER_ID`,
   ].join('\n')
+}
+
+export function auditTable(entries: AuditEntry[]): string {
+  if (entries.length === 0) return 'No entries.'
+  return table(
+    ['AT', 'ACTOR', 'ACTION', 'KEY', 'CHANGES'],
+    entries.map((entry) => [
+      time(entry.at),
+      entry.actor,
+      entry.action,
+      entry.keyId ?? '-',
+      Object.entries(entry.changes)
+        .map(([field, change]) => `${field}: ${shortValue(change.from)} -> ${shortValue(change.to)}`)
+        .join('; ') || '-',
+    ]),
+  )
+}
+
+function shortValue(value: unknown): string {
+  const shown = value === null || value === undefined ? '-' : typeof value === 'string' ? value : JSON.stringify(value)
+  return shown.length > 60 ? `${shown.slice(0, 57)}...` : shown
+}
+
+export function usageLines(usage: KeyUsage): string {
+  const refused: Record<string, number> = {}
+  let accepted = 0
+  for (const point of usage.series) {
+    accepted += point.accepted
+    for (const [code, n] of Object.entries(point.refused)) refused[code] = (refused[code] ?? 0) + n
+  }
+  const lines = [
+    recordLines([
+      ['key', usage.keyId],
+      ['from', time(usage.from)],
+      ['to', time(usage.to)],
+      ['accepted', String(accepted)],
+      ['refused', Object.entries(refused).map(([code, n]) => `${code} ${n}`).join(', ') || '0'],
+    ]),
+  ]
+  if (usage.refusedOrigins.length > 0) {
+    lines.push('', table(['REFUSED ORIGIN', 'COUNT', 'LAST SEEN', 'SERVED'], usage.refusedOrigins.map((o) => [o.origin, String(o.count), time(o.lastSeenAt), o.reported ? 'yes (report-only)' : 'no'])))
+  }
+  lines.push('', table(['SCOPE', 'LAST USED'], usage.scopes.map((s) => [s.scope, time(s.lastUsedAt)])))
+  return lines.join('\n')
 }
