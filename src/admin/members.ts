@@ -1,4 +1,5 @@
 import { Elysia, t } from 'elysia'
+import { byAdmin } from '../audit/trail.ts'
 import type { Db } from '../../db/client.ts'
 import { MemberSchema, SignInLinkSchema } from '../members/model.ts'
 import { createMemberService, PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH, signInLinkUrl, type SignInLink } from '../members/service.ts'
@@ -45,7 +46,7 @@ export function memberRoutes(deps: { db: Db; requireAdmin: AdminGuard }) {
     .post(
       '/businesses/:id/members',
       async ({ params, body, request, set }) => {
-        const created = await members.create(params.id, body)
+        const created = await members.create(params.id, body, byAdmin(set))
         set.status = 201
         return { ...created.member, ...(created.signInLink ? { signInLink: linkOf(request, created.signInLink) } : {}) }
       },
@@ -83,7 +84,7 @@ export function memberRoutes(deps: { db: Db; requireAdmin: AdminGuard }) {
     .delete(
       '/members/:id',
       async ({ params, set }) => {
-        await members.remove(params.id)
+        await members.remove(params.id, byAdmin(set))
         set.status = 204
         return null
       },

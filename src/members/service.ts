@@ -3,6 +3,7 @@ import type { Db } from '../../db/client.ts'
 import { businesses, members, memberSessions, memberSignInLinks } from '../../db/schema/index.ts'
 import { hashToken, randomToken } from '../access/secrets.ts'
 import { ApiError } from '../errors.ts'
+import { recordChange, type ChangeAuthor } from '../audit/trail.ts'
 import { afterCursor, microsOf, orderOf, toAdminPage, type AdminPage } from '../admin/paging.ts'
 import type { Page } from '../areas/shared/paging.ts'
 import type { MemberRecord, MemberRole } from './model.ts'
@@ -83,6 +84,7 @@ export function createMemberService(db: Db) {
     async create(
       businessId: string,
       input: { email: string; password?: string; role: MemberRole },
+      by: ChangeAuthor,
       now = new Date(),
     ): Promise<{ member: MemberRecord; signInLink: SignInLink | null }> {
       const email = normalizeEmail(input.email)
@@ -91,11 +93,23 @@ export function createMemberService(db: Db) {
       const [business] = await db.select({ id: businesses.id }).from(businesses).where(eq(businesses.id, businessId))
       if (!business) throw new ApiError('not_found', `No business with id ${businessId}.`)
       const passwordHash = input.password === undefined ? null : await Bun.password.hash(input.password)
-      const [row] = await db
-        .insert(members)
-        .values({ businessId, email, passwordHash, role: input.role, createdAt: now })
-        .onConflictDoNothing({ target: members.email })
-        .returning()
+      const row = await db.transaction(async (tx) => {
+        const [inserted] = await tx
+          .insert(members)
+          .values({ businessId, email, passwordHash, role: input.role, createdAt: now })
+          .onConflictDoNothing({ target: members.email })
+          .returning()
+        if (inserted) {
+          await recordChange(tx, {
+            businessId,
+            action: 'member.created',
+            by,
+            memberId: inserted.id,
+            changes: { email: { from: null, to: inserted.email }, role: { from: null, to: inserted.role } },
+          })
+        }
+        return inserted
+      })
       if (!row) {
         throw new ApiError(
           'conflict',
@@ -118,9 +132,21 @@ export function createMemberService(db: Db) {
     },
 
     /** Removes the member; their sessions and links go with them (ON DELETE CASCADE). */
-    async remove(memberId: string): Promise<void> {
-      const deleted = await db.delete(members).where(eq(members.id, memberId)).returning({ id: members.id })
-      if (deleted.length === 0) throw new ApiError('not_found', `No member with id ${memberId}.`)
+    async remove(memberId: string, by: ChangeAuthor): Promise<void> {
+      const removed = await db.transaction(async (tx) => {
+        const [deleted] = await tx.delete(members).where(eq(members.id, memberId)).returning()
+        if (deleted) {
+          await recordChange(tx, {
+            businessId: deleted.businessId,
+            action: 'member.removed',
+            by,
+            memberId,
+            changes: { email: { from: deleted.email, to: null }, role: { from: deleted.role, to: null } },
+          })
+        }
+        return deleted
+      })
+      if (!removed) throw new ApiError('not_found', `No member with id ${memberId}.`)
     },
 
     /** A new one-time link, e.g. for a member who forgot their password. Older links stay valid until used or expired. */

@@ -168,3 +168,28 @@ describe('the audit trail', () => {
     expect(await trail(service, `/businesses/${businessId}/audit`)).toEqual([entry!])
   })
 })
+
+describe('the audit trail of members', () => {
+  test('adding and removing a member through the admin API are recorded, the removal outliving the member', async () => {
+    const service = await testService()
+    const businessId = await seedBusiness(service)
+    const added = await admin(service, `/businesses/${businessId}/members`, { body: { email: 'Grace@Example.com', role: 'member' } })
+    expect(added.status).toBe(201)
+    const member = (await added.json()) as { id: string }
+    const removed = await admin(service, `/members/${member.id}`, { method: 'DELETE' })
+    expect(removed.status).toBe(204)
+    const entries = await trail(service, `/businesses/${businessId}/audit`)
+    expect(entries.map((e) => [e.action, e.actor, e.requestId])).toEqual([
+      ['member.removed', 'admin', removed.headers.get('x-request-id')],
+      ['member.created', 'admin', added.headers.get('x-request-id')],
+    ])
+    expect(entries[0]!.changes.email).toEqual({ from: 'grace@example.com', to: null })
+    expect(entries[1]!.changes.role).toEqual({ from: null, to: 'member' })
+    // A refused addition (the email is taken) records nothing.
+    await admin(service, `/businesses/${businessId}/members`, { body: { email: 'ada@example.com', role: 'member' } })
+    const count = (await storedEntries()).length
+    const again = await admin(service, `/businesses/${businessId}/members`, { body: { email: 'ada@example.com', role: 'owner' } })
+    expect(again.status).toBe(409)
+    expect((await storedEntries()).length).toBe(count)
+  })
+})

@@ -6,7 +6,7 @@ import { createMemberService } from '../../src/members/service.ts'
 import { SESSION_IDLE_MS } from '../../src/dashboard/sessions.ts'
 import { hashToken } from '../../src/access/secrets.ts'
 import { testDatabase } from '../support/database.ts'
-import { call, seedBusiness, testService } from '../support/service.ts'
+import { TEST_AUTHOR, call, seedBusiness, testService } from '../support/service.ts'
 import {
   addMember,
   cookieFrom,
@@ -150,7 +150,7 @@ describe('one-time sign-in links', () => {
   async function memberWithLink() {
     const service = await testService()
     const businessId = await seedBusiness(service, 'Linked Ltd')
-    const created = await createMemberService(await db()).create(businessId, { email: 'new@example.com', role: 'member' })
+    const created = await createMemberService(await db()).create(businessId, { email: 'new@example.com', role: 'member' }, TEST_AUTHOR)
     return { service, member: created.member, token: created.signInLink!.token }
   }
 

@@ -1,7 +1,7 @@
 import { expect } from 'bun:test'
 import type { Service } from '../../src/app.ts'
 import { createMemberService, type MemberRole } from '../../src/members/service.ts'
-import { call, seedBusiness } from '../support/service.ts'
+import { TEST_AUTHOR, call, seedBusiness } from '../support/service.ts'
 import { testDatabase } from '../support/database.ts'
 
 export const KEYS = '/dashboard/settings/developers/api-keys'
@@ -21,7 +21,7 @@ export async function addMember(
     email: options.email ?? 'ada@example.com',
     password: options.password ?? PASSWORD,
     role: options.role ?? 'owner',
-  })
+  }, TEST_AUTHOR)
   return created.member
 }
 
