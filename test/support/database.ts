@@ -1,5 +1,6 @@
 import { openDatabase, queryRows, sql, type Database } from '../../db/client.ts'
 import { migrate } from '../../db/migrate.ts'
+import { causeCodes } from '../../src/errors.ts'
 
 let shared: Promise<Database> | undefined
 
@@ -25,9 +26,17 @@ export async function emptyAllTables(database: Database): Promise<void> {
     sql`select quote_ident(tablename) as name from pg_tables where schemaname = 'public'`,
   )
   if (tables.length === 0) return
-  await database.db.execute(
-    sql.raw(`truncate ${tables.map((t) => t.name).join(', ')} restart identity cascade`),
-  )
+  const truncate = sql.raw(`truncate ${tables.map((t) => t.name).join(', ')} restart identity cascade`)
+  // Services of earlier tests still write in the background (usage and lastUsedAt flushes);
+  // PostgreSQL may pick the truncate as a deadlock's victim. It only has to be run again.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await database.db.execute(truncate)
+      return
+    } catch (error) {
+      if (attempt >= 5 || !causeCodes(error).includes('40P01')) throw error
+    }
+  }
 }
 
 export async function closeTestDatabase(): Promise<void> {
