@@ -67,6 +67,23 @@ describe.if(Boolean(databaseUrl))('two instances over one PostgreSQL', () => {
     expect(ms).toBeLessThan(1_000)
   })
 
+  test('a roll through one instance: the old key keeps working on the other through the grace; grace 0 ends it there within 1 s', async () => {
+    const { a, b, businessId } = await pair()
+    const graced = await seedKey(a, businessId)
+    expect((await call(b, '/api/v0/whoami', { key: graced.key, origin: ORIGIN })).status).toBe(200)
+    const rolled = await admin(a, `/keys/${graced.record.id}/roll`, { body: { graceSeconds: 3600 } })
+    expect(rolled.status).toBe(201)
+    const { key: newKey } = (await rolled.json()) as { key: string }
+    expect((await call(b, '/api/v0/whoami', { key: newKey, origin: ORIGIN })).status).toBe(200)
+    expect((await call(b, '/api/v0/whoami', { key: graced.key, origin: ORIGIN })).status).toBe(200)
+
+    const ended = await seedKey(a, businessId)
+    expect((await call(b, '/api/v0/whoami', { key: ended.key, origin: ORIGIN })).status).toBe(200)
+    expect((await admin(a, `/keys/${ended.record.id}/roll`, { body: { graceSeconds: 0 } })).status).toBe(201)
+    const ms = await appliedWithin('roll with grace 0', () => call(b, '/api/v0/whoami', { key: ended.key, origin: ORIGIN }), codeIs('expired_api_key'))
+    expect(ms).toBeLessThan(1_000)
+  })
+
   test('a PATCH of allowedOrigins through one instance is applied by the other within 1 s', async () => {
     const { a, b, businessId } = await pair()
     const { key, record } = await seedKey(a, businessId, { allowedOrigins: ['example.com'] })
