@@ -8,8 +8,8 @@ import type { Db } from '../../db/client.ts'
  * last use. Instances add to the same rows, so the tables hold their sum. Counts are
  * visible within a flush interval (5 s; the contract allows 15).
  *
- * Bounded: at most `maxEntries` distinct (key, minute, outcome) counts and as many
- * (key, origin, hour) counts wait for a flush; past that, new ones are dropped and counted
+ * Bounded: at most `maxEntries` (key, minute) counters and as many (key, origin, hour)
+ * counts wait for a flush; past that, new ones are dropped and counted
  * in `stats.dropped` (an Origin header is the client's to choose, so a flood of made-up
  * origins must not grow memory). A failed flush keeps its counts for the next one, within
  * the same bound.
@@ -41,6 +41,17 @@ interface OriginCount {
   lastSeen: number
 }
 
+/** One key's counts for one minute: the request path increments fields of this, nothing more. */
+interface KeyMinute {
+  readonly keyId: string
+  readonly minute: number
+  accepted: number
+  /** Error code -> count; created on the first refusal. */
+  refused: Map<string, number> | null
+  /** Scope -> last use in this minute; created on the first scoped request. */
+  scopes: Map<string, number> | null
+}
+
 export function createUsageRecorder(
   db: Db,
   options: { flushIntervalMs?: number; maxEntries?: number; onError?: (error: unknown) => void; now?: () => number } = {},
@@ -48,36 +59,43 @@ export function createUsageRecorder(
   const interval = options.flushIntervalMs ?? 5_000
   const maxEntries = options.maxEntries ?? 100_000
   const now = options.now ?? Date.now
-  // "keyId minuteStart outcome" -> count
-  let counts = new Map<string, number>()
+  // Each key's counter for its current minute, and the finished ones waiting for a flush.
+  let current = new Map<string, KeyMinute>()
+  let finished: KeyMinute[] = []
   // "keyId hourStart reported origin" -> count and last seen
   let origins = new Map<string, OriginCount>()
-  // "keyId scope" -> last use
-  let scopes = new Map<string, number>()
   const stats = { dropped: 0, flushes: 0 }
   let flushing: Promise<void> = Promise.resolve()
   let lastPrune = 0
   let closed = false
 
-  function add(map: Map<string, number>, entry: string, n: number): void {
-    const current = map.get(entry)
-    if (current !== undefined) map.set(entry, current + n)
-    else if (map.size < maxEntries) map.set(entry, n)
-    else stats.dropped += n
-  }
-
-  function count(keyId: string, outcome: string, at: number): void {
-    add(counts, `${keyId} ${at - (at % MINUTE)} ${outcome}`, 1)
+  /** The key's counter for the minute of `at`, or null when the bound is reached. */
+  function counterOf(keyId: string, at: number): KeyMinute | null {
+    const minute = at - (at % MINUTE)
+    const counter = current.get(keyId)
+    if (counter !== undefined && counter.minute === minute) return counter
+    // A new counter (a new key, or a known key's new minute) needs a slot under the bound.
+    if (current.size + finished.length >= maxEntries) return null
+    if (counter !== undefined) finished.push(counter)
+    const fresh: KeyMinute = { keyId, minute, accepted: 0, refused: null, scopes: null }
+    current.set(keyId, fresh)
+    return fresh
   }
 
   const timer = setInterval(() => void flush(), interval)
   timer.unref?.()
 
-  async function write(batch: { counts: Map<string, number>; origins: Map<string, OriginCount>; scopes: Map<string, number> }) {
-    const usage = [...batch.counts].map(([entry, n]) => {
-      const [keyId, minute, outcome] = entry.split(' ') as [string, string, string]
-      return { key_id: keyId, at: Number(minute), outcome, count: n }
-    })
+  async function write(batch: { minutes: KeyMinute[]; origins: Map<string, OriginCount> }) {
+    const usage: { key_id: string; at: number; outcome: string; count: number }[] = []
+    const lastUse = new Map<string, { key_id: string; scope: string; at: number }>()
+    for (const counter of batch.minutes) {
+      if (counter.accepted > 0) usage.push({ key_id: counter.keyId, at: counter.minute, outcome: 'accepted', count: counter.accepted })
+      for (const [code, n] of counter.refused ?? []) usage.push({ key_id: counter.keyId, at: counter.minute, outcome: code, count: n })
+      for (const [scope, at] of counter.scopes ?? []) {
+        const entry = `${counter.keyId} ${scope}`
+        if ((lastUse.get(entry)?.at ?? 0) < at) lastUse.set(entry, { key_id: counter.keyId, scope, at })
+      }
+    }
     const seen = [...batch.origins].map(([entry, c]) => {
       const space1 = entry.indexOf(' ')
       const space2 = entry.indexOf(' ', space1 + 1)
@@ -91,10 +109,7 @@ export function createUsageRecorder(
         last_seen_at: new Date(c.lastSeen).toISOString(),
       }
     })
-    const used = [...batch.scopes].map(([entry, at]) => {
-      const [keyId, scope] = entry.split(' ') as [string, string]
-      return { key_id: keyId, scope, last_used_at: new Date(at).toISOString() }
-    })
+    const used = [...lastUse.values()].map((use) => ({ key_id: use.key_id, scope: use.scope, last_used_at: new Date(use.at).toISOString() }))
     await db.transaction(async (tx) => {
       if (usage.length > 0) {
         const rows = JSON.stringify(usage)
@@ -142,26 +157,28 @@ export function createUsageRecorder(
 
   function flush(): Promise<void> {
     flushing = flushing.then(async () => {
-      const batch = { counts, origins, scopes }
-      if (counts.size + origins.size + scopes.size > 0) {
-        counts = new Map()
+      const batch = { minutes: [...finished, ...current.values()], origins }
+      if (batch.minutes.length + origins.size > 0) {
+        finished = []
+        current = new Map()
         origins = new Map()
-        scopes = new Map()
         try {
           await write(batch)
           stats.flushes++
         } catch (error) {
-          // Back into the maps for the next flush, within the bound.
-          for (const [entry, n] of batch.counts) add(counts, entry, n)
+          // Kept for the next flush, within the bound; what does not fit is counted as dropped.
+          for (const counter of batch.minutes) {
+            if (current.size + finished.length < maxEntries) finished.push(counter)
+            else stats.dropped += counter.accepted
+          }
           for (const [entry, c] of batch.origins) {
-            const current = origins.get(entry)
-            if (current) {
-              current.count += c.count
-              current.lastSeen = Math.max(current.lastSeen, c.lastSeen)
+            const kept = origins.get(entry)
+            if (kept) {
+              kept.count += c.count
+              kept.lastSeen = Math.max(kept.lastSeen, c.lastSeen)
             } else if (origins.size < maxEntries) origins.set(entry, c)
             else stats.dropped += c.count
           }
-          for (const [entry, at] of batch.scopes) if (!scopes.has(entry)) scopes.set(entry, at)
           options.onError?.(error)
         }
       }
@@ -176,14 +193,16 @@ export function createUsageRecorder(
 
   return {
     accepted(keyId, scope, at) {
-      count(keyId, 'accepted', at)
-      if (scope !== null) {
-        const entry = `${keyId} ${scope}`
-        if (scopes.has(entry) || scopes.size < maxEntries) scopes.set(entry, at)
-      }
+      const counter = counterOf(keyId, at)
+      if (counter === null) return void stats.dropped++
+      counter.accepted++
+      if (scope !== null) (counter.scopes ??= new Map()).set(scope, at)
     },
     refused(keyId, code, at) {
-      count(keyId, code, at)
+      const counter = counterOf(keyId, at)
+      if (counter === null) return void stats.dropped++
+      const refused = (counter.refused ??= new Map())
+      refused.set(code, (refused.get(code) ?? 0) + 1)
     },
     origin(keyId, origin, reported, at) {
       const name = origin === null ? NO_ORIGIN : origin.slice(0, MAX_ORIGIN)
