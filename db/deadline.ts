@@ -50,6 +50,7 @@ function bound(sql: Sql, deadlineOf: () => number, ms: number, availability: Ava
           const inner = (tx: Sql) => body(bound(tx, () => deadline, ms, availability))
           // Not started until awaited, like a statement: the deadline counts from the call.
           const transaction: Work = {
+            // biome-ignore lint/suspicious/noThenProperty: a thenable on purpose, started only when awaited like a query
             then: (onValue, onError) =>
               (value as (...a: unknown[]) => Promise<unknown>).apply(target, [...args, inner]).then(onValue, onError),
           }

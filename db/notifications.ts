@@ -73,7 +73,7 @@ export function listenForever(
       onnotify(name: string, payload: string) {
         if (name === channel && client === own) handlers.onNotify(payload)
       },
-    } as postgres.Options<{}>)
+    } as postgres.Options<Record<string, postgres.PostgresType>>)
     return own
   }
 

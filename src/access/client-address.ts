@@ -6,9 +6,7 @@ import { BlockList, isIP } from 'node:net'
  * itself a trusted proxy. From any other peer X-Forwarded-For is ignored: anyone can
  * send it.
  */
-export interface ClientAddressRule {
-  (peer: string | undefined, forwardedFor: string | null): string
-}
+export type ClientAddressRule = (peer: string | undefined, forwardedFor: string | null) => string
 
 /** What Elysia hands a hook as `server` (null under `app.handle`, where there is no socket). */
 export interface PeerSource {

@@ -5,7 +5,6 @@ import { blogAuthors, blogPostTags, blogs, blogTags } from '../../db/schema/inde
 import { testDatabase } from '../support/database.ts'
 import { call, errorOf, seedBusiness, seedKey, testService, type CallOptions } from '../support/service.ts'
 
-type Service = Awaited<ReturnType<typeof testService>>
 
 const ORIGIN = 'https://www.example.com'
 const UNKNOWN_ID = '00000000-0000-4000-8000-000000000000'

@@ -2,7 +2,7 @@ import { describe, expect, test } from 'bun:test'
 import { eq } from 'drizzle-orm'
 import { apiKeys } from '../../db/schema/index.ts'
 import { chainApp } from '../support/chain-app.ts'
-import { TEST_AUTHOR, call, errorOf, seedBusiness, seedKey, testService } from '../support/service.ts'
+import { TEST_AUTHOR, call, errorOf, seedBusiness, type seedKey, testService } from '../support/service.ts'
 import { createLogger } from '../../src/observability/log.ts'
 
 // Contract section 3: the checks, their order, their answers; through app.handle.

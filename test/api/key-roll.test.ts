@@ -116,7 +116,7 @@ describe('POST /admin/v0/keys/:id/roll', () => {
   })
 
   test('a revoked, an expired or an already replaced key answers 409 and nothing is written', async () => {
-    let offset = 0
+    const offset = 0
     const service = await testService({ now: () => Date.now() + offset })
     const businessId = await seedBusiness(service)
     const revoked = await newKey(service, businessId)

@@ -161,7 +161,7 @@ describe('lastUsedAt', () => {
   })
 
   test('the stored value never moves backwards, whichever instance writes last', async () => {
-    let now = Date.now()
+    const now = Date.now()
     const a = await testService({ now: () => now })
     const b = await testService({ now: () => now - 120_000 })
     const businessId = await seedBusiness(a)

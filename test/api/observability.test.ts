@@ -5,7 +5,7 @@ import { errorHandling } from '../../src/http/errors.ts'
 import { createLogger, lineLogger } from '../../src/observability/log.ts'
 import { createMetrics } from '../../src/observability/metrics.ts'
 import { testDatabase } from '../support/database.ts'
-import { admin, call, seedBusiness, seedKey, testService } from '../support/service.ts'
+import { type admin, call, seedBusiness, seedKey, testService } from '../support/service.ts'
 
 // Contract section 13: GET /metrics, JSON log lines, the request log, and what no line holds.
 
@@ -216,7 +216,7 @@ describe('logs', () => {
     const lines: string[] = []
     createLogger({ format: 'pretty', write: (line) => lines.push(line) }).warn('cache flushed', { requestId: 'req_1', status: 503 })
     expect(lines).toHaveLength(1)
-    expect(lines[0]).toMatch(/^\d\d:\d\d:\d\d\.\d{3} WARN  cache flushed requestId="req_1" status=503\n$/)
+    expect(lines[0]).toMatch(/^\d\d:\d\d:\d\d\.\d{3} WARN {2}cache flushed requestId="req_1" status=503\n$/)
   })
 
   test('the log(line) adapter turns each line into one entry at the level chosen', () => {

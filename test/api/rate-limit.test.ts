@@ -152,7 +152,9 @@ describe('public keys: the budget is each visitor\'s', () => {
 
 describe('without TRUST_PROXY, over a real socket', () => {
   const servers: { stop(): void }[] = []
-  afterAll(() => servers.forEach((server) => server.stop()))
+  afterAll(() => {
+    for (const server of servers) server.stop()
+  })
 
   test('X-Forwarded-For is ignored: every forged address draws on the one peer\'s budget', async () => {
     const service = await testService()

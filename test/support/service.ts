@@ -30,7 +30,7 @@ export async function testService(options: Partial<AppOptions> = {}): Promise<Se
   })
 }
 
-export async function seedBusiness(service: Service, name = 'Acme'): Promise<string> {
+export async function seedBusiness(_service: Service, name = 'Acme'): Promise<string> {
   const db = (await testDatabase()).db
   const [row] = await db.insert(businesses).values({ name }).returning()
   return row!.id

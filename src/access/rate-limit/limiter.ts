@@ -119,7 +119,7 @@ export function createRateLimiter(options: RateLimiterOptions = {}): RateLimiter
       if (lease.blockedUntil > now) return refuse(lease, budget, now)
       return takeShared(bucket, lease, budget, now)
     },
-    sharing: () => shared !== null && shared.available(),
+    sharing: () => shared?.available() ?? false,
     async close() {
       await shared?.close()
     },

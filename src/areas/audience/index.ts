@@ -65,7 +65,7 @@ export function audienceRoutes({ db, access }: AreaDeps) {
       async ({ body, access: { key } }) => {
         const isBatch = 'people' in body
         const records = isBatch ? body.people : [body]
-        records.forEach((record, i) => assertStorableRecord(record, recordPath(isBatch ? 'people' : null, i)))
+        for (const [i, record] of records.entries()) assertStorableRecord(record, recordPath(isBatch ? 'people' : null, i))
         const secret = key.type === 'public' ? await identitySecretOf(db, key.businessId) : null
         const { ids } = await upsertRecords(db, PEOPLE, key.businessId, records, isBatch, mayUpdateStored(key, secret))
         // A public key's acknowledgement counts the records processed, whatever they changed.
@@ -128,7 +128,7 @@ export function audienceRoutes({ db, access }: AreaDeps) {
       async ({ body, access: { key } }) => {
         const isBatch = 'companies' in body
         const records = isBatch ? body.companies : [body]
-        records.forEach((record, i) => assertStorableRecord(record, recordPath(isBatch ? 'companies' : null, i)))
+        for (const [i, record] of records.entries()) assertStorableRecord(record, recordPath(isBatch ? 'companies' : null, i))
         const { ids } = await upsertRecords(db, COMPANIES, key.businessId, records, isBatch, mayUpdateStored(key))
         if (key.type === 'public') return { upserted: records.length }
         const rows = await companiesByIds(db, key.businessId, ids)

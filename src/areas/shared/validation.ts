@@ -251,7 +251,7 @@ export function assertStorable(value: unknown, path: string, level = 0): void {
   if (typeof value !== 'object' || value === null) return
   if (level > MAX_DEPTH) throw invalidField(path, `is nested more than ${MAX_DEPTH} levels deep; flatten it`)
   if (Array.isArray(value)) {
-    value.forEach((item, i) => assertStorable(item, `${path}[${i}]`, level + 1))
+    for (const [i, item] of value.entries()) assertStorable(item, `${path}[${i}]`, level + 1)
     return
   }
   for (const [key, item] of Object.entries(value)) {
