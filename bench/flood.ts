@@ -64,7 +64,11 @@ await runBenchmark(async () => {
     return 1
   }
   await ensureDatabase(databaseUrl)
-  console.log(`flood benchmark: ${wrkVersion()}, bun ${Bun.version}, ${cpus().length} cores (${cpus()[0]?.model}), pinned: ${pinned}, load ${loadavg().map((l) => l.toFixed(2)).join(' ')}`)
+  console.log(
+    `flood benchmark: ${wrkVersion()}, bun ${Bun.version}, ${cpus().length} cores (${cpus()[0]?.model}), pinned: ${pinned}, load ${loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' ')}`,
+  )
   const service = await startService()
   const runId = crypto.randomUUID().slice(0, 8)
   const flooder = await service.admin.createBusiness(`flooder ${runId}`)
@@ -89,8 +93,20 @@ await runBenchmark(async () => {
   const wrk = killOnExit(
     Bun.spawn(
       onCore(1, [
-        'wrk', '-t1', '-c256', `-d${SECONDS}s`, '--timeout', '30s', '-s', script,
-        '-H', `authorization: Bearer ${floodKey}`, '-H', `origin: ${ORIGIN}`, '-H', 'content-type: application/json',
+        'wrk',
+        '-t1',
+        '-c256',
+        `-d${SECONDS}s`,
+        '--timeout',
+        '30s',
+        '-s',
+        script,
+        '-H',
+        `authorization: Bearer ${floodKey}`,
+        '-H',
+        `origin: ${ORIGIN}`,
+        '-H',
+        'content-type: application/json',
         `${service.base}/api/v0/analytics`,
       ]),
       { env: { ...process.env, WRK_BODY: batch }, stdout: 'pipe', stderr: 'inherit' },
@@ -140,9 +156,15 @@ await runBenchmark(async () => {
   const floodLine = /FLOOD (.*)/.exec(floodOutput)?.[1] ?? '(no summary)'
   const rps = /Requests\/sec:\s+([\d.]+)/.exec(floodOutput)?.[1] ?? '?'
   console.log(`\nflooding key's budget: ${WITH_LIMITER ? 'the default per visitor (300/60)' : 'never refuses (1000000/1)'}`)
-  console.log(`flood (one address, 256 connections, 500-event batches, ${SECONDS} s): ${rps} requests/s; answers ${floodLine}; rows stored ${flood!.n}`)
-  console.log(`second business (1 event / 20 ms, private key): ${sent} sent; answers ${[...answers].map(([s, n]) => `${s}=${n}`).join(' ')}`)
-  console.log(`  latency p50 ${percentile(latencies, 50).toFixed(1)} ms, p99 ${percentile(latencies, 99).toFixed(1)} ms, max ${(latencies.at(-1) ?? NaN).toFixed(1)} ms`)
+  console.log(
+    `flood (one address, 256 connections, 500-event batches, ${SECONDS} s): ${rps} requests/s; answers ${floodLine}; rows stored ${flood!.n}`,
+  )
+  console.log(
+    `second business (1 event / 20 ms, private key): ${sent} sent; answers ${[...answers].map(([s, n]) => `${s}=${n}`).join(' ')}`,
+  )
+  console.log(
+    `  latency p50 ${percentile(latencies, 50).toFixed(1)} ms, p99 ${percentile(latencies, 99).toFixed(1)} ms, max ${(latencies.at(-1) ?? NaN).toFixed(1)} ms`,
+  )
   console.log(`  rows stored ${row!.n} (202 answers ${accepted})`)
   console.log(`service peak memory (VmHWM): ${peak.toFixed(0)} MiB`)
   const met = accepted === sent && row!.n === accepted && percentile(latencies, 99) < 250 && peak < 512

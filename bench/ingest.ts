@@ -23,17 +23,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { cpus, loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import postgres from 'postgres'
-import {
-  databaseUrl,
-  ensureDatabase,
-  killOnExit,
-  onCore,
-  pinned,
-  runBenchmark,
-  startService,
-  stopChildren,
-  wrkVersion,
-} from './support.ts'
+import { databaseUrl, ensureDatabase, killOnExit, onCore, pinned, runBenchmark, startService, stopChildren, wrkVersion } from './support.ts'
 
 const LEVELS = [1, 16, 128]
 const WARMUP_SECONDS = 1
@@ -132,7 +122,9 @@ async function main(): Promise<number> {
     console.log(
       [
         `date: ${stamp}; bun ${Bun.version}; ${wrkVersion()}`,
-        `cpu: ${cpus()[0]?.model ?? 'unknown'} x${cpus().length}; pinned: ${pinned ? 'server core 0, wrk core 1 (PostgreSQL unpinned)' : 'no'}; load average ${loadavg().map((n) => n.toFixed(2)).join(' ')}`,
+        `cpu: ${cpus()[0]?.model ?? 'unknown'} x${cpus().length}; pinned: ${pinned ? 'server core 0, wrk core 1 (PostgreSQL unpinned)' : 'no'}; load average ${loadavg()
+          .map((n) => n.toFixed(2))
+          .join(' ')}`,
         `POST /api/v0/analytics, ${EVENTS_PER_REQUEST} event(s) per request (${body.length} bytes), wrk -t1, ${WARMUP_SECONDS} s warm-up then ~${MEASURED_SECONDS} s per level`,
       ].join('\n'),
     )
@@ -215,9 +207,23 @@ async function runWrk(
   finished?: () => Promise<boolean>,
 ): Promise<{ report: WrkReport; seconds: number }> {
   const command = onCore(1, [
-    'wrk', '-t1', `-c${connections}`, `-d${seconds}s`, '--timeout', '5s', '-s', script,
-    '-H', `Authorization: Bearer ${key}`, '-H', `Origin: ${ORIGIN}`, '-H', 'Content-Type: application/json',
-    `${base}/api/v0/analytics`, '--', String(budget),
+    'wrk',
+    '-t1',
+    `-c${connections}`,
+    `-d${seconds}s`,
+    '--timeout',
+    '5s',
+    '-s',
+    script,
+    '-H',
+    `Authorization: Bearer ${key}`,
+    '-H',
+    `Origin: ${ORIGIN}`,
+    '-H',
+    'Content-Type: application/json',
+    `${base}/api/v0/analytics`,
+    '--',
+    String(budget),
   ])
   const started = performance.now()
   // wrk has no body option: the script reads it from the environment.

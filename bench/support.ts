@@ -76,7 +76,10 @@ export async function startServer(command: string[], env: Record<string, string>
 export function wrkVersion(): string {
   const result = Bun.spawnSync(['wrk', '--version'])
   const text = result.stdout.toString() + result.stderr.toString()
-  return text.split('\n')[0]!.replace(/\s+Copyright.*/, '').trim()
+  return text
+    .split('\n')[0]!
+    .replace(/\s+Copyright.*/, '')
+    .trim()
 }
 
 // ---- Database ----------------------------------------------------------------------

@@ -38,6 +38,8 @@ const origin = perCall('usage.origin(key, origin, reported) (a refused origin)',
   usage.origin(keys[i % 1000]!, 'https://evil.example.net', false, now)
 })
 sink += counts.size
-console.log(`\naccepted / Map increment: ${(accepted / baseline).toFixed(2)}; refused: ${(refused / baseline).toFixed(2)}; origin: ${(origin / baseline).toFixed(2)}`)
+console.log(
+  `\naccepted / Map increment: ${(accepted / baseline).toFixed(2)}; refused: ${(refused / baseline).toFixed(2)}; origin: ${(origin / baseline).toFixed(2)}`,
+)
 console.log(`distinct counts held: ${usage.stats.dropped} dropped (bound 100,000)`)
 process.exit(sink >= 0 ? 0 : 1)

@@ -76,7 +76,12 @@ async function main(): Promise<number> {
   // The same request to both: the bare route ignores the headers.
   const headers = { authorization: `Bearer ${key}`, origin: ORIGIN }
   const targets: Target[] = [
-    { label: 'keygate whoami: key chain + origin + CORS, PostgreSQL', process: service.process, url: `${service.base}/api/v0/whoami`, headers },
+    {
+      label: 'keygate whoami: key chain + origin + CORS, PostgreSQL',
+      process: service.process,
+      url: `${service.base}/api/v0/whoami`,
+      headers,
+    },
     { label: 'bare Elysia route', process: bare.process, url: `${bare.base}/api/v0/whoami`, headers },
   ]
   // Variants share the database (and so the key) of the service above.
@@ -94,7 +99,9 @@ async function main(): Promise<number> {
     `date: ${new Date().toISOString()}`,
     `bun ${Bun.version}, ${wrkVersion()}`,
     `cpu: ${cpus()[0]?.model ?? 'unknown'} x${cpus().length}; pinned: ${pinned ? 'server core 0, wrk core 1' : 'no (taskset missing or one core)'}`,
-    `load average at start: ${loadavg().map((n) => n.toFixed(2)).join(' ')}`,
+    `load average at start: ${loadavg()
+      .map((n) => n.toFixed(2))
+      .join(' ')}`,
     `wrk -t1 -c${CONNECTIONS} -d${DURATION_SECONDS}s after a ${WARMUP_SECONDS} s warm-up, ${REPETITIONS} interleaved repetitions, medians`,
   ]
   console.log(context.join('\n'))
@@ -115,8 +122,7 @@ async function main(): Promise<number> {
         const measurement: Measurement = {
           ...report,
           requestsPerSecond: report.requests / (report.durationUs / 1e6),
-          cpuUsPerRequest:
-            cpuBefore !== null && cpuAfter !== null ? ((cpuAfter - cpuBefore) * 1e6) / report.requests : null,
+          cpuUsPerRequest: cpuBefore !== null && cpuAfter !== null ? ((cpuAfter - cpuBefore) * 1e6) / report.requests : null,
         }
         results.get(target)!.push(measurement)
         const errors = failures(report)
@@ -189,8 +195,15 @@ async function expectOk(target: Target): Promise<void> {
 async function runWrk(target: Target, seconds: number) {
   const headerArgs = Object.entries(target.headers).flatMap(([name, value]) => ['-H', `${name}: ${value}`])
   const command = onCore(1, [
-    'wrk', '-t1', `-c${CONNECTIONS}`, `-d${seconds}s`, '--latency',
-    '-s', join(root, 'bench', 'wrk-report.lua'), ...headerArgs, target.url,
+    'wrk',
+    '-t1',
+    `-c${CONNECTIONS}`,
+    `-d${seconds}s`,
+    '--latency',
+    '-s',
+    join(root, 'bench', 'wrk-report.lua'),
+    ...headerArgs,
+    target.url,
   ])
   const text = await output(command)
   const line = text.split('\n').find((l) => l.startsWith('{"requests"'))
@@ -200,11 +213,7 @@ async function runWrk(target: Target, seconds: number) {
 
 async function output(command: string[]): Promise<string> {
   const child = Bun.spawn(command, { stdout: 'pipe', stderr: 'pipe' })
-  const [stdout, stderr, code] = await Promise.all([
-    new Response(child.stdout).text(),
-    new Response(child.stderr).text(),
-    child.exited,
-  ])
+  const [stdout, stderr, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited])
   if (code !== 0) throw new Error(`${command.join(' ')} exited ${code}: ${stderr}`)
   return stdout + stderr
 }

@@ -89,8 +89,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
           await single.end({ timeout: 5 })
         }
       },
-      listen: (channel, handlers, listenOptions) =>
-        listenForever(options.databaseUrl!, channel, handlers, listenOptions),
+      listen: (channel, handlers, listenOptions) => listenForever(options.databaseUrl!, channel, handlers, listenOptions),
       close: async () => {
         availability.close()
         await raw.end({ timeout: 5 })

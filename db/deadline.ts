@@ -40,8 +40,7 @@ function bound(sql: Sql, deadlineOf: () => number, ms: number, availability: Ava
     get(target, property) {
       const value = Reflect.get(target, property, target) as unknown
       if (property === 'unsafe') {
-        return (...args: unknown[]) =>
-          bounded((value as (...a: unknown[]) => object).apply(target, args), deadlineOf(), ms, availability)
+        return (...args: unknown[]) => bounded((value as (...a: unknown[]) => object).apply(target, args), deadlineOf(), ms, availability)
       }
       if (property === 'begin') {
         return (...args: unknown[]) => {
@@ -90,12 +89,7 @@ interface Work {
   then(onValue: (value: unknown) => unknown, onError: (error: unknown) => unknown): unknown
 }
 
-function settleBy(
-  work: Work,
-  deadline: number,
-  ms: number,
-  availability: Availability | null,
-): Promise<unknown> {
+function settleBy(work: Work, deadline: number, ms: number, availability: Availability | null): Promise<unknown> {
   return new Promise((resolve, reject) => {
     const fail = (error: unknown) => {
       availability?.failed(error)

@@ -14,5 +14,4 @@ export const migrationSources: Record<string, string> = {
   '0002_key_roll_audit_usage_identity': m0002,
 }
 
-export const migrationJournal: { entries: { tag: string; when: number; breakpoints: boolean }[] } =
-  journal
+export const migrationJournal: { entries: { tag: string; when: number; breakpoints: boolean }[] } = journal

@@ -38,12 +38,7 @@ export interface ListenOptions {
  * with a growing delay until it succeeds. Each attempt has a client of its own: a client
  * whose connection hung is ended, not reused.
  */
-export function listenForever(
-  databaseUrl: string,
-  channel: string,
-  handlers: ListenHandlers,
-  options: ListenOptions = {},
-): Listener {
+export function listenForever(databaseUrl: string, channel: string, handlers: ListenHandlers, options: ListenOptions = {}): Listener {
   const firstDelay = options.reconnectDelayMs ?? 100
   const maxDelay = options.maxReconnectDelayMs ?? 5_000
   const heartbeatMs = options.heartbeatMs ?? 500

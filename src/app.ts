@@ -61,7 +61,6 @@ export interface AppOptions {
   keyChanges?: boolean | KeyChangeFeedOptions
 }
 
-
 /**
  * Builds the whole service without listening: src/index.ts serves it, tests call
  * `app.handle()`. Errors render in one place; API routes carry the access chain.
@@ -147,11 +146,7 @@ export function createApp(options: AppOptions) {
     .use(sdkRoutes())
     .use(dashboardRoutes({ db, keys, clientAddress, defaultRateLimit: budgets.public }))
 
-  const app = new Elysia()
-    .use(observation.plugin)
-    .use(errorHandling(logger, methodsOf))
-    .use(surfaces)
-    .use(apiAreas(area))
+  const app = new Elysia().use(observation.plugin).use(errorHandling(logger, methodsOf)).use(surfaces).use(apiAreas(area))
 
   routes = app.routes
   observation.declareRoutes(routes)

@@ -74,13 +74,14 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   }
   const parsed = Value.Default(Environment, Value.Convert(Environment, raw))
   if (!Value.Check(Environment, parsed)) {
-    const problems = [...Value.Errors(Environment, parsed)].map(
-      (e) => `${e.path.slice(1) || 'environment'}: ${e.message}`,
-    )
+    const problems = [...Value.Errors(Environment, parsed)].map((e) => `${e.path.slice(1) || 'environment'}: ${e.message}`)
     throw new Error(`invalid configuration: ${problems.join('; ')}`)
   }
   const env_ = parsed as Static<typeof Environment>
-  const trustProxy = (env_.TRUST_PROXY ?? '').split(',').map((entry) => entry.trim()).filter((entry) => entry !== '')
+  const trustProxy = (env_.TRUST_PROXY ?? '')
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter((entry) => entry !== '')
   parseTrustedProxies(trustProxy) // throws naming a bad entry, at start-up
   return {
     port: env_.PORT,
@@ -105,9 +106,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
 function budget(written: string, variable: string): Budget {
   const [limit, windowSeconds] = written.split('/').map(Number) as [number, number]
   if (limit < 1 || limit > 1_000_000 || windowSeconds < 1 || windowSeconds > 86_400) {
-    throw new Error(
-      `invalid configuration: ${variable} must be <limit>/<seconds> with limit 1-1000000 and seconds 1-86400, like "300/60"`,
-    )
+    throw new Error(`invalid configuration: ${variable} must be <limit>/<seconds> with limit 1-1000000 and seconds 1-86400, like "300/60"`)
   }
   return { limit, windowSeconds }
 }

@@ -37,11 +37,7 @@ async function cli(args: string[], env: Record<string, string | undefined> = {},
     stderr: 'pipe',
   })
   const timer = setTimeout(() => child.kill(), 20_000)
-  const [stdout, stderr, code] = await Promise.all([
-    new Response(child.stdout).text(),
-    new Response(child.stderr).text(),
-    child.exited,
-  ])
+  const [stdout, stderr, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited])
   clearTimeout(timer)
   return { code, stdout, stderr }
 }
@@ -98,8 +94,18 @@ describe('cli keys create', () => {
   test('prints a public key once, with a warning, and the key answers whoami from its origin', async () => {
     const businessId = await seedBusiness(service)
     const result = await cli([
-      'keys', 'create', '--business', businessId, '--type', 'public', '--name', 'Website',
-      '--origin', 'example.com', '--scope', 'ANALYTICS_WRITE',
+      'keys',
+      'create',
+      '--business',
+      businessId,
+      '--type',
+      'public',
+      '--name',
+      'Website',
+      '--origin',
+      'example.com',
+      '--scope',
+      'ANALYTICS_WRITE',
     ])
     expect(result.code).toBe(0)
     const keys = result.stdout.match(new RegExp(FULL_KEY, 'g')) ?? []
@@ -115,8 +121,20 @@ describe('cli keys create', () => {
   test('--json answers the record with the key, created by the OS user', async () => {
     const businessId = await seedBusiness(service)
     const created = await cliJson<KeyJson>([
-      'keys', 'create', '--business', businessId, '--type', 'private', '--name', 'Backend',
-      '--description', 'nightly sync', '--scope', 'ANALYTICS_READ,MEMORY_READ', '--scope', 'BLOG_WRITE',
+      'keys',
+      'create',
+      '--business',
+      businessId,
+      '--type',
+      'private',
+      '--name',
+      'Backend',
+      '--description',
+      'nightly sync',
+      '--scope',
+      'ANALYTICS_READ,MEMORY_READ',
+      '--scope',
+      'BLOG_WRITE',
     ])
     expect(created).toMatchObject({
       businessId,
@@ -136,8 +154,20 @@ describe('cli keys create', () => {
     const businessId = await seedBusiness(service)
     const expires = new Date(Date.now() + 86_400_000).toISOString()
     const created = await cliJson<KeyJson>([
-      'keys', 'create', '--business', businessId, '--type', 'private', '--name', 'Temp',
-      '--scope', 'ANALYTICS_READ', '--expires', expires, '--created-by', 'deploy-bot',
+      'keys',
+      'create',
+      '--business',
+      businessId,
+      '--type',
+      'private',
+      '--name',
+      'Temp',
+      '--scope',
+      'ANALYTICS_READ',
+      '--expires',
+      expires,
+      '--created-by',
+      'deploy-bot',
     ])
     const stored = await service.services.keys.get(null, created.id)
     expect(stored.createdBy).toBe('deploy-bot')
@@ -147,7 +177,16 @@ describe('cli keys create', () => {
   test("a refused key prints the server's code and message on stderr and exits 1", async () => {
     const businessId = await seedBusiness(service)
     const result = await cli([
-      'keys', 'create', '--business', businessId, '--type', 'public', '--name', 'No origin', '--scope', 'ANALYTICS_WRITE',
+      'keys',
+      'create',
+      '--business',
+      businessId,
+      '--type',
+      'public',
+      '--name',
+      'No origin',
+      '--scope',
+      'ANALYTICS_WRITE',
     ])
     expect(result.code).toBe(1)
     expect(result.stdout).toBe('')
@@ -158,9 +197,7 @@ describe('cli keys create', () => {
 
   test('an unknown --type is a usage error (exit 2) and sends nothing', async () => {
     const businessId = await seedBusiness(service)
-    const result = await cli([
-      'keys', 'create', '--business', businessId, '--type', 'secret', '--name', 'X', '--scope', 'ANALYTICS_READ',
-    ])
+    const result = await cli(['keys', 'create', '--business', businessId, '--type', 'secret', '--name', 'X', '--scope', 'ANALYTICS_READ'])
     expect(result.code).toBe(2)
     expect(result.stderr).toContain('Usage: npm run cli -- keys create')
     expect(result.stderr).toContain('error: --type must be "public" or "private", not "secret".')
@@ -229,7 +266,15 @@ describe('cli keys update', () => {
     expect((await whoami(key, 'https://app.other.org')).status).toBe(403)
 
     const updated = await cliJson<KeyJson>([
-      'keys', 'update', record.id, '--name', 'Renamed', '--origin', 'https://app.other.org', '--scope', 'BLOG_READ',
+      'keys',
+      'update',
+      record.id,
+      '--name',
+      'Renamed',
+      '--origin',
+      'https://app.other.org',
+      '--scope',
+      'BLOG_READ',
     ])
     expect(updated).toMatchObject({ name: 'Renamed', allowedOrigins: ['https://app.other.org'], scopes: ['BLOG_READ'] })
     expect((await whoami(key, 'https://app.other.org')).status).toBe(200)
@@ -251,7 +296,7 @@ describe('cli keys update', () => {
     expect(stored.description).toBeNull()
   })
 
-  test('--rate-limit sets the key\'s budget, default gives it back to the service default, and a bad value is a usage error', async () => {
+  test("--rate-limit sets the key's budget, default gives it back to the service default, and a bad value is a usage error", async () => {
     const businessId = await seedBusiness(service)
     const { record } = await seedKey(service, businessId, { type: 'private' })
     const set = await cli(['keys', 'update', record.id, '--rate-limit', '100/60'])
@@ -312,7 +357,12 @@ describe('cli flows create', () => {
   test('creates a flow of the business', async () => {
     const businessId = await seedBusiness(service)
     const flow = await cliJson<{ id: string; businessId: string; name: string }>([
-      'flows', 'create', '--business', businessId, '--name', 'Welcome series',
+      'flows',
+      'create',
+      '--business',
+      businessId,
+      '--name',
+      'Welcome series',
     ])
     expect(flow).toMatchObject({ businessId, name: 'Welcome series' })
     expect(flow.id).toMatch(/^[0-9a-f-]{36}$/)
@@ -394,7 +444,10 @@ describe('cli list paging', () => {
       const { key } = await seedKey(service, businessId, { type: 'private', scopes: ['FLOW_TRIGGER'] })
       const ids: string[] = []
       for (let i = 0; i < 3; i++) {
-        const response = await fetch(`${baseUrl}/api/v0/flow/${flow.id}/trigger`, { method: 'POST', headers: { authorization: `Bearer ${key}` } })
+        const response = await fetch(`${baseUrl}/api/v0/flow/${flow.id}/trigger`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${key}` },
+        })
         ids.push(((await response.json()) as { runId: string }).runId)
       }
       return { flowId: flow.id, runIds: ids }
@@ -429,7 +482,14 @@ describe('cli list paging', () => {
     await seedKey(service, businessId, { name: 'Two' })
     await addMember(businessId, { email: 'ada@example.com' })
     await addMember(businessId, { email: 'bob@example.com' })
-    const keys = await cliJson<{ data: { name: string }[]; nextCursor: string | null }>(['keys', 'list', '--business', businessId, '--limit', '1'])
+    const keys = await cliJson<{ data: { name: string }[]; nextCursor: string | null }>([
+      'keys',
+      'list',
+      '--business',
+      businessId,
+      '--limit',
+      '1',
+    ])
     expect(keys.data.map((k) => k.name)).toEqual(['Two'])
     expect(keys.nextCursor).not.toBeNull()
     const people = await cli(['members', 'list', '--business', businessId, '--limit', '1'])
@@ -552,11 +612,7 @@ describe('cli members create', () => {
 
   test('--password-stdin with nothing on standard input is a usage error', async () => {
     const businessId = await seedBusiness(service)
-    const result = await cli(
-      ['members', 'create', '--business', businessId, '--email', 'ada@example.com', '--password-stdin'],
-      {},
-      '\n',
-    )
+    const result = await cli(['members', 'create', '--business', businessId, '--email', 'ada@example.com', '--password-stdin'], {}, '\n')
     expect(result.code).toBe(2)
     expect(result.stderr).toContain('error: --password-stdin read no password from standard input.')
     expect(await storedMembers(businessId)).toEqual([])
@@ -751,9 +807,25 @@ describe('cli connection and usage', () => {
     const result = await cli(['help'])
     expect(result.code).toBe(0)
     for (const command of [
-      'businesses create', 'businesses list', 'keys create', 'keys list', 'keys show', 'keys update', 'keys revoke',
-      'keys roll', 'keys usage', 'keys audit', 'businesses audit', 'businesses identity-secret',
-      'flows create', 'flows list', 'flows runs', 'members create', 'members list', 'members link', 'members remove',
+      'businesses create',
+      'businesses list',
+      'keys create',
+      'keys list',
+      'keys show',
+      'keys update',
+      'keys revoke',
+      'keys roll',
+      'keys usage',
+      'keys audit',
+      'businesses audit',
+      'businesses identity-secret',
+      'flows create',
+      'flows list',
+      'flows runs',
+      'members create',
+      'members list',
+      'members link',
+      'members remove',
     ]) {
       expect(result.stdout).toContain(`  ${command}`)
     }

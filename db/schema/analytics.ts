@@ -30,11 +30,6 @@ export const analyticsEvents = pgTable(
   },
   (table) => [
     index('analytics_events_business_time_idx').on(table.businessId, table.occurredAt.desc(), table.id.desc()),
-    index('analytics_events_business_type_time_idx').on(
-      table.businessId,
-      table.eventType,
-      table.occurredAt.desc(),
-      table.id.desc(),
-    ),
+    index('analytics_events_business_type_time_idx').on(table.businessId, table.eventType, table.occurredAt.desc(), table.id.desc()),
   ],
 )

@@ -3,14 +3,7 @@ import { check, index, jsonb, pgTable, text, timestamp, uuid } from 'drizzle-orm
 import { apiKeys, businesses } from './core.ts'
 
 /** The actions the trail records (contract section 10). */
-export const AUDIT_ACTIONS = [
-  'key.created',
-  'key.updated',
-  'key.revoked',
-  'key.rolled',
-  'member.created',
-  'member.removed',
-] as const
+export const AUDIT_ACTIONS = ['key.created', 'key.updated', 'key.revoked', 'key.rolled', 'member.created', 'member.removed'] as const
 export type AuditAction = (typeof AUDIT_ACTIONS)[number]
 
 /**

@@ -1,16 +1,5 @@
 import { sql } from 'drizzle-orm'
-import {
-  check,
-  foreignKey,
-  index,
-  integer,
-  pgTable,
-  primaryKey,
-  text,
-  timestamp,
-  unique,
-  uuid,
-} from 'drizzle-orm/pg-core'
+import { check, foreignKey, index, integer, pgTable, primaryKey, text, timestamp, unique, uuid } from 'drizzle-orm/pg-core'
 import { businesses } from './core.ts'
 
 // Millisecond timestamps: they round-trip through a JS Date exactly, so a cursor built
@@ -77,7 +66,9 @@ export const blogs = pgTable(
     excerpt: text('excerpt').notNull().default(''),
     content: text('content').notNull(),
     authorId: uuid('author_id'),
-    status: text('status', { enum: ['draft', 'published'] }).notNull().default('draft'),
+    status: text('status', { enum: ['draft', 'published'] })
+      .notNull()
+      .default('draft'),
     publishedAt: timestamp('published_at', ms),
     createdAt: timestamp('created_at', ms).notNull().defaultNow(),
     updatedAt: timestamp('updated_at', ms).notNull().defaultNow(),
@@ -92,11 +83,7 @@ export const blogs = pgTable(
     }).onDelete('restrict'),
     check('blogs_status_check', sql`${table.status} in ('draft', 'published')`),
     // The listing order: newest first by publication (drafts by creation).
-    index('blogs_business_order_idx').on(
-      table.businessId,
-      sql`coalesce(${table.publishedAt}, ${table.createdAt}) desc`,
-      table.id.desc(),
-    ),
+    index('blogs_business_order_idx').on(table.businessId, sql`coalesce(${table.publishedAt}, ${table.createdAt}) desc`, table.id.desc()),
     index('blogs_author_idx').on(table.authorId),
   ],
 )

@@ -53,7 +53,9 @@ export const apiKeys = pgTable(
     revokedAt: timestamp('revoked_at', { withTimezone: true }),
     rateLimitLimit: integer('rate_limit_limit'),
     rateLimitWindowSeconds: integer('rate_limit_window_seconds'),
-    originPolicy: text('origin_policy', { enum: ['enforce', 'report'] }).notNull().default('enforce'),
+    originPolicy: text('origin_policy', { enum: ['enforce', 'report'] })
+      .notNull()
+      .default('enforce'),
     rolledFrom: uuid('rolled_from'),
     replacedBy: uuid('replaced_by'),
   },
@@ -64,10 +66,7 @@ export const apiKeys = pgTable(
     check('api_keys_report_public_only', sql`${table.originPolicy} = 'enforce' or ${table.type} = 'public'`),
     index('api_keys_business_idx').on(table.businessId, table.createdAt),
     check('api_keys_type_check', sql`${table.type} in ('public', 'private')`),
-    check(
-      'api_keys_plaintext_public_only',
-      sql`${table.publicKey} is null or ${table.type} = 'public'`,
-    ),
+    check('api_keys_plaintext_public_only', sql`${table.publicKey} is null or ${table.type} = 'public'`),
     check(
       'api_keys_rate_limit_check',
       sql`(${table.rateLimitLimit} is null and ${table.rateLimitWindowSeconds} is null) or (${table.rateLimitLimit} between 1 and 1000000 and ${table.rateLimitWindowSeconds} between 1 and 86400)`,

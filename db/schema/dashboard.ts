@@ -20,10 +20,7 @@ export const members = pgTable(
     role: text('role', { enum: ['owner', 'member'] }).notNull(),
     createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
   },
-  (table) => [
-    index('members_business_idx').on(table.businessId),
-    check('members_role_check', sql`${table.role} in ('owner', 'member')`),
-  ],
+  (table) => [index('members_business_idx').on(table.businessId), check('members_role_check', sql`${table.role} in ('owner', 'member')`)],
 )
 
 /**

@@ -72,8 +72,10 @@ export const flowIdempotencyKeys = pgTable(
       .references(() => flowRuns.id, { onDelete: 'cascade' }),
     createdAt: timestamp('created_at', { withTimezone: true, precision: 3 }).notNull().defaultNow(),
   },
-  (table) => [primaryKey({
+  (table) => [
+    primaryKey({
       name: 'flow_idempotency_keys_pk',
       columns: [table.flowId, table.keyId, table.idempotencyKey],
-    }),],
+    }),
+  ],
 )

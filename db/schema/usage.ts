@@ -44,7 +44,10 @@ export const keyRefusedOrigins = pgTable(
     count: bigint('count', { mode: 'number' }).notNull(),
     lastSeenAt: timestamp('last_seen_at', { withTimezone: true }).notNull(),
   },
-  (table) => [primaryKey({ columns: [table.keyId, table.origin, table.hour, table.reported] }), index('key_refused_origins_hour_idx').on(table.hour)],
+  (table) => [
+    primaryKey({ columns: [table.keyId, table.origin, table.hour, table.reported] }),
+    index('key_refused_origins_hour_idx').on(table.hour),
+  ],
 )
 
 /** When each key last used each of its scopes: for "unused for 30 days" hints. */

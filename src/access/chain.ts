@@ -45,17 +45,10 @@ export function authorize(
     return deny({ code: bearer.code, message: bearer.message, headers: { 'www-authenticate': challenge } }, null)
   }
   const found = keys.resolve(hashKey(bearer.key))
-  return found instanceof Promise
-    ? found.then((key) => checkKey(key, request, route, now))
-    : checkKey(found, request, route, now)
+  return found instanceof Promise ? found.then((key) => checkKey(key, request, route, now)) : checkKey(found, request, route, now)
 }
 
-function checkKey(
-  key: ActiveKey | null,
-  request: RequestFacts,
-  route: RouteAccess,
-  now: number,
-): AccessDecision {
+function checkKey(key: ActiveKey | null, request: RequestFacts, route: RouteAccess, now: number): AccessDecision {
   const unknown = checkKnown(key)
   if (unknown) return deny(unknown, null)
   const known = key!
@@ -97,11 +90,7 @@ export function checkOrigin(key: ActiveKey, origin: string | null): Denial | nul
   return { code: 'origin_not_allowed', message: result.reason }
 }
 
-export function checkPublicEndpoint(
-  key: ActiveKey,
-  route: RouteAccess,
-  request: Pick<RequestFacts, 'method' | 'path'>,
-): Denial | null {
+export function checkPublicEndpoint(key: ActiveKey, route: RouteAccess, request: Pick<RequestFacts, 'method' | 'path'>): Denial | null {
   if (key.type === 'private' || route.public) return null
   return {
     code: 'public_key_not_allowed',

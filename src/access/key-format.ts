@@ -29,9 +29,7 @@ export function keyHint(key: string): string {
   return `${key.slice(0, 3)}…${key.slice(-4)}`
 }
 
-export type BearerResult =
-  | { ok: true; key: string }
-  | { ok: false; code: 'missing_api_key' | 'malformed_api_key'; message: string }
+export type BearerResult = { ok: true; key: string } | { ok: false; code: 'missing_api_key' | 'malformed_api_key'; message: string }
 
 /**
  * Reads `Authorization: Bearer <key>` (RFC 6750: scheme case-insensitive, one or more
@@ -48,9 +46,7 @@ export function readBearer(header: string | null): BearerResult {
   }
   let i = 6
   if (header.length < 8 || header.slice(0, 6).toLowerCase() !== 'bearer' || header[6] !== ' ') {
-    return malformed(
-      'The Authorization header is not of the form "Bearer <key>". Send "Authorization: Bearer pk_..." or "Bearer sk_...".',
-    )
+    return malformed('The Authorization header is not of the form "Bearer <key>". Send "Authorization: Bearer pk_..." or "Bearer sk_...".')
   }
   while (header.charCodeAt(i) === 32) i++
   const key = header.slice(i)

@@ -29,12 +29,7 @@ export interface KeyChangeFeed {
  * key service, which invalidates directly; there is nobody to hear from, and the cache is
  * live from the start.
  */
-export function feedKeyChanges(
-  database: Database,
-  keyStore: KeyStore,
-  logger: Logger,
-  options: KeyChangeFeedOptions = {},
-): KeyChangeFeed {
+export function feedKeyChanges(database: Database, keyStore: KeyStore, logger: Logger, options: KeyChangeFeedOptions = {}): KeyChangeFeed {
   if (!database.listen) {
     keyStore.setMode('live')
     return { live: true, applicationName: null, close: async () => {} }

@@ -94,13 +94,7 @@ export function createAccessPlugin(deps: {
     return (pending.address ??= clientAddress(pending.request, pending.server))
   }
 
-  function check(
-    request: Request,
-    path: string,
-    set: Stamped,
-    server: PeerSource | null,
-    rule: RouteAccess,
-  ): void | Promise<void> {
+  function check(request: Request, path: string, set: Stamped, server: PeerSource | null, rule: RouteAccess): void | Promise<void> {
     if (set[DECIDED] !== undefined) return
     const headers = request.headers
     const origin = headers.get('origin')
@@ -146,7 +140,11 @@ export function createAccessPlugin(deps: {
     if (!outcome.allowed) {
       deps.rateLimits.onLimited?.(key.type)
       usage?.refused(key.id, 'rate_limited', now())
-      throw rateLimited(outcome.retryAfterSeconds, `This key's rate limit of ${outcome.limit} requests is used up`, rateLimitHeaders(outcome))
+      throw rateLimited(
+        outcome.retryAfterSeconds,
+        `This key's rate limit of ${outcome.limit} requests is used up`,
+        rateLimitHeaders(outcome),
+      )
     }
     if (key.type === 'private') Object.assign(pending.set.headers, rateLimitHeaders(outcome))
     pending.set[DECIDED] = { key, origin: pending.origin }

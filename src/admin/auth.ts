@@ -21,15 +21,7 @@ const ADMITTED = Symbol('admin admitted')
  * passed (contract section 8), which makes guessing the token hopeless.
  */
 export function createAdminGuard(adminToken: string, options: AdminGuardOptions) {
-  return function requireAdmin({
-    request,
-    set,
-    server,
-  }: {
-    request: Request
-    set: object
-    server: PeerSource | null
-  }): void {
+  return function requireAdmin({ request, set, server }: { request: Request; set: object; server: PeerSource | null }): void {
     const marks = set as { [ADMITTED]?: true }
     if (marks[ADMITTED]) return
     const now = options.clock?.() ?? performance.now()

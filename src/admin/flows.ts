@@ -46,7 +46,8 @@ export function flowReadRoutes(deps: { db: Db; requireAdmin: AdminGuard }) {
       '/flows/:id/runs',
       async ({ params, query }) => {
         const [flow] = await db.select({ id: flows.id }).from(flows).where(eq(flows.id, params.id))
-        if (!flow) throw new ApiError('not_found', `No flow with id ${params.id}. List a business's flows with GET /admin/v0/businesses/:id/flows.`)
+        if (!flow)
+          throw new ApiError('not_found', `No flow with id ${params.id}. List a business's flows with GET /admin/v0/businesses/:id/flows.`)
         const page = adminPage(query)
         const rows = await db
           .select({ ...getTableColumns(flowRuns), micros: microsOf(flowRuns.createdAt) })

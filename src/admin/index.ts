@@ -12,21 +12,10 @@ import { usageRoutes } from './usage.ts'
 import type { AdminGuard } from './auth.ts'
 import { listBusinesses, requireBusiness, toBusinessRecord } from './businesses.ts'
 import { flowReadRoutes, toFlowRecord } from './flows.ts'
-import {
-  BusinessRecordSchema,
-  FlowRecord,
-  IdParams,
-  KeyChanges,
-  KeyRecordSchema,
-  NewBusiness,
-  NewFlow,
-  NewKey,
-  RollKey,
-} from './model.ts'
+import { BusinessRecordSchema, FlowRecord, IdParams, KeyChanges, KeyRecordSchema, NewBusiness, NewFlow, NewKey, RollKey } from './model.ts'
 import { alsoAnswers, noContent } from '../http/openapi-document.ts'
 import { memberRoutes } from './members.ts'
 import { AdminPageQuery, adminPage } from './paging.ts'
-
 
 const newBusiness = strictBody(NewBusiness)
 const newKey = strictBody(NewKey)
@@ -54,7 +43,13 @@ export function adminRoutes(deps: { db: Db; keys: KeyService; requireAdmin: Admi
         set.status = 201
         return toBusinessRecord(row!)
       },
-      { body: newBusiness.schema, transform: newBusiness.transform, parse: 'json', response: { 201: BusinessRecordSchema }, detail: { summary: 'Create a business' } },
+      {
+        body: newBusiness.schema,
+        transform: newBusiness.transform,
+        parse: 'json',
+        response: { 201: BusinessRecordSchema },
+        detail: { summary: 'Create a business' },
+      },
     )
     .get('/businesses', ({ query }) => listBusinesses(db, adminPage(query)), {
       query: AdminPageQuery,
@@ -144,7 +139,14 @@ export function adminRoutes(deps: { db: Db; keys: KeyService; requireAdmin: Admi
         set.status = 201
         return toFlowRecord(row!)
       },
-      { params: IdParams, body: newFlow.schema, transform: newFlow.transform, parse: 'json', response: { 201: FlowRecord }, detail: { summary: 'Define a flow' } },
+      {
+        params: IdParams,
+        body: newFlow.schema,
+        transform: newFlow.transform,
+        parse: 'json',
+        response: { 201: FlowRecord },
+        detail: { summary: 'Define a flow' },
+      },
     )
 }
 

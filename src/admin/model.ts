@@ -46,7 +46,9 @@ export const RollKey = t.Object({
 const keySettings = {
   name: t.String({ maxLength: 100, description: '1-100 characters (trimmed).' }),
   description: t.Optional(t.Nullable(t.String({ maxLength: 1000, description: 'At most 1000 characters.' }))),
-  allowedOrigins: t.Optional(t.Array(t.String({ maxLength: 300, description: 'At most 300 characters.' }), { maxItems: 100, description: 'At most 100 entries.' })),
+  allowedOrigins: t.Optional(
+    t.Array(t.String({ maxLength: 300, description: 'At most 300 characters.' }), { maxItems: 100, description: 'At most 100 entries.' }),
+  ),
   scopes: t.Array(ScopeName, { maxItems: 20 }),
   expiresAt: t.Optional(t.Nullable(t.String({ format: 'date-time', error: 'must be an ISO-8601 date-time' }))),
   rateLimit: t.Optional(

@@ -13,7 +13,11 @@ const UsageQuery = t.Object({
   to: DateTime('End of the range, exclusive (default: now).'),
   // A pattern, not UnionEnum: Elysia fills an absent optional UnionEnum with its first value.
   interval: t.Optional(
-    t.String({ pattern: `^(${USAGE_INTERVALS.join('|')})$`, error: 'must be "minute", "hour" or "day"', description: 'minute, hour or day (default hour).' }),
+    t.String({
+      pattern: `^(${USAGE_INTERVALS.join('|')})$`,
+      error: 'must be "minute", "hour" or "day"',
+      description: 'minute, hour or day (default hour).',
+    }),
   ),
 })
 

@@ -110,31 +110,30 @@ export function createAdminClient(baseUrl: string, token: string) {
   return {
     createBusiness: (name: string) => request<Business>('POST', '/businesses', { name }),
     listBusinesses: (page?: PageRequest) => request<Page<Business>>('GET', paged('/businesses', page)),
-    createKey: (businessId: string, key: NewKey) =>
-      request<CreatedKey>('POST', `/businesses/${id(businessId)}/keys`, key),
+    createKey: (businessId: string, key: NewKey) => request<CreatedKey>('POST', `/businesses/${id(businessId)}/keys`, key),
     listKeys: (businessId: string, page?: PageRequest) =>
       request<Page<KeyRecord>>('GET', paged(`/businesses/${id(businessId)}/keys`, page)),
     getKey: (keyId: string) => request<KeyRecord>('GET', `/keys/${id(keyId)}`),
     updateKey: (keyId: string, changes: KeyChanges) => request<KeyRecord>('PATCH', `/keys/${id(keyId)}`, changes),
     revokeKey: (keyId: string) => request<void>('DELETE', `/keys/${id(keyId)}`),
-    rollKey: (keyId: string, graceSeconds: number) =>
-      request<CreatedKey>('POST', `/keys/${id(keyId)}/roll`, { graceSeconds }),
-    keyUsage: (keyId: string, interval: string) => request<KeyUsage>('GET', `/keys/${id(keyId)}/usage?interval=${id(interval)}&from=${id(new Date(Date.now() - USAGE_SPAN[interval as keyof typeof USAGE_SPAN]).toISOString())}`),
+    rollKey: (keyId: string, graceSeconds: number) => request<CreatedKey>('POST', `/keys/${id(keyId)}/roll`, { graceSeconds }),
+    keyUsage: (keyId: string, interval: string) =>
+      request<KeyUsage>(
+        'GET',
+        `/keys/${id(keyId)}/usage?interval=${id(interval)}&from=${id(new Date(Date.now() - USAGE_SPAN[interval as keyof typeof USAGE_SPAN]).toISOString())}`,
+      ),
     businessAudit: (businessId: string, page?: PageRequest) =>
       request<Page<AuditEntry>>('GET', paged(`/businesses/${id(businessId)}/audit`, page)),
     keyAudit: (keyId: string, page?: PageRequest) => request<Page<AuditEntry>>('GET', paged(`/keys/${id(keyId)}/audit`, page)),
     setIdentitySecret: (businessId: string) => request<{ secret: string }>('POST', `/businesses/${id(businessId)}/identity-secret`),
-    createFlow: (businessId: string, name: string) =>
-      request<Flow>('POST', `/businesses/${id(businessId)}/flows`, { name }),
-    listFlows: (businessId: string, page?: PageRequest) =>
-      request<Page<Flow>>('GET', paged(`/businesses/${id(businessId)}/flows`, page)),
+    createFlow: (businessId: string, name: string) => request<Flow>('POST', `/businesses/${id(businessId)}/flows`, { name }),
+    listFlows: (businessId: string, page?: PageRequest) => request<Page<Flow>>('GET', paged(`/businesses/${id(businessId)}/flows`, page)),
     listRuns: (flowId: string, page?: PageRequest) => request<Page<FlowRun>>('GET', paged(`/flows/${id(flowId)}/runs`, page)),
     createMember: (businessId: string, member: NewMember) =>
       request<CreatedMember>('POST', `/businesses/${id(businessId)}/members`, member),
     listMembers: (businessId: string, page?: PageRequest) =>
       request<Page<Member>>('GET', paged(`/businesses/${id(businessId)}/members`, page)),
-    issueSignInLink: (memberId: string) =>
-      request<{ signInLink: SignInLink }>('POST', `/members/${id(memberId)}/sign-in-link`),
+    issueSignInLink: (memberId: string) => request<{ signInLink: SignInLink }>('POST', `/members/${id(memberId)}/sign-in-link`),
     removeMember: (memberId: string) => request<void>('DELETE', `/members/${id(memberId)}`),
   }
 }

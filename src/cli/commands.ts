@@ -234,7 +234,8 @@ export const commands: Command[] = [
   {
     name: 'keys usage',
     usage: 'KEY_ID [--interval minute|hour|day]',
-    summary: "A key's accepted and refused requests (the last hour by minute, day by hour, or week by day), refused origins and scopes' last use.",
+    summary:
+      "A key's accepted and refused requests (the last hour by minute, day by hour, or week by day), refused origins and scopes' last use.",
     target: 'KEY_ID',
     options: { interval: { type: 'string' } },
     required: [],

@@ -64,15 +64,7 @@ export function keyTable(keys: KeyRecord[]): string {
   if (keys.length === 0) return 'No keys.'
   return table(
     ['ID', 'TYPE', 'NAME', 'KEY', 'SCOPES', 'LAST USED', 'STATUS'],
-    keys.map((key) => [
-      key.id,
-      key.type,
-      key.name,
-      key.keyHint,
-      key.scopes.join(','),
-      time(key.lastUsedAt),
-      keyStatus(key),
-    ]),
+    keys.map((key) => [key.id, key.type, key.name, key.keyHint, key.scopes.join(','), time(key.lastUsedAt), keyStatus(key)]),
   )
 }
 
@@ -183,12 +175,29 @@ export function usageLines(usage: KeyUsage): string {
       ['from', time(usage.from)],
       ['to', time(usage.to)],
       ['accepted', String(accepted)],
-      ['refused', Object.entries(refused).map(([code, n]) => `${code} ${n}`).join(', ') || '0'],
+      [
+        'refused',
+        Object.entries(refused)
+          .map(([code, n]) => `${code} ${n}`)
+          .join(', ') || '0',
+      ],
     ]),
   ]
   if (usage.refusedOrigins.length > 0) {
-    lines.push('', table(['REFUSED ORIGIN', 'COUNT', 'LAST SEEN', 'SERVED'], usage.refusedOrigins.map((o) => [o.origin, String(o.count), time(o.lastSeenAt), o.reported ? 'yes (report-only)' : 'no'])))
+    lines.push(
+      '',
+      table(
+        ['REFUSED ORIGIN', 'COUNT', 'LAST SEEN', 'SERVED'],
+        usage.refusedOrigins.map((o) => [o.origin, String(o.count), time(o.lastSeenAt), o.reported ? 'yes (report-only)' : 'no']),
+      ),
+    )
   }
-  lines.push('', table(['SCOPE', 'LAST USED'], usage.scopes.map((s) => [s.scope, time(s.lastUsedAt)])))
+  lines.push(
+    '',
+    table(
+      ['SCOPE', 'LAST USED'],
+      usage.scopes.map((s) => [s.scope, time(s.lastUsedAt)]),
+    ),
+  )
   return lines.join('\n')
 }

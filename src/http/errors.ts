@@ -20,31 +20,28 @@ const VARIANT_PATHS: Record<string, string> = {
  * log under the request id instead.
  */
 export function errorHandling(logger: Logger, methodsOf: MethodTable = () => []) {
-  return new Elysia({ name: 'error-handling' }).onError(
-    { as: 'global' },
-    function renderError({ code, error, set, request, path, route }) {
-      // A failure before any route hook (an unknown path, say) is not stamped yet.
-      if (path.startsWith(API_PREFIX)) stampApiAnswer(set, request.headers.get('origin'))
-      else stampRequestId({ set })
-      const headers = set.headers as Record<string, string>
-      const requestId = headers['x-request-id']!
-      const failure = describe(code, error, request.method, path, methodsOf)
-      if (failure.code === 'internal_error') {
-        // The route as declared, not the path a client wrote (which may hold anything); the
-        // error without driver messages (which may quote SQL parameters).
-        logger.error('request failed', {
-          requestId,
-          method: methodLabel(request.method),
-          route: route || UNMATCHED_ROUTE,
-          ...errorFields(error),
-        })
-      }
-      set.status = failure.status
-      if (failure.headers) Object.assign(headers, failure.headers)
-      headers['content-type'] = 'application/json'
-      return errorBody(failure.code, failure.message, requestId)
-    },
-  )
+  return new Elysia({ name: 'error-handling' }).onError({ as: 'global' }, function renderError({ code, error, set, request, path, route }) {
+    // A failure before any route hook (an unknown path, say) is not stamped yet.
+    if (path.startsWith(API_PREFIX)) stampApiAnswer(set, request.headers.get('origin'))
+    else stampRequestId({ set })
+    const headers = set.headers as Record<string, string>
+    const requestId = headers['x-request-id']!
+    const failure = describe(code, error, request.method, path, methodsOf)
+    if (failure.code === 'internal_error') {
+      // The route as declared, not the path a client wrote (which may hold anything); the
+      // error without driver messages (which may quote SQL parameters).
+      logger.error('request failed', {
+        requestId,
+        method: methodLabel(request.method),
+        route: route || UNMATCHED_ROUTE,
+        ...errorFields(error),
+      })
+    }
+    set.status = failure.status
+    if (failure.headers) Object.assign(headers, failure.headers)
+    headers['content-type'] = 'application/json'
+    return errorBody(failure.code, failure.message, requestId)
+  })
 }
 
 interface Failure {

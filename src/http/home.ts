@@ -54,22 +54,24 @@ export function homeRoutes() {
         'x-content-type-options': 'nosniff',
       },
     })
-  return new Elysia({ name: 'home' })
-    .get(
-      '/',
-      () =>
-        new Response(HOME_HTML, {
-          headers: {
-            'content-type': 'text/html; charset=utf-8',
-            'cache-control': 'no-cache',
-            'content-security-policy': HOME_POLICY,
-            'x-content-type-options': 'nosniff',
-            'x-frame-options': 'DENY',
-          },
-        }),
-      { detail: { hide: true } },
-    )
-    // Browsers ask for /favicon.ico unless a page names another icon; both are the SVG.
-    .get('/favicon.svg', favicon, { detail: { hide: true } })
-    .get('/favicon.ico', favicon, { detail: { hide: true } })
+  return (
+    new Elysia({ name: 'home' })
+      .get(
+        '/',
+        () =>
+          new Response(HOME_HTML, {
+            headers: {
+              'content-type': 'text/html; charset=utf-8',
+              'cache-control': 'no-cache',
+              'content-security-policy': HOME_POLICY,
+              'x-content-type-options': 'nosniff',
+              'x-frame-options': 'DENY',
+            },
+          }),
+        { detail: { hide: true } },
+      )
+      // Browsers ask for /favicon.ico unless a page names another icon; both are the SVG.
+      .get('/favicon.svg', favicon, { detail: { hide: true } })
+      .get('/favicon.ico', favicon, { detail: { hide: true } })
+  )
 }

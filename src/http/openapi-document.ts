@@ -34,7 +34,7 @@ const TAGS = [
   { name: 'blog', description: 'Blogs, authors and tags.' },
   { name: 'flow', description: 'Triggering flows and reading their runs.' },
   { name: 'memory', description: 'Documents kept for a business.' },
-  { name: 'admin', description: 'The operators\' API: businesses, keys, members, flows (admin token).' },
+  { name: 'admin', description: "The operators' API: businesses, keys, members, flows (admin token)." },
   { name: 'operations', description: 'Running the service (admin token).' },
 ]
 
@@ -149,7 +149,17 @@ export function cleanSchema(schema: unknown): unknown {
   return numberOfCoercion(out) ?? out
 }
 
-const SUBSCHEMA_KEYS = new Set(['items', 'additionalProperties', 'not', 'contains', 'propertyNames', 'anyOf', 'oneOf', 'allOf', 'prefixItems'])
+const SUBSCHEMA_KEYS = new Set([
+  'items',
+  'additionalProperties',
+  'not',
+  'contains',
+  'propertyNames',
+  'anyOf',
+  'oneOf',
+  'allOf',
+  'prefixItems',
+])
 
 function withNull(schema: Json): Json {
   const type = schema.type
@@ -213,7 +223,7 @@ export function finishDocument(generated: { paths: Json; components?: { schemas?
       finished[method] = {
         ...cleaned,
         responses: {
-          ...mapValues(cleaned.responses ?? {}, describeSuccess) as Json,
+          ...(mapValues(cleaned.responses ?? {}, describeSuccess) as Json),
           ...errorResponses(errorCodesOf(factsOf(path, value))),
         },
       }
@@ -242,7 +252,7 @@ export function finishDocument(generated: { paths: Json; components?: { schemas?
         adminToken: { type: 'http', scheme: 'bearer', description: 'The operator token (ADMIN_TOKEN), for /admin/v0 and /metrics only.' },
       },
       schemas: {
-        ...mapValues(generated.components?.schemas ?? {}, cleanSchema) as Json,
+        ...(mapValues(generated.components?.schemas ?? {}, cleanSchema) as Json),
         Error: errorEnvelope,
         ErrorCode: { type: 'string', enum: Object.keys(errorStatus), description: 'src/errors.ts: each maps to one HTTP status.' },
       },

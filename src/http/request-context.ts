@@ -7,8 +7,7 @@ export function nextRequestId(): string {
 }
 
 /** Headers a page's script may read from an API answer (CORS "exposed" headers). */
-export const EXPOSED_HEADERS =
-  'X-Request-Id, Retry-After, RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset, Idempotent-Replayed'
+export const EXPOSED_HEADERS = 'X-Request-Id, Retry-After, RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset, Idempotent-Replayed'
 
 export const API_PREFIX = '/api/v0/'
 

@@ -40,7 +40,12 @@ function buildTable(routes: readonly RouteShape[]) {
   return [...byPath].map(([path, methods]) => ({
     // `/dashboard/` also answers `/dashboard`: one optional trailing slash either way.
     pattern: new RegExp(
-      '^' + (path.length > 1 ? path.replace(/\/$/, '') : path).replace(/[.+?^${}()|[\]\\]/g, '\\$&').replace(/:[^/]+/g, '[^/]+').replace(/\*$/, '.*') + '/?$',
+      '^' +
+        (path.length > 1 ? path.replace(/\/$/, '') : path)
+          .replace(/[.+?^${}()|[\]\\]/g, '\\$&')
+          .replace(/:[^/]+/g, '[^/]+')
+          .replace(/\*$/, '.*') +
+        '/?$',
     ),
     methods,
   }))

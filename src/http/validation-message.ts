@@ -39,7 +39,10 @@ export function unknownFieldMessage(where: Where, field: string, name: string, k
   if (suggestion) return `${head}; did you mean "${suggestion}"?`
   if (known.length === 0) return `${head}: this object takes no fields; remove it.`
   if (known.length === 1) return `${head}: remove it; the only field here is "${known[0]}".`
-  return `${head}: remove it; the fields here are ${list(known.map((k) => `"${k}"`), 'and')}.`
+  return `${head}: remove it; the fields here are ${list(
+    known.map((k) => `"${k}"`),
+    'and',
+  )}.`
 }
 
 // ---- Near misses ---------------------------------------------------------------------
@@ -171,7 +174,11 @@ export function expectation(schema: TSchema): string {
   const s = schema as Record<string, unknown>
   switch (schema[Kind]) {
     case 'String':
-      if (Array.isArray(s.enum)) return `must be one of ${list(s.enum.map((v) => JSON.stringify(v)), 'or')}`
+      if (Array.isArray(s.enum))
+        return `must be one of ${list(
+          s.enum.map((v) => JSON.stringify(v)),
+          'or',
+        )}`
       return `must be ${stringShape(s)}`
     case 'Integer':
       return `must be a whole number${range(s)}`
@@ -198,10 +205,16 @@ export function expectation(schema: TSchema): string {
     case 'Union': {
       const variants = (s.anyOf as TSchema[] | undefined) ?? []
       if (variants.length > 0 && variants.every((v) => v[Kind] === 'Literal')) {
-        return `must be one of ${list(variants.map((v) => JSON.stringify(constOf(v))), 'or')}`
+        return `must be one of ${list(
+          variants.map((v) => JSON.stringify(constOf(v))),
+          'or',
+        )}`
       }
       const nullable = variants.some((v) => v[Kind] === 'Null')
-      const words = variants.filter((v) => v[Kind] !== 'Null' && !isNumericText(v)).map(expectation).join(', or ')
+      const words = variants
+        .filter((v) => v[Kind] !== 'Null' && !isNumericText(v))
+        .map(expectation)
+        .join(', or ')
       return nullable ? `${words}, or null` : words
     }
     default:
@@ -248,11 +261,16 @@ function amount(min: unknown, max: unknown, one: string, many: string): string {
 }
 
 function range(s: Record<string, unknown>): string {
-  const lo = typeof s.minimum === 'number' ? s.minimum : typeof s.exclusiveMinimum === 'number' ? `more than ${s.exclusiveMinimum}` : undefined
-  const hi = typeof s.maximum === 'number' ? s.maximum : typeof s.exclusiveMaximum === 'number' ? `less than ${s.exclusiveMaximum}` : undefined
+  const lo =
+    typeof s.minimum === 'number' ? s.minimum : typeof s.exclusiveMinimum === 'number' ? `more than ${s.exclusiveMinimum}` : undefined
+  const hi =
+    typeof s.maximum === 'number' ? s.maximum : typeof s.exclusiveMaximum === 'number' ? `less than ${s.exclusiveMaximum}` : undefined
   const multiple = typeof s.multipleOf === 'number' ? `, a multiple of ${s.multipleOf}` : ''
   if (typeof lo === 'number' && typeof hi === 'number') return ` from ${lo} to ${hi}${multiple}`
-  const bounds = [lo === undefined ? '' : typeof lo === 'number' ? `at least ${lo}` : lo, hi === undefined ? '' : typeof hi === 'number' ? `at most ${hi}` : hi]
+  const bounds = [
+    lo === undefined ? '' : typeof lo === 'number' ? `at least ${lo}` : lo,
+    hi === undefined ? '' : typeof hi === 'number' ? `at most ${hi}` : hi,
+  ]
   const words = bounds.filter(Boolean).join(' and ')
   return `${words ? ` ${words}` : ''}${multiple}`
 }

@@ -35,7 +35,10 @@ export function identityHash(secret: string, identifier: string): string {
 }
 
 /** True when `item` carries the hash of its own identifier under `secret` (compared in constant time). */
-export function hasVerifiedIdentity(secret: string | null, item: { externalId?: unknown; email?: unknown; identityHash?: unknown }): boolean {
+export function hasVerifiedIdentity(
+  secret: string | null,
+  item: { externalId?: unknown; email?: unknown; identityHash?: unknown },
+): boolean {
   if (secret === null || typeof item.identityHash !== 'string') return false
   const identifier = identifierOf(item)
   if (identifier === null) return false

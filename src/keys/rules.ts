@@ -97,7 +97,8 @@ export function checkKeySettings(
       if (input.allowedOrigins.length > 0) {
         problems.push({
           field: 'allowedOrigins',
-          message: 'A private key takes no allowed origins: it is used from servers, which send no Origin. Leave allowedOrigins empty, or create a public key for browsers.',
+          message:
+            'A private key takes no allowed origins: it is used from servers, which send no Origin. Leave allowedOrigins empty, or create a public key for browsers.',
         })
       } else settings.allowedOrigins = []
     } else if (input.allowedOrigins.length === 0) {
@@ -124,7 +125,10 @@ export function checkKeySettings(
       if (Number.isNaN(at.getTime())) {
         problems.push({ field: 'expiresAt', message: 'expiresAt must be an ISO-8601 date-time, e.g. 2027-01-31T00:00:00Z.' })
       } else if (!isAcceptedDate(at)) {
-        problems.push({ field: 'expiresAt', message: `expiresAt ${input.expiresAt.slice(0, 40)} is outside the accepted range, ${DATE_RANGE_TEXT}.` })
+        problems.push({
+          field: 'expiresAt',
+          message: `expiresAt ${input.expiresAt.slice(0, 40)} is outside the accepted range, ${DATE_RANGE_TEXT}.`,
+        })
       } else if (at.getTime() <= now.getTime()) {
         problems.push({
           field: 'expiresAt',
@@ -154,7 +158,10 @@ export function checkKeySettings(
 
   if (input.originPolicy !== undefined) {
     if (!ORIGIN_POLICIES.includes(input.originPolicy)) {
-      problems.push({ field: 'originPolicy', message: 'originPolicy must be "enforce" (refuse other origins) or "report" (serve and count them).' })
+      problems.push({
+        field: 'originPolicy',
+        message: 'originPolicy must be "enforce" (refuse other origins) or "report" (serve and count them).',
+      })
     } else if (type === 'private' && input.originPolicy !== 'enforce') {
       problems.push({
         field: 'originPolicy',

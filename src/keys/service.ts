@@ -75,7 +75,12 @@ export function createKeyService(db: Db, onChange: (keyHash: string) => void) {
     return row
   }
 
-  async function insertKey(tx: Db, businessId: string, type: KeyType, values: Omit<typeof apiKeys.$inferInsert, 'businessId' | 'type' | 'keyHash' | 'keyHint' | 'publicKey'>) {
+  async function insertKey(
+    tx: Db,
+    businessId: string,
+    type: KeyType,
+    values: Omit<typeof apiKeys.$inferInsert, 'businessId' | 'type' | 'keyHash' | 'keyHint' | 'publicKey'>,
+  ) {
     const key = generateKey(type)
     const [row] = await tx
       .insert(apiKeys)
@@ -95,11 +100,7 @@ export function createKeyService(db: Db, onChange: (keyHash: string) => void) {
     async create(businessId: string, input: NewKeyInput, by: ChangeAuthor, now = new Date()) {
       const [business] = await db.select({ id: businesses.id }).from(businesses).where(eq(businesses.id, businessId))
       if (!business) throw new ApiError('not_found', `No business with id ${businessId}.`)
-      const checked = checkKeySettings(
-        input.type,
-        { ...input, allowedOrigins: input.allowedOrigins ?? [] },
-        now,
-      )
+      const checked = checkKeySettings(input.type, { ...input, allowedOrigins: input.allowedOrigins ?? [] }, now)
       if (!checked.ok) throw invalid(checked.problems)
       const { settings } = checked
       const created = await db.transaction(async (tx) => {

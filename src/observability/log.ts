@@ -122,5 +122,10 @@ export function errorFields(error: unknown): LogFields {
 
 function stackFrames(error: Error): string | undefined {
   const frames = (error.stack ?? '').split('\n').filter((line) => /^\s+at /.test(line))
-  return frames.length ? frames.slice(0, 3).map((line) => line.trim()).join(' < ') : undefined
+  return frames.length
+    ? frames
+        .slice(0, 3)
+        .map((line) => line.trim())
+        .join(' < ')
+    : undefined
 }

@@ -120,7 +120,13 @@ export function createMetrics(): Metrics {
         })
       }
       family(out, 'keygate_http_requests_total', 'counter', 'HTTP requests answered, by declared route, method and status.', requests)
-      family(out, 'keygate_http_request_duration_seconds', 'histogram', 'Time from receiving a request until its answer is ready.', durations)
+      family(
+        out,
+        'keygate_http_request_duration_seconds',
+        'histogram',
+        'Time from receiving a request until its answer is ready.',
+        durations,
+      )
       family(
         out,
         'keygate_auth_refusals_total',

@@ -109,12 +109,20 @@ export function createUsageRecorder(
         last_seen_at: new Date(c.lastSeen).toISOString(),
       }
     })
-    const used = [...lastUse.values()].map((use) => ({ key_id: use.key_id, scope: use.scope, last_used_at: new Date(use.at).toISOString() }))
+    const used = [...lastUse.values()].map((use) => ({
+      key_id: use.key_id,
+      scope: use.scope,
+      last_used_at: new Date(use.at).toISOString(),
+    }))
     await db.transaction(async (tx) => {
       if (usage.length > 0) {
         const rows = JSON.stringify(usage)
         // The same counts go to the three resolutions: a read at any interval is one range scan.
-        for (const [table, unit] of [['key_usage_minutes', 'minute'], ['key_usage_hours', 'hour'], ['key_usage_days', 'day']] as const) {
+        for (const [table, unit] of [
+          ['key_usage_minutes', 'minute'],
+          ['key_usage_hours', 'hour'],
+          ['key_usage_days', 'day'],
+        ] as const) {
           await tx.execute(sql`
             insert into ${sql.identifier(table)} (key_id, at, outcome, count)
             select key_id, date_trunc(${unit}, to_timestamp(at / 1000.0) at time zone 'UTC') at time zone 'UTC', outcome, sum(count)

@@ -181,13 +181,24 @@ describe('GET /admin/v0/flows/:id/runs', () => {
     const db = (await testDatabase()).db
     const [flow, otherFlow] = await db
       .insert(flows)
-      .values([{ businessId, name: 'Welcome' }, { businessId, name: 'Other' }])
+      .values([
+        { businessId, name: 'Welcome' },
+        { businessId, name: 'Other' },
+      ])
       .returning()
     const runs = await db
       .insert(flowRuns)
       .values([
         { flowId: flow!.id, businessId, keyId: key.id, input: { n: 1 }, createdAt: new Date('2026-01-01T00:00:00Z') },
-        { flowId: flow!.id, businessId, keyId: key.id, input: null, idempotencyKey: 'retry-1', status: 'failed', createdAt: new Date('2026-01-02T00:00:00Z') },
+        {
+          flowId: flow!.id,
+          businessId,
+          keyId: key.id,
+          input: null,
+          idempotencyKey: 'retry-1',
+          status: 'failed',
+          createdAt: new Date('2026-01-02T00:00:00Z'),
+        },
         { flowId: otherFlow!.id, businessId, keyId: key.id, createdAt: new Date('2026-01-03T00:00:00Z') },
       ])
       .returning()
@@ -198,8 +209,24 @@ describe('GET /admin/v0/flows/:id/runs', () => {
     const { service, flow, key, runs } = await flowWithRuns()
     expect(await page(service, `/flows/${flow.id}/runs`)).toEqual({
       data: [
-        { id: runs[1]!.id, flowId: flow.id, status: 'failed', input: null, idempotencyKey: 'retry-1', keyId: key.id, createdAt: '2026-01-02T00:00:00.000Z' },
-        { id: runs[0]!.id, flowId: flow.id, status: 'queued', input: { n: 1 }, idempotencyKey: null, keyId: key.id, createdAt: '2026-01-01T00:00:00.000Z' },
+        {
+          id: runs[1]!.id,
+          flowId: flow.id,
+          status: 'failed',
+          input: null,
+          idempotencyKey: 'retry-1',
+          keyId: key.id,
+          createdAt: '2026-01-02T00:00:00.000Z',
+        },
+        {
+          id: runs[0]!.id,
+          flowId: flow.id,
+          status: 'queued',
+          input: { n: 1 },
+          idempotencyKey: null,
+          keyId: key.id,
+          createdAt: '2026-01-01T00:00:00.000Z',
+        },
       ],
       nextCursor: null,
     })

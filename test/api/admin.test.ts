@@ -73,9 +73,16 @@ describe('keys', () => {
     const created = await response.json()
     expect(created.key).toMatch(/^pk_[A-Za-z0-9]{32}$/)
     expect(created).toMatchObject({
-      businessId: id, type: 'public', name: 'Website', description: null,
-      allowedOrigins: ['example.com'], scopes: ['ANALYTICS_WRITE'], expiresAt: null,
-      lastUsedAt: null, createdBy: 'ops@acme.test', revokedAt: null,
+      businessId: id,
+      type: 'public',
+      name: 'Website',
+      description: null,
+      allowedOrigins: ['example.com'],
+      scopes: ['ANALYTICS_WRITE'],
+      expiresAt: null,
+      lastUsedAt: null,
+      createdBy: 'ops@acme.test',
+      revokedAt: null,
     })
     expect(Date.parse(created.createdAt)).not.toBeNaN()
     for (const path of [`/keys/${created.id}`, `/businesses/${id}/keys`]) {
@@ -85,7 +92,7 @@ describe('keys', () => {
     }
   })
 
-  test('GET /businesses/:id/keys answers {data} with that business\'s keys only', async () => {
+  test("GET /businesses/:id/keys answers {data} with that business's keys only", async () => {
     const service = await testService()
     const a = await newBusiness(service, 'A')
     const b = await newBusiness(service, 'B')
@@ -98,12 +105,15 @@ describe('keys', () => {
   test('PATCH /keys/:id changes settings, effective on the next request', async () => {
     const service = await testService()
     const { id } = await newBusiness(service)
-    const created = await (await admin(service, `/businesses/${id}/keys`, {
-      body: { ...publicKey, scopes: ['ANALYTICS_WRITE', 'BLOG_READ'] },
-    })).json()
+    const created = await (
+      await admin(service, `/businesses/${id}/keys`, {
+        body: { ...publicKey, scopes: ['ANALYTICS_WRITE', 'BLOG_READ'] },
+      })
+    ).json()
     expect((await call(service, '/api/v0/whoami', { key: created.key, origin: 'https://example.com' })).status).toBe(200)
     const patched = await admin(service, `/keys/${created.id}`, {
-      method: 'PATCH', body: { name: 'Renamed', allowedOrigins: ['https://app.other.org'], description: 'for the app' },
+      method: 'PATCH',
+      body: { name: 'Renamed', allowedOrigins: ['https://app.other.org'], description: 'for the app' },
     })
     expect(patched.status).toBe(200)
     expect(await patched.json()).toMatchObject({ name: 'Renamed', allowedOrigins: ['https://app.other.org'], description: 'for the app' })
@@ -117,7 +127,8 @@ describe('keys', () => {
     const { id } = await newBusiness(service)
     const created = await (await admin(service, `/businesses/${id}/keys`, { body: publicKey })).json()
     const response = await admin(service, `/keys/${created.id}`, {
-      method: 'PATCH', body: { name: 'New name', scopes: ['MEMORY_READ'] },
+      method: 'PATCH',
+      body: { name: 'New name', scopes: ['MEMORY_READ'] },
     })
     expect(response.status).toBe(400)
     expect((await errorOf(response)).message).toContain('scopes')
@@ -153,7 +164,11 @@ describe('keys', () => {
   test('unknown ids answer 404 and malformed ids 400', async () => {
     const service = await testService()
     const unknown = '00000000-0000-4000-8000-000000000000'
-    for (const [path, method] of [[`/keys/${unknown}`, 'GET'], [`/keys/${unknown}`, 'DELETE'], [`/businesses/${unknown}/keys`, 'GET']] as const) {
+    for (const [path, method] of [
+      [`/keys/${unknown}`, 'GET'],
+      [`/keys/${unknown}`, 'DELETE'],
+      [`/businesses/${unknown}/keys`, 'GET'],
+    ] as const) {
       const response = await admin(service, path, { method })
       expect(response.status).toBe(404)
       expect((await errorOf(response)).code).toBe('not_found')

@@ -232,9 +232,7 @@ describe('POST /api/v0/analytics', () => {
     const s = await setup()
     const sizes = Array.from({ length: 50 }, (_, i) => 1 + (i % 5))
     const responses = await Promise.all(
-      sizes.map((size, i) =>
-        track(s, { events: Array.from({ length: size }, (_, j) => ({ eventType: 'burst', properties: { i, j } })) }),
-      ),
+      sizes.map((size, i) => track(s, { events: Array.from({ length: size }, (_, j) => ({ eventType: 'burst', properties: { i, j } })) })),
     )
     expect(responses.map((r) => r.status)).toEqual(sizes.map(() => 202))
     expect(await Promise.all(responses.map((r) => r.json()))).toEqual(sizes.map((size) => ({ accepted: size })))
@@ -391,7 +389,10 @@ describe('GET /api/v0/analytics', () => {
     ['?limit=1001', 'Invalid query field "limit": must be a whole number from 1 to 1000.'],
     ['?limit=ten', 'Invalid query field "limit": must be a whole number from 1 to 1000.'],
     ['?from=yesterday', 'Invalid query field "from": must be an ISO-8601 date-time with a time zone, like "2026-01-31T12:00:00Z".'],
-    ['?type=page%20view', 'Invalid query field "type": must be 1-64 characters of letters, digits, "_", ".", ":" or "-", like "page_view".'],
+    [
+      '?type=page%20view',
+      'Invalid query field "type": must be 1-64 characters of letters, digits, "_", ".", ":" or "-", like "page_view".',
+    ],
   ])('%s answers 400 naming the field', async (query, message) => {
     const s = await setup()
     const response = await read(s, query)

@@ -38,7 +38,9 @@ describe('POST /api/v0/audience/companies', () => {
     const response = await upsert(s, { domain: 'Acme.Example.COM', name: 'Acme' }, s.pk)
     expect(response.status).toBe(200)
     expect(await response.json()).toEqual({ upserted: 1 })
-    expect(await storedCompanies()).toMatchObject([{ businessId: s.businessId, domain: 'acme.example.com', name: 'Acme', externalId: null }])
+    expect(await storedCompanies()).toMatchObject([
+      { businessId: s.businessId, domain: 'acme.example.com', name: 'Acme', externalId: null },
+    ])
   })
 
   test('a private key gets the companies written', async () => {
@@ -71,7 +73,12 @@ describe('POST /api/v0/audience/companies', () => {
 
   test('records naming the same company in one batch: the last one wins', async () => {
     const s = await setup()
-    const response = await upsert(s, { companies: [{ domain: 'acme.io', name: 'Old' }, { domain: 'ACME.IO', name: 'New' }] })
+    const response = await upsert(s, {
+      companies: [
+        { domain: 'acme.io', name: 'Old' },
+        { domain: 'ACME.IO', name: 'New' },
+      ],
+    })
     expect((await response.json()).upserted).toBe(1)
     expect(await storedCompanies()).toMatchObject([{ domain: 'acme.io', name: 'New' }])
   })
@@ -86,20 +93,18 @@ describe('POST /api/v0/audience/companies', () => {
     expect(await countCompanies()).toBe(0)
   })
 
-  test.each([
-    ['https://acme.io'],
-    ['acme.io/path'],
-    ['acme'],
-    ['acme.io:8080'],
-  ])('domain %s is refused, and nothing of the batch written', async (domain) => {
-    const s = await setup()
-    const response = await upsert(s, { companies: [{ domain: 'ok.io' }, { domain }] })
-    expect(response.status).toBe(400)
-    expect((await errorOf(response)).message).toBe(
-      'Invalid body field "companies[1].domain": must be a domain name like "example.com", without scheme, path or port.',
-    )
-    expect(await countCompanies()).toBe(0)
-  })
+  test.each([['https://acme.io'], ['acme.io/path'], ['acme'], ['acme.io:8080']])(
+    'domain %s is refused, and nothing of the batch written',
+    async (domain) => {
+      const s = await setup()
+      const response = await upsert(s, { companies: [{ domain: 'ok.io' }, { domain }] })
+      expect(response.status).toBe(400)
+      expect((await errorOf(response)).message).toBe(
+        'Invalid body field "companies[1].domain": must be a domain name like "example.com", without scheme, path or port.',
+      )
+      expect(await countCompanies()).toBe(0)
+    },
+  )
 
   test('more than 1000 companies are refused', async () => {
     const s = await setup()
@@ -174,7 +179,7 @@ describe('GET /api/v0/audience/companies/:id', () => {
 })
 
 describe('public keys create companies and change nothing stored', () => {
-  test('an existing domain sent with a public key keeps its stored name and externalId; the answer is a fresh create\'s', async () => {
+  test("an existing domain sent with a public key keeps its stored name and externalId; the answer is a fresh create's", async () => {
     const s = await setup()
     await upsert(s, { externalId: 'c-1', domain: 'acme.example.com', name: 'Acme' })
     const probe = await upsert(s, { externalId: 'c-666', domain: 'acme.example.com', name: 'Pwned' }, s.pk)

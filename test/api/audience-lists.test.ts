@@ -146,7 +146,9 @@ describe('GET /api/v0/audience/lists/:slug/people', () => {
     const first = await (await call(s.service, '/api/v0/audience/lists/news/people?limit=2', { key: s.sk })).json()
     expect(first.data.map((p: { email: string }) => p.email)).toEqual(['c@x.com', 'b@x.com'])
     expect(first.data[0]).toHaveProperty('addedAt')
-    const second = await (await call(s.service, `/api/v0/audience/lists/news/people?limit=2&cursor=${first.nextCursor}`, { key: s.sk })).json()
+    const second = await (
+      await call(s.service, `/api/v0/audience/lists/news/people?limit=2&cursor=${first.nextCursor}`, { key: s.sk })
+    ).json()
     expect(second).toMatchObject({ data: [{ email: 'a@x.com' }], nextCursor: null })
   })
 
@@ -181,7 +183,7 @@ describe('POST /api/v0/audience/lists/:slug/people', () => {
     expect((await counts()).people).toBe(3)
   })
 
-  test('adding twice keeps one membership; a private key\'s added counts new memberships only', async () => {
+  test("adding twice keeps one membership; a private key's added counts new memberships only", async () => {
     const s = await setup()
     await createList(s, { slug: 'news', name: 'News' })
     expect(await (await members(s, 'POST', 'news', { people: [{ email: 'a@x.com' }] }, s.sk)).json()).toEqual({ added: 1 })
@@ -209,7 +211,8 @@ describe('POST /api/v0/audience/lists/:slug/people', () => {
     await createList(s, { slug: 'news', name: 'News' })
     const other = await seedBusiness(s.service, 'Other')
     const otherKey = (await seedKey(s.service, other, { type: 'private', scopes: PRIVATE_SCOPES })).key
-    const theirs = (await (await call(s.service, '/api/v0/audience/people', { key: otherKey, body: { email: 'z@x.com' } })).json()).data[0].id
+    const theirs = (await (await call(s.service, '/api/v0/audience/people', { key: otherKey, body: { email: 'z@x.com' } })).json()).data[0]
+      .id
     const response = await members(s, 'POST', 'news', { people: [{ id: theirs }] }, s.sk)
     expect(response.status).toBe(404)
     expect((await errorOf(response)).code).toBe('not_found')
@@ -301,9 +304,15 @@ describe('DELETE /api/v0/audience/lists/:slug/people', () => {
     await createList(s, { slug: 'news', name: 'News' })
     await members(s, 'POST', 'news', { people: [{ email: 'a@x.com' }] })
     await members(s, 'DELETE', 'news', { people: [{ email: 'a@x.com' }] })
-    const again = await members(s, 'DELETE', 'news', {
-      people: [{ email: 'a@x.com' }, { externalId: 'ghost' }, { id: crypto.randomUUID() }],
-    }, s.sk)
+    const again = await members(
+      s,
+      'DELETE',
+      'news',
+      {
+        people: [{ email: 'a@x.com' }, { externalId: 'ghost' }, { id: crypto.randomUUID() }],
+      },
+      s.sk,
+    )
     expect(again.status).toBe(200)
     expect(await again.json()).toEqual({ removed: 0 })
     expect((await counts()).people).toBe(1)
@@ -314,7 +323,11 @@ describe('DELETE /api/v0/audience/lists/:slug/people', () => {
     const other = await seedBusiness(s.service, 'Other')
     const otherKey = (await seedKey(s.service, other, { type: 'private', scopes: PRIVATE_SCOPES })).key
     await createList(s, { slug: 'theirs', name: 'Theirs' }, otherKey)
-    await call(s.service, '/api/v0/audience/lists/theirs/people', { method: 'POST', key: otherKey, body: { people: [{ email: 'a@x.com' }] } })
+    await call(s.service, '/api/v0/audience/lists/theirs/people', {
+      method: 'POST',
+      key: otherKey,
+      body: { people: [{ email: 'a@x.com' }] },
+    })
     const response = await members(s, 'DELETE', 'theirs', { people: [{ email: 'a@x.com' }] })
     expect(response.status).toBe(404)
     expect((await errorOf(response)).code).toBe('list_not_found')

@@ -132,14 +132,24 @@ describe('POST /api/v0/audience/people', () => {
   test('two records reaching one stored person through different keys: the last one wins', async () => {
     const s = await setup()
     await upsert(s, { externalId: 'u1', email: 'ada@x.com' })
-    const response = await upsert(s, { people: [{ externalId: 'u1', firstName: 'ById' }, { email: 'ada@x.com', firstName: 'ByEmail' }] })
+    const response = await upsert(s, {
+      people: [
+        { externalId: 'u1', firstName: 'ById' },
+        { email: 'ada@x.com', firstName: 'ByEmail' },
+      ],
+    })
     expect((await response.json()).upserted).toBe(1)
     expect(await storedPeople()).toMatchObject([{ externalId: 'u1', firstName: 'ByEmail' }])
   })
 
   test('two records with one email but different match keys are refused, naming the later one', async () => {
     const s = await setup()
-    const response = await upsert(s, { people: [{ externalId: 'u1', email: 'a@x.com' }, { externalId: 'u2', email: 'A@x.com' }] })
+    const response = await upsert(s, {
+      people: [
+        { externalId: 'u1', email: 'a@x.com' },
+        { externalId: 'u2', email: 'A@x.com' },
+      ],
+    })
     expect(response.status).toBe(400)
     expect((await errorOf(response)).message).toStartWith('Invalid body field "people[1].email": people[0] has the same email')
     expect(await countPeople()).toBe(0)
@@ -211,7 +221,11 @@ describe('POST /api/v0/audience/people', () => {
 
   test('a batch of 1000 is written', async () => {
     const s = await setup()
-    const response = await upsert(s, { people: Array.from({ length: 1000 }, (_, i) => ({ email: `p${i}@x.com`, externalId: `u${i}` })) }, s.pk)
+    const response = await upsert(
+      s,
+      { people: Array.from({ length: 1000 }, (_, i) => ({ email: `p${i}@x.com`, externalId: `u${i}` })) },
+      s.pk,
+    )
     expect(await response.json()).toEqual({ upserted: 1000 })
     expect(await countPeople()).toBe(1000)
   })
@@ -227,7 +241,7 @@ describe('POST /api/v0/audience/people', () => {
     expect(Object.keys(stored[0]!.properties).length).toBe(8)
   })
 
-  test('concurrent public upserts of one new email make one person, with one request\'s fields', async () => {
+  test("concurrent public upserts of one new email make one person, with one request's fields", async () => {
     const s = await setup()
     const responses = await Promise.all(
       Array.from({ length: 8 }, (_, i) => upsert(s, { email: 'race@x.com', properties: { [`k${i}`]: i } }, s.pk)),
@@ -247,7 +261,11 @@ describe('POST /api/v0/audience/people', () => {
 
   test('a public key from another origin: 403 origin_not_allowed, nothing written', async () => {
     const s = await setup()
-    const response = await call(s.service, '/api/v0/audience/people', { key: s.pk, origin: 'https://example.org', body: { email: 'a@x.com' } })
+    const response = await call(s.service, '/api/v0/audience/people', {
+      key: s.pk,
+      origin: 'https://example.org',
+      body: { email: 'a@x.com' },
+    })
     expect(response.status).toBe(403)
     expect((await errorOf(response)).code).toBe('origin_not_allowed')
     expect(await countPeople()).toBe(0)
@@ -437,7 +455,11 @@ describe('public keys write people without reading or rewriting them', () => {
   test("copying a page's key to rewrite someone's email changes nothing, and answers as a fresh create does", async () => {
     const s = await setup()
     await upsert(s, { externalId: 'b-ext-1', email: 'bob@example.com', firstName: 'Bob', properties: { plan: 'pro' } })
-    const attack = await upsert(s, { externalId: 'b-ext-1', email: 'attacker@evil.com', firstName: 'Mallory', properties: { plan: 'free' } }, s.pk)
+    const attack = await upsert(
+      s,
+      { externalId: 'b-ext-1', email: 'attacker@evil.com', firstName: 'Mallory', properties: { plan: 'free' } },
+      s.pk,
+    )
     const fresh = await upsert(s, { externalId: 'new-ext', email: 'new@example.com' }, s.pk)
     expect(attack.status).toBe(fresh.status)
     expect(await attack.json()).toEqual(await fresh.json())
@@ -468,7 +490,11 @@ describe('public keys write people without reading or rewriting them', () => {
   test('a batch counts the records processed, whatever each changed', async () => {
     const s = await setup()
     await upsert(s, { externalId: 'u1', email: 'a@example.com' })
-    const answer = await upsert(s, { people: [{ externalId: 'u1', firstName: 'X' }, { email: 'b@example.com' }, { email: 'a@example.com' }] }, s.pk)
+    const answer = await upsert(
+      s,
+      { people: [{ externalId: 'u1', firstName: 'X' }, { email: 'b@example.com' }, { email: 'a@example.com' }] },
+      s.pk,
+    )
     expect(await answer.json()).toEqual({ upserted: 3 })
     expect((await storedPeople()).map((p) => p.email).sort()).toEqual(['a@example.com', 'b@example.com'])
   })

@@ -5,7 +5,6 @@ import { blogAuthors, blogPostTags, blogs, blogTags } from '../../db/schema/inde
 import { testDatabase } from '../support/database.ts'
 import { call, errorOf, seedBusiness, seedKey, testService, type CallOptions } from '../support/service.ts'
 
-
 const ORIGIN = 'https://www.example.com'
 const UNKNOWN_ID = '00000000-0000-4000-8000-000000000000'
 
@@ -99,7 +98,12 @@ describe('POST /api/v0/blog/blogs', () => {
     expect(stored).toMatchObject({ businessId: s.businessId, slug: 'hello-world', status: 'draft', authorId: author.id })
     const { db } = await testDatabase()
     const links = await db.select().from(blogPostTags).where(eq(blogPostTags.blogId, blog.id))
-    expect(links.map((l) => [l.tagId, l.position]).sort()).toEqual([[release.id, 0], [news.id, 1]].sort())
+    expect(links.map((l) => [l.tagId, l.position]).sort()).toEqual(
+      [
+        [release.id, 0],
+        [news.id, 1],
+      ].sort(),
+    )
   })
 
   test('a post created published gets publishedAt now', async () => {

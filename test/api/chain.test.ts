@@ -11,14 +11,19 @@ async function setup(options: Parameters<typeof chainApp>[0] = {}) {
   const chain = await chainApp(options)
   const service = await testService()
   const businessId = await seedBusiness(service)
-  const make = (o: Parameters<typeof seedKey>[2]) => chain.keys.create(businessId, {
-    type: o?.type ?? 'public',
-    name: 'k',
-    scopes: o?.scopes ?? (o?.type === 'private' ? ['MEMORY_WRITE'] : ['ANALYTICS_WRITE', 'BLOG_READ']),
-    allowedOrigins: o?.allowedOrigins ?? (o?.type === 'private' ? [] : ['example.com']),
-    expiresAt: o?.expiresAt ?? null,
-    createdBy: 'test',
-  }, TEST_AUTHOR)
+  const make = (o: Parameters<typeof seedKey>[2]) =>
+    chain.keys.create(
+      businessId,
+      {
+        type: o?.type ?? 'public',
+        name: 'k',
+        scopes: o?.scopes ?? (o?.type === 'private' ? ['MEMORY_WRITE'] : ['ANALYTICS_WRITE', 'BLOG_READ']),
+        allowedOrigins: o?.allowedOrigins ?? (o?.type === 'private' ? [] : ['example.com']),
+        expiresAt: o?.expiresAt ?? null,
+        createdBy: 'test',
+      },
+      TEST_AUTHOR,
+    )
   return { ...chain, businessId, make }
 }
 
@@ -225,7 +230,9 @@ describe('check 7: scope', () => {
   test('a public key on a private endpoint it also lacks the scope for is refused at check 6', async () => {
     const { app, make } = await setup()
     const { key } = await make({ scopes: ['BLOG_READ'] })
-    expect((await errorOf(await call({ app }, '/api/v0/private-write', { key, origin: ORIGIN, body: { n: 1 } }))).code).toBe('public_key_not_allowed')
+    expect((await errorOf(await call({ app }, '/api/v0/private-write', { key, origin: ORIGIN, body: { n: 1 } }))).code).toBe(
+      'public_key_not_allowed',
+    )
   })
 })
 
@@ -266,7 +273,10 @@ describe('check 8: body, after the key', () => {
     const { app, make, reached } = await setup()
     const { key } = await make({})
     const response = await call({ app }, '/api/v0/public-write', {
-      key, origin: ORIGIN, body: '{"n": 1}', headers: { 'content-type': 'text/plain' },
+      key,
+      origin: ORIGIN,
+      body: '{"n": 1}',
+      headers: { 'content-type': 'text/plain' },
     })
     expect(response.status).toBe(415)
     expect((await errorOf(response)).code).toBe('unsupported_media_type')
@@ -279,7 +289,10 @@ describe('check 8: body, after the key', () => {
     const { app, make, reached } = await setup()
     const { key } = await make({})
     const response = await call({ app }, '/api/v0/public-write', {
-      key, origin: ORIGIN, body: big, headers: { 'content-length': String(big.length) },
+      key,
+      origin: ORIGIN,
+      body: big,
+      headers: { 'content-length': String(big.length) },
     })
     expect(response.status).toBe(413)
     expect((await errorOf(response)).code).toBe('payload_too_large')
@@ -296,10 +309,13 @@ describe('check 8: body, after the key', () => {
         controller.close()
       },
     })
-    const response = await app.handle(new Request('http://localhost/api/v0/public-write', {
-      method: 'POST', body: stream,
-      headers: { authorization: `Bearer ${key}`, origin: ORIGIN, 'content-type': 'application/json' },
-    }))
+    const response = await app.handle(
+      new Request('http://localhost/api/v0/public-write', {
+        method: 'POST',
+        body: stream,
+        headers: { authorization: `Bearer ${key}`, origin: ORIGIN, 'content-type': 'application/json' },
+      }),
+    )
     expect(response.status).toBe(413)
     expect(reached).toEqual([])
   })
@@ -317,7 +333,10 @@ describe('check 8: body, after the key', () => {
     const { app, make } = await setup()
     const { key } = await make({})
     const response = await call({ app }, '/api/v0/public-write', {
-      key, origin: ORIGIN, body: '{"n": 2}', headers: { 'content-type': 'application/json; charset=utf-8' },
+      key,
+      origin: ORIGIN,
+      body: '{"n": 2}',
+      headers: { 'content-type': 'application/json; charset=utf-8' },
     })
     expect(response.status).toBe(200)
     expect(await response.json()).toEqual({ accepted: 2 })

@@ -191,7 +191,7 @@ describe('Idempotency-Key', () => {
     expect(stored[0]!.input).toEqual({ n: 1 })
   })
 
-  test('an idempotency key belongs to the API key that sent it: a public key cannot claim the backend\'s run', async () => {
+  test("an idempotency key belongs to the API key that sent it: a public key cannot claim the backend's run", async () => {
     const s = await setup()
     // An attacker copies the public key and sends the key the backend will use first.
     const attacker = await accepted(await trigger(s, withKey('order-44', { n: 666 })))

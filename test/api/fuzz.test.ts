@@ -54,18 +54,38 @@ type Body = Record<string, unknown>
 /** Valid bodies beside the table's, so mutations also start from every field and from the batch forms. */
 const MORE_BODIES: Record<string, (w: World) => Body[]> = {
   'POST /api/v0/analytics': () => [
-    { eventType: 'page_view', url: 'https://www.example.com/', referrer: '', anonymousId: 'a', personId: 'p', properties: { plan: 'pro' }, timestamp: new Date().toISOString() },
+    {
+      eventType: 'page_view',
+      url: 'https://www.example.com/',
+      referrer: '',
+      anonymousId: 'a',
+      personId: 'p',
+      properties: { plan: 'pro' },
+      timestamp: new Date().toISOString(),
+    },
     { events: [{ eventType: 'click', properties: { n: 1 } }] },
   ],
   'POST /api/v0/audience/people': () => [
     { email: 'ada@example.com', externalId: 'u1', firstName: 'Ada', lastName: 'L', properties: { plan: 'pro' } },
     { people: [{ email: 'b@example.com' }] },
   ],
-  'POST /api/v0/audience/companies': () => [{ domain: 'example.com', externalId: 'c1', name: 'Acme', properties: { size: 3 } }, { companies: [{ domain: 'b.io' }] }],
+  'POST /api/v0/audience/companies': () => [
+    { domain: 'example.com', externalId: 'c1', name: 'Acme', properties: { size: 3 } },
+    { companies: [{ domain: 'b.io' }] },
+  ],
   'POST /api/v0/audience/lists': () => [{ slug: 'vip', name: 'VIP', description: 'd' }],
   'DELETE /api/v0/audience/lists/:slug/people': () => [{ people: [{ externalId: 'u1' }] }],
   'POST /api/v0/blog/blogs': (w) => [
-    { slug: 'post', title: 'T', excerpt: 'e', content: 'c', authorId: w.authorId, tags: ['news'], status: 'published', publishedAt: '2026-01-01T00:00:00Z' },
+    {
+      slug: 'post',
+      title: 'T',
+      excerpt: 'e',
+      content: 'c',
+      authorId: w.authorId,
+      tags: ['news'],
+      status: 'published',
+      publishedAt: '2026-01-01T00:00:00Z',
+    },
   ],
   'PATCH /api/v0/blog/blogs/:id': () => [{ title: 'T2', publishedAt: '2026-01-01T00:00:00Z', tags: [] }],
   'POST /api/v0/blog/authors': () => [{ slug: 'bob', name: 'Bob', bio: 'b' }],
@@ -77,7 +97,9 @@ const MORE_BODIES: Record<string, (w: World) => Body[]> = {
 const withBody = ROUTE_TABLE.filter((entry) => entry.method !== 'GET' && entry.request({} as World).body !== undefined)
 
 /** Every route with a body: with a private key, and public routes with a public key too (what a page sends). */
-const bodySurfaces = withBody.flatMap((entry) => (entry.public ? (['pk', 'sk'] as const) : (['sk'] as const)).map((key) => ({ entry, key })))
+const bodySurfaces = withBody.flatMap((entry) =>
+  (entry.public ? (['pk', 'sk'] as const) : (['sk'] as const)).map((key) => ({ entry, key })),
+)
 
 describe('hostile bodies on /api/v0: never a 5xx, a refusal writes nothing', () => {
   for (const { entry, key } of bodySurfaces) {
@@ -115,7 +137,10 @@ const hostileCursor = fc.oneof(
       fc.tuple(hostileString, fc.constantFrom('00000000-0000-4000-8000-000000000000')),
       fc.tuple(fc.constant('q'), hostileString, fc.double(), fc.constantFrom('00000000-0000-4000-8000-000000000000')),
       fc.tuple(hostileString),
-      fc.constantFrom(['+275760-09-13T00:00:00.000Z', '00000000-0000-4000-8000-000000000000'], ['0000-01-01T00:00:00Z', '00000000-0000-4000-8000-000000000000']),
+      fc.constantFrom(
+        ['+275760-09-13T00:00:00.000Z', '00000000-0000-4000-8000-000000000000'],
+        ['0000-01-01T00:00:00Z', '00000000-0000-4000-8000-000000000000'],
+      ),
     )
     .map((value) => Buffer.from(JSON.stringify(value)).toString('base64url')),
 )
@@ -124,8 +149,13 @@ describe('hostile query strings and cursors on /api/v0: never a 5xx', () => {
   for (const { entry, names } of querySurfaces) {
     test(`${routeName(entry)} (${names.join(', ')})`, async () => {
       const w = await world()
-      const query = fc.array(fc.tuple(fc.constantFrom(...names), fc.oneof(hostileQueryValue, hostileCursor)), { minLength: 1, maxLength: 4 })
-      await fuzz(query, (pairs) => call(w.service, `${pathOf(entry, w)}?${pairs.map(([name, value]) => `${name}=${value}`).join('&')}`, { key: w.sk }))
+      const query = fc.array(fc.tuple(fc.constantFrom(...names), fc.oneof(hostileQueryValue, hostileCursor)), {
+        minLength: 1,
+        maxLength: 4,
+      })
+      await fuzz(query, (pairs) =>
+        call(w.service, `${pathOf(entry, w)}?${pairs.map(([name, value]) => `${name}=${value}`).join('&')}`, { key: w.sk }),
+      )
     })
   }
 
@@ -144,8 +174,24 @@ describe('hostile query strings and cursors on /api/v0: never a 5xx', () => {
 
 /** Header values as HTTP can carry them (Latin-1, no CR, LF or NUL), and key-like shapes. */
 const headerValue = fc.oneof(
-  fc.string({ unit: fc.integer({ min: 1, max: 0xff }).filter((c) => c !== 10 && c !== 13).map((c) => String.fromCharCode(c)), maxLength: 80 }),
-  fc.constantFrom('Bearer ', 'bearer  pk_x', 'Bearer pk_' + 'a'.repeat(32), 'Bearer sk_' + 'a'.repeat(41), 'Basic abc', '\tBearer x', 'null', 'https://example.com.', 'x'.repeat(8000)),
+  fc.string({
+    unit: fc
+      .integer({ min: 1, max: 0xff })
+      .filter((c) => c !== 10 && c !== 13)
+      .map((c) => String.fromCharCode(c)),
+    maxLength: 80,
+  }),
+  fc.constantFrom(
+    'Bearer ',
+    'bearer  pk_x',
+    'Bearer pk_' + 'a'.repeat(32),
+    'Bearer sk_' + 'a'.repeat(41),
+    'Basic abc',
+    '\tBearer x',
+    'null',
+    'https://example.com.',
+    'x'.repeat(8000),
+  ),
 )
 
 function header(name: string, value: string): Record<string, string> | null {
@@ -190,7 +236,12 @@ describe('hostile headers: never a 5xx', () => {
   test('Idempotency-Key on a flow trigger', async () => {
     const w = await world()
     await fuzz(headerValue, (value) =>
-      call(w.service, `/api/v0/flow/${w.flowId}/trigger`, { key: w.pk, origin: ORIGIN, body: { input: { a: 1 } }, headers: header('idempotency-key', value) ?? {} }),
+      call(w.service, `/api/v0/flow/${w.flowId}/trigger`, {
+        key: w.pk,
+        origin: ORIGIN,
+        body: { input: { a: 1 } },
+        headers: header('idempotency-key', value) ?? {},
+      }),
     )
   })
 })
@@ -198,7 +249,20 @@ describe('hostile headers: never a 5xx', () => {
 describe('hostile bodies on /admin/v0: never a 5xx, a refusal writes nothing', () => {
   const surfaces: [string, string, (w: FuzzWorld) => string, Record<string, unknown>][] = [
     ['POST', '/businesses', () => '/businesses', { name: 'Beta' }],
-    ['POST', '/businesses/:id/keys', (w) => `/businesses/${w.businessId}/keys`, { type: 'public', name: 'Web', description: 'd', allowedOrigins: ['example.com'], scopes: ['ANALYTICS_WRITE'], expiresAt: '2099-01-01T00:00:00Z', createdBy: 'ops' }],
+    [
+      'POST',
+      '/businesses/:id/keys',
+      (w) => `/businesses/${w.businessId}/keys`,
+      {
+        type: 'public',
+        name: 'Web',
+        description: 'd',
+        allowedOrigins: ['example.com'],
+        scopes: ['ANALYTICS_WRITE'],
+        expiresAt: '2099-01-01T00:00:00Z',
+        createdBy: 'ops',
+      },
+    ],
     ['PATCH', '/keys/:id', (w) => `/keys/${w.skId}`, { name: 'Server', description: null, scopes: ['ANALYTICS_READ'], expiresAt: null }],
     ['POST', '/businesses/:id/flows', (w) => `/businesses/${w.businessId}/flows`, { name: 'onboarding' }],
     ['POST', '/businesses/:id/members', (w) => `/businesses/${w.businessId}/members`, { email: 'ops@example.com', role: 'member' }],

@@ -9,7 +9,21 @@ import { admin, call, errorOf, seedBusiness, seedKey, testService } from '../sup
 
 /** Named regressions of issue 7 item 3: each answered 500 before. test/api/fuzz.test.ts throws random input. */
 
-const ALL_PRIVATE = ['ANALYTICS_READ', 'ANALYTICS_WRITE', 'AUDIENCE_PERSON_READ', 'AUDIENCE_PERSON_WRITE', 'AUDIENCE_COMPANY_READ', 'AUDIENCE_COMPANY_WRITE', 'AUDIENCE_LIST_READ', 'AUDIENCE_LIST_WRITE', 'BLOG_WRITE', 'BLOG_READ', 'MEMORY_READ', 'MEMORY_WRITE', 'FLOW_TRIGGER']
+const ALL_PRIVATE = [
+  'ANALYTICS_READ',
+  'ANALYTICS_WRITE',
+  'AUDIENCE_PERSON_READ',
+  'AUDIENCE_PERSON_WRITE',
+  'AUDIENCE_COMPANY_READ',
+  'AUDIENCE_COMPANY_WRITE',
+  'AUDIENCE_LIST_READ',
+  'AUDIENCE_LIST_WRITE',
+  'BLOG_WRITE',
+  'BLOG_READ',
+  'MEMORY_READ',
+  'MEMORY_WRITE',
+  'FLOW_TRIGGER',
+]
 
 async function setup() {
   const service = await testService()
@@ -38,7 +52,11 @@ const SOME_ID = '00000000-0000-4000-8000-000000000000'
 describe('strings PostgreSQL cannot store', () => {
   const cases: [string, string, string][] = [
     ['a lone high surrogate in an event url', '{"eventType":"x","url":"\\ud800"}', '"url"'],
-    ['a lone low surrogate deep in properties', '{"events":[{"eventType":"x"},{"eventType":"y","properties":{"a":["ok","\\udc00"]}}]}', '"events[1].properties.a[1]"'],
+    [
+      'a lone low surrogate deep in properties',
+      '{"events":[{"eventType":"x"},{"eventType":"y","properties":{"a":["ok","\\udc00"]}}]}',
+      '"events[1].properties.a[1]"',
+    ],
     ['a surrogate in a property name', '{"eventType":"x","properties":{"\\ud800":1}}', '"properties"'],
     ['U+0000 in a property value', '{"eventType":"x","properties":{"note":"a\\u0000b"}}', '"properties.note"'],
   ]
@@ -59,7 +77,10 @@ describe('strings PostgreSQL cannot store', () => {
 
   test('people, lists, blog and memory refuse them too, writing nothing', async () => {
     const s = await setup()
-    await expect400(call(s.service, '/api/v0/audience/people', { key: s.sk, body: '{"email":"a@b.io","firstName":"\\udfff"}' }), '"firstName"')
+    await expect400(
+      call(s.service, '/api/v0/audience/people', { key: s.sk, body: '{"email":"a@b.io","firstName":"\\udfff"}' }),
+      '"firstName"',
+    )
     await expect400(call(s.service, '/api/v0/audience/lists', { key: s.sk, body: '{"slug":"news","name":"N\\ud800"}' }), '"name"')
     await expect400(call(s.service, '/api/v0/blog/tags', { key: s.sk, body: '{"slug":"t","name":"\\ud800"}' }), '"name"')
     await expect400(call(s.service, '/api/v0/memory', { key: s.sk, body: '{"content":"x","metadata":{"k":"\\ud800"}}' }), '"metadata.k"')
@@ -69,7 +90,12 @@ describe('strings PostgreSQL cannot store', () => {
   test('the admin API refuses them instead of storing U+FFFD', async () => {
     const s = await setup()
     await expect400(admin(s.service, '/businesses', { body: '{"name":"Acme\\udc00"}' }), '"name"')
-    await expect400(admin(s.service, `/businesses/${s.businessId}/keys`, { body: '{"type":"private","name":"k\\u0000","scopes":["ANALYTICS_READ"],"createdBy":"ops"}' }), '"name"')
+    await expect400(
+      admin(s.service, `/businesses/${s.businessId}/keys`, {
+        body: '{"type":"private","name":"k\\u0000","scopes":["ANALYTICS_READ"],"createdBy":"ops"}',
+      }),
+      '"name"',
+    )
     expect(await count('businesses')).toBe(1)
     expect(await count('api_keys')).toBe(2)
   })
@@ -80,8 +106,14 @@ describe('values Elysia cannot describe', () => {
     const s = await setup()
     const created = await call(s.service, '/api/v0/memory', { key: s.sk, body: { content: 'c' } })
     const { id } = (await created.json()) as { id: string }
-    await expect400(call(s.service, `/api/v0/memory/${id}`, { method: 'PATCH', key: s.sk, body: '{"metadata":{"__proto__":null}}' }), '"metadata"')
-    await expect400(call(s.service, '/api/v0/analytics', { key: s.pk, body: '{"eventType":"x","properties":{"a":{"__proto__":{"admin":true}}}}' }), '"properties.a"')
+    await expect400(
+      call(s.service, `/api/v0/memory/${id}`, { method: 'PATCH', key: s.sk, body: '{"metadata":{"__proto__":null}}' }),
+      '"metadata"',
+    )
+    await expect400(
+      call(s.service, '/api/v0/analytics', { key: s.pk, body: '{"eventType":"x","properties":{"a":{"__proto__":{"admin":true}}}}' }),
+      '"properties.a"',
+    )
     expect(await count('analytics_events')).toBe(0)
   })
 
@@ -107,7 +139,12 @@ describe('dates outside 1970-01-01 .. 9999-12-31', () => {
 
   test('a cursor that decodes to year +275760, or to garbage: 400 naming cursor', async () => {
     const s = await setup()
-    for (const cursor of [cursorOf(['+275760-09-13T00:00:00.000Z', SOME_ID]), cursorOf(['0000-01-01T00:00:00Z', SOME_ID]), cursorOf({ a: 1 }), 'AAAA']) {
+    for (const cursor of [
+      cursorOf(['+275760-09-13T00:00:00.000Z', SOME_ID]),
+      cursorOf(['0000-01-01T00:00:00Z', SOME_ID]),
+      cursorOf({ a: 1 }),
+      'AAAA',
+    ]) {
       await expect400(call(s.service, `/api/v0/analytics?cursor=${cursor}`, { key: s.sk }), '"cursor"')
       await expect400(call(s.service, `/api/v0/audience/people?cursor=${cursor}`, { key: s.sk }), '"cursor"')
     }
@@ -201,7 +238,11 @@ describe('dashboard sign-in', () => {
     const response = await call(service, '/dashboard/sign-in', {
       method: 'POST',
       body: `csrf=${csrf}&email=ada%00%40example.com&password=whatever`,
-      headers: { 'content-type': 'application/x-www-form-urlencoded', origin: 'http://localhost', cookie: cookieFrom(page, 'keygate_sign_in')! },
+      headers: {
+        'content-type': 'application/x-www-form-urlencoded',
+        origin: 'http://localhost',
+        cookie: cookieFrom(page, 'keygate_sign_in')!,
+      },
     })
     expect(response.status).toBe(400)
     expect(await response.text()).toContain('holds a character no address has')

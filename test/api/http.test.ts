@@ -7,11 +7,15 @@ import { silentLogger } from '../../src/observability/log.ts'
 // Contract section 3, the HTTP envelope: CORS, request ids, 404s, health, 503.
 
 describe('CORS preflight', () => {
-  test('OPTIONS answers 204 without a key, echoing the Origin, with the route\'s methods', async () => {
+  test("OPTIONS answers 204 without a key, echoing the Origin, with the route's methods", async () => {
     const service = await testService()
     const response = await call(service, '/api/v0/whoami', {
       method: 'OPTIONS',
-      headers: { origin: 'https://shop.example', 'access-control-request-method': 'GET', 'access-control-request-headers': 'authorization' },
+      headers: {
+        origin: 'https://shop.example',
+        'access-control-request-method': 'GET',
+        'access-control-request-headers': 'authorization',
+      },
     })
     expect(response.status).toBe(204)
     expect(response.headers.get('access-control-allow-origin')).toBe('https://shop.example')
@@ -38,7 +42,10 @@ describe('CORS on answers', () => {
     const service = await testService()
     const businessId = await seedBusiness(service)
     const { key } = await seedKey(service, businessId)
-    for (const [origin, status] of [['https://www.example.com', 200], ['https://evil.io', 403]] as const) {
+    for (const [origin, status] of [
+      ['https://www.example.com', 200],
+      ['https://evil.io', 403],
+    ] as const) {
       const response = await call(service, '/api/v0/whoami', { key, origin })
       expect(response.status).toBe(status)
       expect(response.headers.get('access-control-allow-origin')).toBe(origin)
@@ -76,9 +83,17 @@ describe('request ids', () => {
     ['unknown path', '/nothing', {}],
     ['unknown API path', '/api/v0/nothing', {}],
     ['preflight', '/api/v0/whoami', { method: 'OPTIONS', headers: { origin: 'https://x.io' } }],
-    ['admin success', '/admin/v0/businesses', { method: 'POST', headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' }, body: '{"name":"A"}' }],
+    [
+      'admin success',
+      '/admin/v0/businesses',
+      { method: 'POST', headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' }, body: '{"name":"A"}' },
+    ],
     ['admin refusal', '/admin/v0/businesses', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"name":"A"}' }],
-    ['admin bad JSON', '/admin/v0/businesses', { method: 'POST', headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' }, body: '{bad' }],
+    [
+      'admin bad JSON',
+      '/admin/v0/businesses',
+      { method: 'POST', headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' }, body: '{bad' },
+    ],
     ['API refusal before parsing', '/api/v0/analytics', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{bad' }],
   ]
   test.each(answers)('the %s answer carries X-Request-Id', async (_, path, init) => {
@@ -108,7 +123,7 @@ describe('not found', () => {
   test.each([
     ['/api/v0/analytics/web', 'POST /api/v0/analytics'],
     ['/api/v0/people', 'POST /api/v0/audience/people'],
-  ])('the seed\'s variant path %s answers 404 naming %s', async (path, canonical) => {
+  ])("the seed's variant path %s answers 404 naming %s", async (path, canonical) => {
     const service = await testService()
     const response = await call(service, path, { method: 'POST', body: { eventType: 'page_view' } })
     expect(response.status).toBe(404)
@@ -153,7 +168,7 @@ describe('database down', () => {
 })
 
 describe('API reference', () => {
-  test('GET /openapi documents the routes, the bearer scheme, the error shape and each route\'s scope', async () => {
+  test("GET /openapi documents the routes, the bearer scheme, the error shape and each route's scope", async () => {
     const service = await testService()
     const response = await call(service, '/openapi')
     expect(response.status).toBe(200)
@@ -174,7 +189,7 @@ describe('API reference', () => {
     // No CDN: every script is a local path.
     const scripts = [...html.matchAll(/<script src="([^"]+)"/g)].map((m) => m[1]!)
     expect(scripts).toEqual(['/docs/scalar.js'])
-    expect(html).toContain("url\":\"/openapi")
+    expect(html).toContain('url":"/openapi')
     expect(html).not.toContain('https://')
 
     const script = await call(service, scripts[0]!)

@@ -65,7 +65,11 @@ describe('verified identity for public-key people writes', () => {
     const secret = await newSecret(service, businessId)
     const answers: unknown[] = []
     for (const identityHash of [undefined, sign('another secret', 'u-ada'), sign(secret, 'u-someone-else'), 'f'.repeat(64)]) {
-      const response = await writeAsPage(service, site, { externalId: 'u-ada', firstName: 'Eve', ...(identityHash ? { identityHash } : {}) })
+      const response = await writeAsPage(service, site, {
+        externalId: 'u-ada',
+        firstName: 'Eve',
+        ...(identityHash ? { identityHash } : {}),
+      })
       expect(response.status).toBe(200)
       answers.push(await response.json())
       expect(await firstNames()).toEqual(['Ada'])
@@ -153,7 +157,11 @@ describe('public-key removals from a list', () => {
     const verified = await remove(service, site, { externalId: 'u-ada', identityHash: sign(secret, 'u-ada') })
     expect(await members()).toBe(0)
     const bodies = await Promise.all([refused, bare, verified].map(async (r) => [r.status, await r.json()]))
-    expect(bodies).toEqual([[200, { removed: 1 }], [200, { removed: 1 }], [200, { removed: 1 }]])
+    expect(bodies).toEqual([
+      [200, { removed: 1 }],
+      [200, { removed: 1 }],
+      [200, { removed: 1 }],
+    ])
   })
 
   test('a ref must name one person: two identifiers are a 400', async () => {

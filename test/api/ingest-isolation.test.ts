@@ -15,7 +15,7 @@ describe('failure isolation in the group commit', () => {
     await db.execute(sql`drop function if exists poison_events()`)
   })
 
-  test('a poisoned request fails alone while another business\'s concurrent requests all answer 202 and are stored', async () => {
+  test("a poisoned request fails alone while another business's concurrent requests all answer 202 and are stored", async () => {
     const { db } = await testDatabase()
     await db.execute(sql`
       create function poison_events() returns trigger language plpgsql as $$
@@ -27,8 +27,7 @@ describe('failure isolation in the group commit', () => {
     const service = await testService()
     const attacker = await seedKey(service, await seedBusiness(service, 'Attacker'), { type: 'public' })
     const shop = await seedKey(service, await seedBusiness(service, 'Shop'), { type: 'private', scopes: ['ANALYTICS_WRITE'] })
-    const post = (key: string, body: unknown, origin?: string) =>
-      call(service, '/api/v0/analytics', { method: 'POST', key, origin, body })
+    const post = (key: string, body: unknown, origin?: string) => call(service, '/api/v0/analytics', { method: 'POST', key, origin, body })
 
     const answers = await Promise.all(
       Array.from({ length: 40 }, (_, i) =>

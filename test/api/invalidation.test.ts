@@ -80,7 +80,11 @@ describe.if(Boolean(databaseUrl))('two instances over one PostgreSQL', () => {
     const ended = await seedKey(a, businessId)
     expect((await call(b, '/api/v0/whoami', { key: ended.key, origin: ORIGIN })).status).toBe(200)
     expect((await admin(a, `/keys/${ended.record.id}/roll`, { body: { graceSeconds: 0 } })).status).toBe(201)
-    const ms = await appliedWithin('roll with grace 0', () => call(b, '/api/v0/whoami', { key: ended.key, origin: ORIGIN }), codeIs('expired_api_key'))
+    const ms = await appliedWithin(
+      'roll with grace 0',
+      () => call(b, '/api/v0/whoami', { key: ended.key, origin: ORIGIN }),
+      codeIs('expired_api_key'),
+    )
     expect(ms).toBeLessThan(1_000)
   })
 
@@ -129,7 +133,11 @@ describe.if(Boolean(databaseUrl))('two instances over one PostgreSQL', () => {
       body: { type: 'public', name: 'site', scopes: ['ANALYTICS_WRITE'], allowedOrigins: ['example.com'], createdBy: 'ops' },
     })
     const { key } = (await created.json()) as { key: string }
-    const ms = await appliedWithin('creation', () => call(b, '/api/v0/whoami', { key, origin: ORIGIN }), (r) => r.status === 200)
+    const ms = await appliedWithin(
+      'creation',
+      () => call(b, '/api/v0/whoami', { key, origin: ORIGIN }),
+      (r) => r.status === 200,
+    )
     expect(ms).toBeLessThan(1_000)
   })
 
@@ -144,15 +152,17 @@ describe.if(Boolean(databaseUrl))('two instances over one PostgreSQL', () => {
     expect(b.services.keyStore.mode).toBe('live')
 
     const { db } = await testDatabase()
-    await db.execute(
-      sql`select pg_terminate_backend(pid) from pg_stat_activity where application_name = ${feed.applicationName}`,
-    )
+    await db.execute(sql`select pg_terminate_backend(pid) from pg_stat_activity where application_name = ${feed.applicationName}`)
     await until(() => !feed.live, 'the cut to be noticed')
     expect(b.services.keyStore.mode).toBe('fallback')
     // Read again after the cut, so cached under the short TTL; then revoked with nobody listening on b.
     expect((await call(b, '/api/v0/whoami', { key, origin: ORIGIN })).status).toBe(200)
     expect((await admin(a, `/keys/${record.id}`, { method: 'DELETE' })).status).toBe(204)
-    const ms = await appliedWithin('revocation without notifications', () => call(b, '/api/v0/whoami', { key, origin: ORIGIN }), codeIs('invalid_api_key'))
+    const ms = await appliedWithin(
+      'revocation without notifications',
+      () => call(b, '/api/v0/whoami', { key, origin: ORIGIN }),
+      codeIs('invalid_api_key'),
+    )
     expect(ms).toBeLessThan(1_000)
     expect(feed.live).toBe(false)
 
@@ -162,7 +172,11 @@ describe.if(Boolean(databaseUrl))('two instances over one PostgreSQL', () => {
     const second = await seedKey(a, businessId)
     expect((await call(b, '/api/v0/whoami', { key: second.key, origin: ORIGIN })).status).toBe(200)
     expect((await admin(a, `/keys/${second.record.id}`, { method: 'DELETE' })).status).toBe(204)
-    const again = await appliedWithin('revocation after reconnecting', () => call(b, '/api/v0/whoami', { key: second.key, origin: ORIGIN }), codeIs('invalid_api_key'))
+    const again = await appliedWithin(
+      'revocation after reconnecting',
+      () => call(b, '/api/v0/whoami', { key: second.key, origin: ORIGIN }),
+      codeIs('invalid_api_key'),
+    )
     expect(again).toBeLessThan(1_000)
   })
 
@@ -173,16 +187,20 @@ describe.if(Boolean(databaseUrl))('two instances over one PostgreSQL', () => {
     const held = holdReads(database.db)
     const store = createKeyStore(held.db)
     const notified: string[] = []
-    const feed = feedKeyChanges(database, {
-      ...store,
-      get mode() {
-        return store.mode
+    const feed = feedKeyChanges(
+      database,
+      {
+        ...store,
+        get mode() {
+          return store.mode
+        },
+        invalidate(digest) {
+          store.invalidate(digest)
+          notified.push(digest)
+        },
       },
-      invalidate(digest) {
-        store.invalidate(digest)
-        notified.push(digest)
-      },
-    }, silentLogger)
+      silentLogger,
+    )
     await until(() => feed.live, 'the notification connection to listen')
     return { store, held, feed, notified }
   }

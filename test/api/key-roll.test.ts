@@ -128,7 +128,11 @@ describe('POST /admin/v0/keys/:id/roll', () => {
     const { db } = await testDatabase()
     const keysBefore = (await keyRows()).length
     const entriesBefore = (await db.select().from(auditEntries)).length
-    for (const [what, id] of [['revoked', revoked.id], ['replaced', replaced.id], ['expired', expired.id]] as const) {
+    for (const [what, id] of [
+      ['revoked', revoked.id],
+      ['replaced', replaced.id],
+      ['expired', expired.id],
+    ] as const) {
       const response = await roll(service, id)
       expect({ what, status: response.status }).toEqual({ what, status: 409 })
       expect((await errorOf(response)).code).toBe('conflict')

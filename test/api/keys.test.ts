@@ -77,8 +77,21 @@ describe('creation rules', () => {
   test('a private key with every scope is accepted', async () => {
     const service = await testService()
     const businessId = await seedBusiness(service)
-    const all = ['ANALYTICS_READ', 'ANALYTICS_WRITE', 'AUDIENCE_PERSON_READ', 'AUDIENCE_PERSON_WRITE', 'AUDIENCE_COMPANY_READ',
-      'AUDIENCE_COMPANY_WRITE', 'AUDIENCE_LIST_READ', 'AUDIENCE_LIST_WRITE', 'BLOG_READ', 'BLOG_WRITE', 'FLOW_TRIGGER', 'MEMORY_READ', 'MEMORY_WRITE']
+    const all = [
+      'ANALYTICS_READ',
+      'ANALYTICS_WRITE',
+      'AUDIENCE_PERSON_READ',
+      'AUDIENCE_PERSON_WRITE',
+      'AUDIENCE_COMPANY_READ',
+      'AUDIENCE_COMPANY_WRITE',
+      'AUDIENCE_LIST_READ',
+      'AUDIENCE_LIST_WRITE',
+      'BLOG_READ',
+      'BLOG_WRITE',
+      'FLOW_TRIGGER',
+      'MEMORY_READ',
+      'MEMORY_WRITE',
+    ]
     const response = await admin(service, `/businesses/${businessId}/keys`, { body: { ...privateBase, scopes: all } })
     expect(response.status).toBe(201)
     expect((await response.json()).key).toMatch(/^sk_[A-Za-z0-9]{32}$/)
@@ -198,7 +211,9 @@ describe('revocation and changes across instances', () => {
     const response = await admin(a, `/businesses/${businessId}/keys`, { body: publicBase })
     const { key } = await response.json()
     expect((await call(b, '/api/v0/whoami', { key, origin: 'https://example.com' })).status).toBe(200)
-    expect((await call(b, '/api/v0/whoami', { key: key.slice(0, -1) + (key.endsWith('a') ? 'b' : 'a'), origin: 'https://example.com' })).status).toBe(401)
+    expect(
+      (await call(b, '/api/v0/whoami', { key: key.slice(0, -1) + (key.endsWith('a') ? 'b' : 'a'), origin: 'https://example.com' })).status,
+    ).toBe(401)
   })
 
   test('the key store answers from cache: a flood of one unknown key reads the database once', async () => {

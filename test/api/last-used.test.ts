@@ -20,12 +20,24 @@ describe('lastUsedAt moves only for 2xx answers', () => {
     {
       name: 'an event timestamp outside the accepted range (400 from the handler)',
       status: 400,
-      send: (s) => call(s.service, '/api/v0/analytics', { method: 'POST', key: s.key, origin: ORIGIN, body: { eventType: 'x', timestamp: '1999-12-31T00:00:00Z' } }),
+      send: (s) =>
+        call(s.service, '/api/v0/analytics', {
+          method: 'POST',
+          key: s.key,
+          origin: ORIGIN,
+          body: { eventType: 'x', timestamp: '1999-12-31T00:00:00Z' },
+        }),
     },
     {
       name: 'an unknown list (404)',
       status: 404,
-      send: (s) => call(s.service, '/api/v0/audience/lists/nope/people', { method: 'POST', key: s.key, origin: ORIGIN, body: { people: [{ email: 'a@example.com' }] } }),
+      send: (s) =>
+        call(s.service, '/api/v0/audience/lists/nope/people', {
+          method: 'POST',
+          key: s.key,
+          origin: ORIGIN,
+          body: { people: [{ email: 'a@example.com' }] },
+        }),
     },
     {
       name: 'an unknown flow (404)',
@@ -56,7 +68,12 @@ describe('lastUsedAt moves only for 2xx answers', () => {
 
   test('a 2xx answer sets it', async () => {
     const s = await setup()
-    const response = await call(s.service, '/api/v0/analytics', { method: 'POST', key: s.key, origin: ORIGIN, body: { eventType: 'page_view' } })
+    const response = await call(s.service, '/api/v0/analytics', {
+      method: 'POST',
+      key: s.key,
+      origin: ORIGIN,
+      body: { eventType: 'page_view' },
+    })
     expect(response.status).toBe(202)
     expect(await lastUsedAt(s.service, s.keyId)).toBeInstanceOf(Date)
   })
@@ -65,14 +82,26 @@ describe('lastUsedAt moves only for 2xx answers', () => {
     const s = await setup()
     const { db } = await testDatabase()
     const headers = { 'idempotency-key': 'k-2' }
-    const first = await call(s.service, `/api/v0/flow/${s.flowId}/trigger`, { method: 'POST', key: s.key, origin: ORIGIN, headers, body: { input: { n: 1 } } })
+    const first = await call(s.service, `/api/v0/flow/${s.flowId}/trigger`, {
+      method: 'POST',
+      key: s.key,
+      origin: ORIGIN,
+      headers,
+      body: { input: { n: 1 } },
+    })
     expect(first.status).toBe(202)
     await s.service.services.lastUsed.flush()
     await db.update(apiKeys).set({ lastUsedAt: null }).where(eq(apiKeys.id, s.keyId))
     s.service.services.keyStore.invalidate(s.keyId)
     // A fresh service instance: no in-memory memory of the earlier use.
     const fresh = await testService()
-    const reused = await call(fresh, `/api/v0/flow/${s.flowId}/trigger`, { method: 'POST', key: s.key, origin: ORIGIN, headers, body: { input: { n: 2 } } })
+    const reused = await call(fresh, `/api/v0/flow/${s.flowId}/trigger`, {
+      method: 'POST',
+      key: s.key,
+      origin: ORIGIN,
+      headers,
+      body: { input: { n: 2 } },
+    })
     expect(reused.status).toBe(422)
     expect(await lastUsedAt(fresh, s.keyId)).toBeNull()
   })

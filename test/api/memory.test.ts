@@ -39,7 +39,9 @@ async function page(s: Setup, query: string): Promise<DocPage> {
 
 async function stored() {
   const { db } = await testDatabase()
-  return db.select({ id: memoryDocuments.id, title: memoryDocuments.title, content: memoryDocuments.content, metadata: memoryDocuments.metadata }).from(memoryDocuments)
+  return db
+    .select({ id: memoryDocuments.id, title: memoryDocuments.title, content: memoryDocuments.content, metadata: memoryDocuments.metadata })
+    .from(memoryDocuments)
 }
 
 // Refusals for every route (no key, bad keys, origins, scopes, budgets; nothing written):
@@ -50,8 +52,16 @@ async function stored() {
 describe('POST /api/v0/memory', () => {
   test('stores a document: 201 with it', async () => {
     const s = await setup()
-    const doc = await remember(s, { title: 'Refund policy', content: 'Refunds within 30 days.', metadata: { source: 'faq', tags: ['billing'] } })
-    expect(doc).toMatchObject({ title: 'Refund policy', content: 'Refunds within 30 days.', metadata: { source: 'faq', tags: ['billing'] } })
+    const doc = await remember(s, {
+      title: 'Refund policy',
+      content: 'Refunds within 30 days.',
+      metadata: { source: 'faq', tags: ['billing'] },
+    })
+    expect(doc).toMatchObject({
+      title: 'Refund policy',
+      content: 'Refunds within 30 days.',
+      metadata: { source: 'faq', tags: ['billing'] },
+    })
     expect(doc.rank).toBeUndefined()
     expect(Date.parse(doc.createdAt)).not.toBeNaN()
     const { db } = await testDatabase()
@@ -74,7 +84,11 @@ describe('POST /api/v0/memory', () => {
     ['a title over 300 characters', { content: 'x', title: 't'.repeat(301) }, 'title'],
     ['metadata that is an array', { content: 'x', metadata: ['a'] }, 'metadata'],
     ['metadata that is a string', { content: 'x', metadata: 'a' }, 'metadata'],
-    ['metadata with over 50 properties', { content: 'x', metadata: Object.fromEntries(Array.from({ length: 51 }, (_, i) => [`k${i}`, i])) }, 'metadata'],
+    [
+      'metadata with over 50 properties',
+      { content: 'x', metadata: Object.fromEntries(Array.from({ length: 51 }, (_, i) => [`k${i}`, i])) },
+      'metadata',
+    ],
     ['metadata over 16 KiB', { content: 'x', metadata: { blob: 'x'.repeat(17_000) } }, 'metadata'],
     ['metadata holding U+0000', { content: 'x', metadata: { note: 'a\u0000' } }, 'metadata.note'],
   ]
@@ -248,7 +262,9 @@ describe('full-text search (?q=)', () => {
     expect((await page(s, '?q=ship%20damaged')).data.map((d) => d.id)).toEqual([docs.shipping.id])
     expect((await page(s, `?q=${encodeURIComponent('"money back"')}`)).data.map((d) => d.id)).toEqual([docs.refunds.id])
     expect((await page(s, `?q=${encodeURIComponent('refund -shipping')}`)).data.map((d) => d.id)).toEqual([docs.refunds.id])
-    expect((await page(s, `?q=${encodeURIComponent('weekdays or parcels')}`)).data.map((d) => d.id).sort()).toEqual([docs.hours.id, docs.shipping.id].sort())
+    expect((await page(s, `?q=${encodeURIComponent('weekdays or parcels')}`)).data.map((d) => d.id).sort()).toEqual(
+      [docs.hours.id, docs.shipping.id].sort(),
+    )
   })
 
   test('odd input is no error: unbalanced quotes, operators, stop words only', async () => {
@@ -265,7 +281,8 @@ describe('full-text search (?q=)', () => {
   test('pages through results by relevance, each once', async () => {
     const s = await setup()
     const ids = new Set<string>()
-    for (let i = 0; i < 5; i++) ids.add((await remember(s, { title: i % 2 ? 'Invoice' : null, content: `invoice number ${i} ${'invoice '.repeat(i)}` })).id)
+    for (let i = 0; i < 5; i++)
+      ids.add((await remember(s, { title: i % 2 ? 'Invoice' : null, content: `invoice number ${i} ${'invoice '.repeat(i)}` })).id)
     await remember(s, { content: 'unrelated' })
     const seen: Doc[] = []
     let cursor: string | null = null
@@ -286,7 +303,11 @@ describe('full-text search (?q=)', () => {
     for (let i = 0; i < 3; i++) await remember(s, { content: `invoice ${i}` })
     const searched = await page(s, '?q=invoice&limit=1')
     const listed = await page(s, '?limit=1')
-    for (const query of [`?q=other&cursor=${searched.nextCursor}`, `?q=invoice&cursor=${listed.nextCursor}`, `?cursor=${searched.nextCursor}`]) {
+    for (const query of [
+      `?q=other&cursor=${searched.nextCursor}`,
+      `?q=invoice&cursor=${listed.nextCursor}`,
+      `?cursor=${searched.nextCursor}`,
+    ]) {
       const response = await memory(s, query)
       expect(response.status).toBe(400)
       expect((await errorOf(response)).message).toContain('"cursor"')

@@ -74,7 +74,7 @@ const TSCONFIG = {
 }
 
 describe('a typed client generated from GET /openapi', () => {
-  test('type-checks a backend developer\'s calls: whoami, a batch write, a paged read with an integer limit, a refusal\'s code', async () => {
+  test("type-checks a backend developer's calls: whoami, a batch write, a paged read with an integer limit, a refusal's code", async () => {
     const service = await testService()
     const document = await (await call(service, '/openapi')).json()
     await Bun.write(join(workDir, 'api.ts'), await generateTypes(document))

@@ -16,17 +16,20 @@ interface LintReport {
 // Warnings kept on purpose (docs/decisions.md): the service publishes no licence.
 const ACCEPTED_WARNINGS = ['info-license']
 
-test('GET /openapi passes Redocly\'s recommended rules with no error', async () => {
+test("GET /openapi passes Redocly's recommended rules with no error", async () => {
   const service = await testService()
   const file = join(workDir, 'openapi.json')
   await Bun.write(file, await (await call(service, '/openapi')).text())
 
-  const lint = Bun.spawn(['node', join(ROOT, 'node_modules/@redocly/cli/bin/cli.js'), 'lint', file, '--format=json', '--max-problems=1000'], {
-    stdout: 'pipe',
-    stderr: 'pipe',
-    // No telemetry or update check: the test needs no network.
-    env: { ...process.env, REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true' },
-  })
+  const lint = Bun.spawn(
+    ['node', join(ROOT, 'node_modules/@redocly/cli/bin/cli.js'), 'lint', file, '--format=json', '--max-problems=1000'],
+    {
+      stdout: 'pipe',
+      stderr: 'pipe',
+      // No telemetry or update check: the test needs no network.
+      env: { ...process.env, REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true' },
+    },
+  )
   const report = JSON.parse(await new Response(lint.stdout).text()) as LintReport
   await lint.exited
   const problems = report.problems.map((p) => `${p.severity} ${p.ruleId} ${p.location[0]?.pointer ?? ''}: ${p.message}`)

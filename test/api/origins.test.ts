@@ -6,12 +6,16 @@ import { admin, call, errorOf, seedBusiness, seedKey, testService } from '../sup
 
 const rows: [entry: string, matches: (string | null)[], refuses: (string | null)[]][] = [
   ['*', ['https://anything.io', 'http://localhost:1234', null, 'null'], []],
-  ['example.com',
+  [
+    'example.com',
     ['https://example.com', 'https://www.example.com', 'https://a.b.example.com'],
-    ['http://example.com', 'https://example.com:8443', 'https://evilexample.com', 'https://example.com.evil.io', null, 'null']],
-  ['app.example.com',
+    ['http://example.com', 'https://example.com:8443', 'https://evilexample.com', 'https://example.com.evil.io', null, 'null'],
+  ],
+  [
+    'app.example.com',
     ['https://app.example.com', 'http://app.example.com'],
-    ['https://x.app.example.com', 'https://example.com', 'https://app.example.com:8443']],
+    ['https://x.app.example.com', 'https://example.com', 'https://app.example.com:8443'],
+  ],
   ['https://app.example.com', ['https://app.example.com'], ['http://app.example.com', 'https://app.example.com:8443']],
   ['https://app.example.com:8443', ['https://app.example.com:8443'], ['https://app.example.com', 'http://app.example.com:8443']],
   ['localhost:3000', ['http://localhost:3000', 'https://localhost:3000'], ['http://localhost:3001', 'http://127.0.0.1:3000']],
@@ -42,7 +46,14 @@ describe.each(rows)('allowed origin %s', (entry, matches, refuses) => {
 })
 
 describe('the Origin side is never repaired', () => {
-  const unrepaired = ['https://example.com.', 'https://bücher.de', 'https://example.com/path', 'https://user@example.com', 'HTTPS://EXAMPLE.COM', 'ftp://example.com']
+  const unrepaired = [
+    'https://example.com.',
+    'https://bücher.de',
+    'https://example.com/path',
+    'https://user@example.com',
+    'HTTPS://EXAMPLE.COM',
+    'ftp://example.com',
+  ]
   test.each(unrepaired)('%s matches nothing but *', async (origin) => {
     const service = await testService()
     const businessId = await seedBusiness(service)
@@ -55,11 +66,39 @@ describe('the Origin side is never repaired', () => {
 
 describe('invalid entries are refused at creation with the reason', () => {
   const invalid = [
-    'https://', ':8080', '8080', 'com', 'co.uk', 'github.io', 'vercel.app', 'example.unknowntld', '*.example.com',
-    'example.com/path', 'example.com?q=1', 'example.com#top', 'user@example.com', 'null', 'localhost', 'localhost:0',
-    'localhost:65536', 'example.com:8080', '127.0.0.1', '192.168.0.1:80', `${'a'.repeat(64)}.com`, `${'a.'.repeat(127)}com`,
-    'a..example.com', '.example.com', 'example.com.', '-a.example.com', 'a-.example.com', 'exa\tmple.com', 'exa mple.com',
-    '', '   ', 'ftp://example.com', 'ws://example.com',
+    'https://',
+    ':8080',
+    '8080',
+    'com',
+    'co.uk',
+    'github.io',
+    'vercel.app',
+    'example.unknowntld',
+    '*.example.com',
+    'example.com/path',
+    'example.com?q=1',
+    'example.com#top',
+    'user@example.com',
+    'null',
+    'localhost',
+    'localhost:0',
+    'localhost:65536',
+    'example.com:8080',
+    '127.0.0.1',
+    '192.168.0.1:80',
+    `${'a'.repeat(64)}.com`,
+    `${'a.'.repeat(127)}com`,
+    'a..example.com',
+    '.example.com',
+    'example.com.',
+    '-a.example.com',
+    'a-.example.com',
+    'exa\tmple.com',
+    'exa mple.com',
+    '',
+    '   ',
+    'ftp://example.com',
+    'ws://example.com',
   ]
   test.each(invalid)('%p', async (entry) => {
     const service = await testService()
@@ -117,7 +156,9 @@ describe('origin messages name each entry once', () => {
     const businessId = await seedBusiness(service)
     const { key } = await seedKey(service, businessId, { allowedOrigins: ['example.com', 'localhost:3000'] })
     const { message } = await errorOf(await call(service, '/api/v0/whoami', { key, origin: 'https://evil.io' }))
-    expect(message).toBe('Origin "https://evil.io" is not allowed: this key allows "example.com", "localhost:3000". To allow it, add "https://evil.io"')
+    expect(message).toBe(
+      'Origin "https://evil.io" is not allowed: this key allows "example.com", "localhost:3000". To allow it, add "https://evil.io"',
+    )
   })
 
   test.each([

@@ -37,7 +37,7 @@ async function statuses(responses: Promise<Response>[]): Promise<number[]> {
   return (await Promise.all(responses)).map((response) => response.status)
 }
 
-describe('private keys: the budget is the key\'s', () => {
+describe("private keys: the budget is the key's", () => {
   test('a burst over the limit gets exactly the limit; the rest 429 with Retry-After and RateLimit-*', async () => {
     const s = await limited()
     const { key } = await s.key({ type: 'private', scopes: ['ANALYTICS_READ'], rateLimit: { limit: 5, windowSeconds: 60 } })
@@ -96,7 +96,7 @@ describe('private keys: the budget is the key\'s', () => {
   })
 })
 
-describe('public keys: the budget is each visitor\'s', () => {
+describe("public keys: the budget is each visitor's", () => {
   test('one visitor using up its budget leaves the others theirs', async () => {
     const s = await limited()
     const { key } = await s.key({ type: 'public', rateLimit: { limit: 3, windowSeconds: 60 } })
@@ -156,7 +156,7 @@ describe('without TRUST_PROXY, over a real socket', () => {
     for (const server of servers) server.stop()
   })
 
-  test('X-Forwarded-For is ignored: every forged address draws on the one peer\'s budget', async () => {
+  test("X-Forwarded-For is ignored: every forged address draws on the one peer's budget", async () => {
     const service = await testService()
     const businessId = await seedBusiness(service)
     const { key } = await seedKey(service, businessId, { type: 'public', rateLimit: { limit: 2, windowSeconds: 60 } })
@@ -216,7 +216,10 @@ describe('failed authentication is budgeted per address', () => {
     const s = await limited({ rateLimits: auth })
     const { key, record } = await s.key({ type: 'private', scopes: ['ANALYTICS_READ'] })
     const { db } = await testDatabase()
-    await db.update(apiKeys).set({ expiresAt: new Date(Date.now() - 1000) }).where(eq(apiKeys.id, record.id))
+    await db
+      .update(apiKeys)
+      .set({ expiresAt: new Date(Date.now() - 1000) })
+      .where(eq(apiKeys.id, record.id))
     s.service.services.keyStore.invalidate(record.id)
     const fresh = await s.key({ type: 'private', scopes: ['ANALYTICS_READ'] })
     for (let i = 0; i < 3; i++) expect((await whoami(s.service, key, '198.51.100.70')).status).toBe(401)

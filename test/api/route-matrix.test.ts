@@ -53,8 +53,10 @@ test('the table holds every /api/v0 route the app declares, and no other', () =>
   const declared = declaredApiRoutes(service.app).map(routeName).sort()
   const tabled = ROUTE_TABLE.map(routeName).sort()
   expect(declared.length).toBeGreaterThan(0)
-  expect({ missingFromTable: declared.filter((r) => !tabled.includes(r)), notDeclared: tabled.filter((r) => !declared.includes(r)) })
-    .toEqual({ missingFromTable: [], notDeclared: [] })
+  expect({
+    missingFromTable: declared.filter((r) => !tabled.includes(r)),
+    notDeclared: tabled.filter((r) => !declared.includes(r)),
+  }).toEqual({ missingFromTable: [], notDeclared: [] })
   expect(new Set(tabled).size).toBe(tabled.length)
 })
 
@@ -101,7 +103,13 @@ const REFUSALS: Refusal[] = [
     arrange: async () => ({ key: null, body: { nonsense: [1, 2, 3] } }),
   },
   { name: 'a malformed key', status: 401, code: 'malformed_api_key', arrange: async () => ({ key: 'pk_short' }), check: challenged },
-  { name: 'an unknown key', status: 401, code: 'invalid_api_key', arrange: async () => ({ key: 'sk_' + 'u'.repeat(32) }), check: challenged },
+  {
+    name: 'an unknown key',
+    status: 401,
+    code: 'invalid_api_key',
+    arrange: async () => ({ key: 'sk_' + 'u'.repeat(32) }),
+    check: challenged,
+  },
   {
     name: 'a revoked key holding the scope',
     status: 401,
@@ -141,7 +149,9 @@ const REFUSALS: Refusal[] = [
     status: 403,
     code: 'public_key_not_allowed',
     applies: (entry) => !entry.public,
-    arrange: async (w) => ({ key: (await seedKey(service, w.businessId, { scopes: [...PUBLIC_KEY_SCOPES], allowedOrigins: ['example.com'] })).key }),
+    arrange: async (w) => ({
+      key: (await seedKey(service, w.businessId, { scopes: [...PUBLIC_KEY_SCOPES], allowedOrigins: ['example.com'] })).key,
+    }),
   },
   {
     name: 'a private key holding every other scope',
@@ -159,7 +169,12 @@ const REFUSALS: Refusal[] = [
     code: 'insufficient_scope',
     applies: (entry) => entry.public && entry.scope !== null,
     arrange: async (w, entry) => ({
-      key: (await seedKey(service, w.businessId, { scopes: PUBLIC_KEY_SCOPES.filter((s) => s !== entry.scope), allowedOrigins: ['example.com'] })).key,
+      key: (
+        await seedKey(service, w.businessId, {
+          scopes: PUBLIC_KEY_SCOPES.filter((s) => s !== entry.scope),
+          allowedOrigins: ['example.com'],
+        })
+      ).key,
     }),
     check: (response, entry) => expect(response.headers.get('www-authenticate')).toContain(`scope="${entry.scope}"`),
   },
@@ -168,7 +183,11 @@ const REFUSALS: Refusal[] = [
     status: 429,
     code: 'rate_limited',
     arrange: async (w, entry) => {
-      const { key } = await seedKey(service, w.businessId, { type: 'private', scopes: granting(entry), rateLimit: { limit: 1, windowSeconds: 60 } })
+      const { key } = await seedKey(service, w.businessId, {
+        type: 'private',
+        scopes: granting(entry),
+        rateLimit: { limit: 1, windowSeconds: 60 },
+      })
       expect((await send(entry, w, key, ORIGIN)).status).toBe(entry.status)
       return { key }
     },

@@ -19,7 +19,11 @@ const service = await testService()
 /** A private key holding every scope (tables are emptied between tests: one per test). */
 async function privateKey(): Promise<string> {
   const businessId = await seedBusiness(service)
-  const seeded = await seedKey(service, businessId, { type: 'private', scopes: [...SCOPES], rateLimit: { limit: 1_000_000, windowSeconds: 60 } })
+  const seeded = await seedKey(service, businessId, {
+    type: 'private',
+    scopes: [...SCOPES],
+    rateLimit: { limit: 1_000_000, windowSeconds: 60 },
+  })
   return seeded.key
 }
 
@@ -28,7 +32,18 @@ const bodyRoutes = service.app.routes
   .map((r) => ({ method: r.method, path: r.path, schema: r.hooks.body as TSchema }))
 
 /** TypeBox's default phrasings (@sinclair/typebox/errors DefaultErrorFunction). */
-const TYPEBOX_WORDS = [/^Expected /, /: Expected /, /less or equal/, /greater or equal/, /union value/, /Unexpected property/, /required property/, /to match '/, /Unknown error type/, /Expected kind/]
+const TYPEBOX_WORDS = [
+  /^Expected /,
+  /: Expected /,
+  /less or equal/,
+  /greater or equal/,
+  /union value/,
+  /Unexpected property/,
+  /required property/,
+  /to match '/,
+  /Unknown error type/,
+  /Expected kind/,
+]
 
 function concrete(path: string): string {
   return path.replace(/:id|:runId/g, '00000000-0000-4000-8000-000000000000').replace(/:[A-Za-z]+/g, 'some-slug')
@@ -95,7 +110,8 @@ function invalidValues(schema: Node): unknown[] {
   }
   if (kind === 'Object' || kind === 'Record') {
     if (kind === 'Object') values.push({ 'no such field': 1 })
-    if (typeof schema.maxProperties === 'number') values.push(Object.fromEntries(Array.from({ length: schema.maxProperties + 1 }, (_, i) => [`p${i}`, i])))
+    if (typeof schema.maxProperties === 'number')
+      values.push(Object.fromEntries(Array.from({ length: schema.maxProperties + 1 }, (_, i) => [`p${i}`, i])))
     if (typeof schema.minProperties === 'number') values.push({})
   }
   if (kind === 'Union') values.push('neither', {})
@@ -181,7 +197,7 @@ describe.each(bodyRoutes)('$method $path', (route) => {
     }
   })
 
-  test('no error TypeBox finds in an invalid value is worded in TypeBox\'s words', () => {
+  test("no error TypeBox finds in an invalid value is worded in TypeBox's words", () => {
     // Every error, not only the one an answer reports: each kind at each field is worded.
     const check = TypeCompiler.Compile(route.schema)
     const leaks: string[] = []
@@ -189,7 +205,8 @@ describe.each(bodyRoutes)('$method $path', (route) => {
       for (const value of invalidValues(site.schema)) {
         for (const error of check.Errors(bodyWith(site.path, value))) {
           const message = validationMessage('body', [error])
-          if (TYPEBOX_WORDS.some((words) => words.test(message))) leaks.push(`${fieldName(site.path)} = ${JSON.stringify(value).slice(0, 60)}: ${message}`)
+          if (TYPEBOX_WORDS.some((words) => words.test(message)))
+            leaks.push(`${fieldName(site.path)} = ${JSON.stringify(value).slice(0, 60)}: ${message}`)
         }
       }
     }
@@ -210,7 +227,8 @@ describe.each(bodyRoutes)('$method $path', (route) => {
         const error = (JSON.parse(text) as { error: { code: string; message: string; requestId: string } }).error
         expect(error.code).toBe('invalid_request')
         expect(error.requestId).toBeString()
-        if (TYPEBOX_WORDS.some((words) => words.test(error.message))) leaks.push(`${fieldName(site.path)} = ${JSON.stringify(value).slice(0, 60)}: ${error.message}`)
+        if (TYPEBOX_WORDS.some((words) => words.test(error.message)))
+          leaks.push(`${fieldName(site.path)} = ${JSON.stringify(value).slice(0, 60)}: ${error.message}`)
       }
     }
     expect(leaks).toEqual([])
@@ -225,7 +243,9 @@ test('query strings and path parameters are worded the same way', async () => {
   for (const route of routes) {
     const query = route.hooks.query as { properties?: Record<string, unknown> } | undefined
     const requests = [
-      ...Object.keys(query?.properties ?? {}).flatMap((name) => ['', 'x'.repeat(400), '!', '-1', '\u0000'].map((value) => `${concrete(route.path)}?${name}=${encodeURIComponent(value)}`)),
+      ...Object.keys(query?.properties ?? {}).flatMap((name) =>
+        ['', 'x'.repeat(400), '!', '-1', '\u0000'].map((value) => `${concrete(route.path)}?${name}=${encodeURIComponent(value)}`),
+      ),
       ...(route.path.includes(':') ? [route.path.replace(/:[A-Za-z]+/g, '!')] : []),
     ]
     for (const path of requests) {

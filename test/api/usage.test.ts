@@ -133,7 +133,9 @@ describe('report-only origins', () => {
     expect(served.headers.get('access-control-allow-origin')).toBe(STRANGER)
     // It relaxes nothing else: a route outside the public set and a missing scope still refuse.
     expect((await call(service, '/api/v0/analytics', { key, origin: STRANGER })).status).toBe(403)
-    expect((await call(service, '/api/v0/audience/people', { key, origin: STRANGER, method: 'POST', body: { email: 'a@b.co' } })).status).toBe(403)
+    expect(
+      (await call(service, '/api/v0/audience/people', { key, origin: STRANGER, method: 'POST', body: { email: 'a@b.co' } })).status,
+    ).toBe(403)
     await service.services.usage.flush()
     const usage = await usageOf(service, id)
     expect(usage.refusedOrigins).toEqual([{ origin: STRANGER, count: 3, lastSeenAt: expect.any(String), reported: true }])

@@ -63,74 +63,94 @@ async function publicKey(options: { expiresAt?: string } = {}) {
 }
 
 describe.skipIf(chromiumMissing)('CORS from a real page (headless Chromium)', () => {
-  test('an allowed page reads the 200 JSON body of whoami', async () => {
-    const { key, keyId, businessId } = await publicKey()
-    const page = await openBlank(harness.allowedOrigin)
-    const answer = await fetchFromPage(page, `${harness.apiOrigin}/api/v0/whoami`, key)
-    expect(answer.status).toBe(200)
-    expect(answer.body).toMatchObject({
-      businessId,
-      keyId,
-      keyType: 'public',
-      origin: harness.allowedOrigin,
-      allowedOrigins: [harness.allowedEntry],
-    })
-  }, BROWSER_TEST_TIMEOUT)
+  test(
+    'an allowed page reads the 200 JSON body of whoami',
+    async () => {
+      const { key, keyId, businessId } = await publicKey()
+      const page = await openBlank(harness.allowedOrigin)
+      const answer = await fetchFromPage(page, `${harness.apiOrigin}/api/v0/whoami`, key)
+      expect(answer.status).toBe(200)
+      expect(answer.body).toMatchObject({
+        businessId,
+        keyId,
+        keyType: 'public',
+        origin: harness.allowedOrigin,
+        allowedOrigins: [harness.allowedEntry],
+      })
+    },
+    BROWSER_TEST_TIMEOUT,
+  )
 
-  test('the browser preflights the keyed request, and the preflight allows Authorization and Content-Type for two hours', async () => {
-    const { key } = await publicKey()
-    const page = await openBlank(harness.allowedOrigin)
-    await fetchFromPage(page, `${harness.apiOrigin}/api/v0/whoami`, key)
-    const preflights = await page.seen(`${harness.apiOrigin}/api/v0/whoami`, 'Preflight')
-    expect(preflights).toHaveLength(1)
-    const preflight = preflights[0]!
-    expect(preflight.method).toBe('OPTIONS')
-    expect(preflight.requestHeaders['access-control-request-headers']).toBe('authorization')
-    expect(preflight.status).toBe(204)
-    expect(preflight.headers['access-control-allow-origin']).toBe(harness.allowedOrigin)
-    const allowedHeaders = preflight.headers['access-control-allow-headers']!.toLowerCase().split(/\s*,\s*/)
-    expect(allowedHeaders).toContain('authorization')
-    expect(allowedHeaders).toContain('content-type')
-    expect(preflight.headers['access-control-allow-methods']).toContain('GET')
-    expect(preflight.headers['access-control-max-age']).toBe('7200')
-    expect(preflight.headers.vary).toContain('Origin')
-    expect(preflight.headers['access-control-allow-credentials']).toBeUndefined()
-  }, BROWSER_TEST_TIMEOUT)
+  test(
+    'the browser preflights the keyed request, and the preflight allows Authorization and Content-Type for two hours',
+    async () => {
+      const { key } = await publicKey()
+      const page = await openBlank(harness.allowedOrigin)
+      await fetchFromPage(page, `${harness.apiOrigin}/api/v0/whoami`, key)
+      const preflights = await page.seen(`${harness.apiOrigin}/api/v0/whoami`, 'Preflight')
+      expect(preflights).toHaveLength(1)
+      const preflight = preflights[0]!
+      expect(preflight.method).toBe('OPTIONS')
+      expect(preflight.requestHeaders['access-control-request-headers']).toBe('authorization')
+      expect(preflight.status).toBe(204)
+      expect(preflight.headers['access-control-allow-origin']).toBe(harness.allowedOrigin)
+      const allowedHeaders = preflight.headers['access-control-allow-headers']!.toLowerCase().split(/\s*,\s*/)
+      expect(allowedHeaders).toContain('authorization')
+      expect(allowedHeaders).toContain('content-type')
+      expect(preflight.headers['access-control-allow-methods']).toContain('GET')
+      expect(preflight.headers['access-control-max-age']).toBe('7200')
+      expect(preflight.headers.vary).toContain('Origin')
+      expect(preflight.headers['access-control-allow-credentials']).toBeUndefined()
+    },
+    BROWSER_TEST_TIMEOUT,
+  )
 
-  test('no answer, preflight or actual, allows credentials', async () => {
-    const { key } = await publicKey()
-    const page = await openBlank(harness.allowedOrigin)
-    const answer = await fetchFromPage(page, `${harness.apiOrigin}/api/v0/whoami`, key)
-    expect(answer.credentials).toBeNull()
-    const url = `${harness.apiOrigin}/api/v0/whoami`
-    const [preflight] = await page.seen(url, 'Preflight')
-    const [actual] = await page.seen(url, 'Fetch')
-    expect(preflight?.headers).not.toHaveProperty('access-control-allow-credentials')
-    expect(actual?.status).toBe(200)
-    expect(actual?.headers['access-control-allow-origin']).toBe(harness.allowedOrigin)
-    expect(actual?.headers).not.toHaveProperty('access-control-allow-credentials')
-  }, BROWSER_TEST_TIMEOUT)
+  test(
+    'no answer, preflight or actual, allows credentials',
+    async () => {
+      const { key } = await publicKey()
+      const page = await openBlank(harness.allowedOrigin)
+      const answer = await fetchFromPage(page, `${harness.apiOrigin}/api/v0/whoami`, key)
+      expect(answer.credentials).toBeNull()
+      const url = `${harness.apiOrigin}/api/v0/whoami`
+      const [preflight] = await page.seen(url, 'Preflight')
+      const [actual] = await page.seen(url, 'Fetch')
+      expect(preflight?.headers).not.toHaveProperty('access-control-allow-credentials')
+      expect(actual?.status).toBe(200)
+      expect(actual?.headers['access-control-allow-origin']).toBe(harness.allowedOrigin)
+      expect(actual?.headers).not.toHaveProperty('access-control-allow-credentials')
+    },
+    BROWSER_TEST_TIMEOUT,
+  )
 
-  test('a refused page reads the 403 error body and the exposed X-Request-Id', async () => {
-    const { key } = await publicKey()
-    const page = await openBlank(harness.refusedOrigin)
-    const answer = await fetchFromPage(page, `${harness.apiOrigin}/api/v0/whoami`, key)
-    expect(answer.status).toBe(403)
-    const { error } = answer.body as { error: { code: string; message: string; requestId: string } }
-    expect(error.code).toBe('origin_not_allowed')
-    expect(error.message).toContain(harness.refusedOrigin)
-    expect(error.message).toContain(harness.allowedEntry)
-    expect(answer.requestId).toMatch(/^req_/)
-    expect(answer.requestId).toBe(error.requestId)
-  }, BROWSER_TEST_TIMEOUT)
+  test(
+    'a refused page reads the 403 error body and the exposed X-Request-Id',
+    async () => {
+      const { key } = await publicKey()
+      const page = await openBlank(harness.refusedOrigin)
+      const answer = await fetchFromPage(page, `${harness.apiOrigin}/api/v0/whoami`, key)
+      expect(answer.status).toBe(403)
+      const { error } = answer.body as { error: { code: string; message: string; requestId: string } }
+      expect(error.code).toBe('origin_not_allowed')
+      expect(error.message).toContain(harness.refusedOrigin)
+      expect(error.message).toContain(harness.allowedEntry)
+      expect(answer.requestId).toMatch(/^req_/)
+      expect(answer.requestId).toBe(error.requestId)
+    },
+    BROWSER_TEST_TIMEOUT,
+  )
 
-  test('a page reads the 401 body of an expired key', async () => {
-    const { key } = await publicKey({ expiresAt: new Date(Date.now() + 60_000).toISOString() })
-    harness.advanceClock(120_000)
-    const page = await openBlank(harness.allowedOrigin)
-    const answer = await fetchFromPage(page, `${harness.apiOrigin}/api/v0/whoami`, key)
-    expect(answer.status).toBe(401)
-    expect(answer.body).toMatchObject({ error: { code: 'expired_api_key' } })
-    expect(answer.requestId).toMatch(/^req_/)
-  }, BROWSER_TEST_TIMEOUT)
+  test(
+    'a page reads the 401 body of an expired key',
+    async () => {
+      const { key } = await publicKey({ expiresAt: new Date(Date.now() + 60_000).toISOString() })
+      harness.advanceClock(120_000)
+      const page = await openBlank(harness.allowedOrigin)
+      const answer = await fetchFromPage(page, `${harness.apiOrigin}/api/v0/whoami`, key)
+      expect(answer.status).toBe(401)
+      expect(answer.body).toMatchObject({ error: { code: 'expired_api_key' } })
+      expect(answer.requestId).toMatch(/^req_/)
+    },
+    BROWSER_TEST_TIMEOUT,
+  )
 })

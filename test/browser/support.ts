@@ -9,7 +9,6 @@ import { testService } from '../support/service.ts'
  * Debian's headless Chromium driven by playwright-core.
  */
 
-
 export interface Harness {
   service: Service
   browser: Browser

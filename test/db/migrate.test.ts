@@ -42,4 +42,3 @@ describe.skipIf(!process.env.DATABASE_URL)('instances starting together on Postg
     }
   })
 })
-

@@ -70,7 +70,11 @@ async function bringUp(): Promise<Deployment> {
   }
 }
 
-async function call(base: string, path: string, init: { method?: string; key?: string; token?: string; body?: unknown; forwardedFor?: string } = {}) {
+async function call(
+  base: string,
+  path: string,
+  init: { method?: string; key?: string; token?: string; body?: unknown; forwardedFor?: string } = {},
+) {
   const headers: Record<string, string> = {}
   if (init.key) headers.authorization = `Bearer ${init.key}`
   if (init.token) headers.authorization = `Bearer ${init.token}`
@@ -123,7 +127,8 @@ describe.if(Boolean(databaseUrl) && missing.length === 0)('a deployment behind H
     const { key } = await publicKey({ limit: 10, windowSeconds: 60 })
     const statuses = async (visitor: string, n: number) => {
       const answers: number[] = []
-      for (let i = 0; i < n; i++) answers.push((await call(deployment.proxy, '/api/v0/analytics', { ...pageView, key, forwardedFor: visitor })).status)
+      for (let i = 0; i < n; i++)
+        answers.push((await call(deployment.proxy, '/api/v0/analytics', { ...pageView, key, forwardedFor: visitor })).status)
       return answers
     }
     // The test's own address is loopback, which TRUST_PROXY trusts like the proxy itself:

@@ -127,7 +127,15 @@ async function outage(mode: Exclude<ProxyMode, 'pass'>) {
   // notification heartbeat finds the connection silent (within a second), whoami reads the
   // key again, and that needs the database (docs/decisions.md).
   await waitUntil(() => faulty.service.services.keyFeed?.live === false, 'the instance to notice', 3_000)
-  const answers = [...first, ...(await expectAllAnswer(faulty, keys, () => 503, (name) => !needsDatabase(name)))]
+  const answers = [
+    ...first,
+    ...(await expectAllAnswer(
+      faulty,
+      keys,
+      () => 503,
+      (name) => !needsDatabase(name),
+    )),
+  ]
   for (const [name, answer] of answers) {
     expect(answer.retryAfter, name).toBe('5')
     expect(JSON.parse(answer.body).error.code, name).toBe('unavailable')

@@ -34,36 +34,56 @@ export async function chainApp(
   const app = new Elysia()
     .use(errorHandling(options.logger ?? silentLogger))
     .use(access)
-    .get('/api/v0/public-read', ({ access }) => {
-      reached.push('public-read')
-      return { keyId: access.key.id }
-    }, {
-      access: { scope: 'BLOG_READ', public: true },
-      query: t.Object({ limit: t.Optional(t.Numeric({ minimum: 1, maximum: 10 })) }),
-    })
-    .post('/api/v0/public-write', ({ body }) => {
-      reached.push('public-write')
-      return { accepted: body.n }
-    }, {
-      access: { scope: 'ANALYTICS_WRITE', public: true },
-      body: t.Object({ n: t.Integer({ minimum: 1 }) }),
-    })
-    .post('/api/v0/private-write', ({ body }) => {
-      reached.push('private-write')
-      return { ok: body.n }
-    }, {
-      access: { scope: 'MEMORY_WRITE', public: false },
-      body: t.Object({ n: t.Integer() }),
-    })
-    .get('/api/v0/private-read', () => {
-      reached.push('private-read')
-      return { ok: true }
-    }, {
-      access: { scope: 'MEMORY_READ', public: false },
-    })
-    .get('/api/v0/explode', () => {
-      reached.push('explode')
-      throw new Error('select secret from somewhere failed')
-    }, { access: { scope: null, public: true } })
+    .get(
+      '/api/v0/public-read',
+      ({ access }) => {
+        reached.push('public-read')
+        return { keyId: access.key.id }
+      },
+      {
+        access: { scope: 'BLOG_READ', public: true },
+        query: t.Object({ limit: t.Optional(t.Numeric({ minimum: 1, maximum: 10 })) }),
+      },
+    )
+    .post(
+      '/api/v0/public-write',
+      ({ body }) => {
+        reached.push('public-write')
+        return { accepted: body.n }
+      },
+      {
+        access: { scope: 'ANALYTICS_WRITE', public: true },
+        body: t.Object({ n: t.Integer({ minimum: 1 }) }),
+      },
+    )
+    .post(
+      '/api/v0/private-write',
+      ({ body }) => {
+        reached.push('private-write')
+        return { ok: body.n }
+      },
+      {
+        access: { scope: 'MEMORY_WRITE', public: false },
+        body: t.Object({ n: t.Integer() }),
+      },
+    )
+    .get(
+      '/api/v0/private-read',
+      () => {
+        reached.push('private-read')
+        return { ok: true }
+      },
+      {
+        access: { scope: 'MEMORY_READ', public: false },
+      },
+    )
+    .get(
+      '/api/v0/explode',
+      () => {
+        reached.push('explode')
+        throw new Error('select secret from somewhere failed')
+      },
+      { access: { scope: null, public: true } },
+    )
   return { app, keys, keyStore, lastUsed, reached, db }
 }

@@ -20,7 +20,10 @@ const control = fc.integer({ min: 0, max: 0x1f }).map((unit) => String.fromCharC
 
 export const hostileString: fc.Arbitrary<string> = fc.oneof(
   fc.string({ unit: 'binary', maxLength: 40 }),
-  fc.string({ unit: fc.oneof(loneSurrogate, control, fc.constantFrom('a', '\u0000', '\ud83d\ude00', '€', '"', '\\', '%', '/', '.', '-')), maxLength: 12 }),
+  fc.string({
+    unit: fc.oneof(loneSurrogate, control, fc.constantFrom('a', '\u0000', '\ud83d\ude00', '€', '"', '\\', '%', '/', '.', '-')),
+    maxLength: 12,
+  }),
   fc.constantFrom(
     '\ud800',
     'a\udfffb',
@@ -49,11 +52,7 @@ export const hostileString: fc.Arbitrary<string> = fc.oneof(
   ),
 )
 
-export const hostileNumber = fc.oneof(
-  fc.double(),
-  fc.integer(),
-  fc.constantFrom(1e308, -1e308, 2 ** 53, -(2 ** 63), 1e-320, 0.1, -0),
-)
+export const hostileNumber = fc.oneof(fc.double(), fc.integer(), fc.constantFrom(1e308, -1e308, 2 ** 53, -(2 ** 63), 1e-320, 0.1, -0))
 
 /** Property names, pollution attempts included. */
 export const hostileKey = fc.oneof(hostileString, fc.constantFrom('__proto__', 'constructor', 'prototype', 'toString', 'hasOwnProperty'))
@@ -86,7 +85,9 @@ export function mutatedBody(valid: Record<string, unknown>): fc.Arbitrary<string
   const fields = Object.keys(valid)
   return fc.oneof(
     fc.tuple(fc.constantFrom(...fields), hostileValue).map(([field, value]) => JSON.stringify({ ...valid, [field]: value })),
-    fc.tuple(hostileKey, hostileValue).map(([field, value]) => `${JSON.stringify(valid).slice(0, -1)},${JSON.stringify(field)}:${JSON.stringify(value) ?? 'null'}}`),
+    fc
+      .tuple(hostileKey, hostileValue)
+      .map(([field, value]) => `${JSON.stringify(valid).slice(0, -1)},${JSON.stringify(field)}:${JSON.stringify(value) ?? 'null'}}`),
     hostileValue.map((value) => JSON.stringify(value) ?? 'null'),
     deepJson,
     fc.string({ unit: 'binary', maxLength: 60 }),

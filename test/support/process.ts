@@ -53,4 +53,3 @@ export function startProcess(env: Record<string, string>) {
     },
   }
 }
-

@@ -6,10 +6,10 @@ import { RedisClient } from 'bun'
  */
 export async function startRedis(): Promise<{ url: string; stop(): Promise<void> }> {
   const port = await freePort()
-  const process = Bun.spawn(
-    ['redis-server', '--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
-    { stdout: 'ignore', stderr: 'inherit' },
-  )
+  const process = Bun.spawn(['redis-server', '--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
+    stdout: 'ignore',
+    stderr: 'inherit',
+  })
   const url = `redis://127.0.0.1:${port}`
   const deadline = Date.now() + 10_000
   for (;;) {

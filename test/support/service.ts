@@ -17,8 +17,7 @@ const proxyRule = createClientAddressRule(['127.0.0.1'])
  * The client address as a service behind a trusted proxy at 127.0.0.1 sees it (`app.handle`
  * has no socket): the real TRUST_PROXY rule applied to the request's X-Forwarded-For.
  */
-export const behindTrustedProxy: ClientAddressOf = (request) =>
-  proxyRule('127.0.0.1', request.headers.get('x-forwarded-for'))
+export const behindTrustedProxy: ClientAddressOf = (request) => proxyRule('127.0.0.1', request.headers.get('x-forwarded-for'))
 
 /** A service on the run's database, as src/index.ts builds it, minus the listening socket. */
 export async function testService(options: Partial<AppOptions> = {}): Promise<Service> {
@@ -48,15 +47,19 @@ export interface SeedKeyOptions {
 /** Creates a key through the same service the admin API uses; returns the plaintext too. */
 export async function seedKey(service: Service, businessId: string, options: SeedKeyOptions = {}) {
   const type = options.type ?? 'public'
-  const created = await service.services.keys.create(businessId, {
-    type,
-    name: options.name ?? `${type} key`,
-    scopes: options.scopes ?? (type === 'public' ? ['ANALYTICS_WRITE'] : ['ANALYTICS_READ']),
-    allowedOrigins: options.allowedOrigins ?? (type === 'public' ? ['example.com'] : []),
-    expiresAt: options.expiresAt ?? null,
-    rateLimit: options.rateLimit ?? null,
-    createdBy: 'test',
-  }, TEST_AUTHOR)
+  const created = await service.services.keys.create(
+    businessId,
+    {
+      type,
+      name: options.name ?? `${type} key`,
+      scopes: options.scopes ?? (type === 'public' ? ['ANALYTICS_WRITE'] : ['ANALYTICS_READ']),
+      allowedOrigins: options.allowedOrigins ?? (type === 'public' ? ['example.com'] : []),
+      expiresAt: options.expiresAt ?? null,
+      rateLimit: options.rateLimit ?? null,
+      createdBy: 'test',
+    },
+    TEST_AUTHOR,
+  )
   return { key: created.key, record: created.record }
 }
 
@@ -83,9 +86,7 @@ export function call(service: Handles, path: string, options: CallOptions = {}):
     body = typeof options.body === 'string' ? options.body : JSON.stringify(options.body)
     if (!headers.has('content-type')) headers.set('content-type', 'application/json')
   }
-  return service.app.handle(
-    new Request(`http://localhost${path}`, { method: options.method ?? (body ? 'POST' : 'GET'), headers, body }),
-  )
+  return service.app.handle(new Request(`http://localhost${path}`, { method: options.method ?? (body ? 'POST' : 'GET'), headers, body }))
 }
 
 export function admin(service: Handles, path: string, options: Omit<CallOptions, 'key'> & { token?: string } = {}) {

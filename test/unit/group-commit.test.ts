@@ -24,7 +24,11 @@ function controlledInsert() {
   }
 }
 
-const outcome = (promise: Promise<void>) => promise.then(() => 'ok', (e: { message: string; status?: number }) => e.status ?? e.message)
+const outcome = (promise: Promise<void>) =>
+  promise.then(
+    () => 'ok',
+    (e: { message: string; status?: number }) => e.status ?? e.message,
+  )
 const tick = () => Bun.sleep(0)
 
 describe('the group committer', () => {

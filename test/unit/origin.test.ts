@@ -1,346 +1,346 @@
-import { describe, expect, test } from "bun:test";
-import {
-  compileOriginMatcher,
-  parseAllowedOrigin,
-  parseAllowedOrigins,
-} from "../../src/access/origin.ts";
+import { describe, expect, test } from 'bun:test'
+import { compileOriginMatcher, parseAllowedOrigin, parseAllowedOrigins } from '../../src/access/origin.ts'
 
 // [raw entry, canonical stored form]
 const VALID: [string, string][] = [
-  ["*", "*"],
-  ["  *  ", "*"],
-  ["example.com", "example.com"],
-  ["Example.COM", "example.com"],
-  [" example.com/ ", "example.com"],
-  ["\texample.com\n", "example.com"],
-  ["app.example.com", "app.example.com"],
-  ["a.b.example.com", "a.b.example.com"],
-  ["www.example.co.uk", "www.example.co.uk"],
-  ["example.co.uk", "example.co.uk"],
-  ["foo.github.io", "foo.github.io"],
-  ["my-app.vercel.app", "my-app.vercel.app"],
-  ["a_b.example.com", "a_b.example.com"],
-  ["https://app.example.com", "https://app.example.com"],
-  ["https://app.example.com/", "https://app.example.com"],
-  ["HTTPS://App.Example.com", "https://app.example.com"],
-  ["https://app.example.com:443", "https://app.example.com"],
-  ["http://app.example.com:80", "http://app.example.com"],
-  ["https://app.example.com:80", "https://app.example.com:80"],
-  ["http://app.example.com:443", "http://app.example.com:443"],
-  ["https://app.example.com:8443", "https://app.example.com:8443"],
-  ["https://example.com", "https://example.com"],
-  ["localhost:3000", "localhost:3000"],
-  ["LOCALHOST:3000/", "localhost:3000"],
-  ["localhost:1", "localhost:1"],
-  ["localhost:65535", "localhost:65535"],
-  ["http://localhost:3000", "http://localhost:3000"],
-  ["https://localhost:443", "https://localhost"],
-  ["http://localhost", "http://localhost"],
-  ["http://127.0.0.1:3000", "http://127.0.0.1:3000"],
-  ["https://10.0.0.255:8443", "https://10.0.0.255:8443"],
-  ["http://[::1]:3000", "http://[::1]:3000"],
-  ["http://[0:0:0:0:0:0:0:1]:3000", "http://[::1]:3000"],
-  ["https://[2001:DB8:0:0:1:0:0:1]", "https://[2001:db8::1:0:0:1]"],
-  ["bücher.de", "xn--bcher-kva.de"],
-  ["BÜCHER.de", "xn--bcher-kva.de"],
-  ["https://Bücher.de:443/", "https://xn--bcher-kva.de"],
-  ["xn--bcher-kva.de", "xn--bcher-kva.de"],
-  ["пример.рф", "xn--e1afmkfd.xn--p1ai"],
-];
+  ['*', '*'],
+  ['  *  ', '*'],
+  ['example.com', 'example.com'],
+  ['Example.COM', 'example.com'],
+  [' example.com/ ', 'example.com'],
+  ['\texample.com\n', 'example.com'],
+  ['app.example.com', 'app.example.com'],
+  ['a.b.example.com', 'a.b.example.com'],
+  ['www.example.co.uk', 'www.example.co.uk'],
+  ['example.co.uk', 'example.co.uk'],
+  ['foo.github.io', 'foo.github.io'],
+  ['my-app.vercel.app', 'my-app.vercel.app'],
+  ['a_b.example.com', 'a_b.example.com'],
+  ['https://app.example.com', 'https://app.example.com'],
+  ['https://app.example.com/', 'https://app.example.com'],
+  ['HTTPS://App.Example.com', 'https://app.example.com'],
+  ['https://app.example.com:443', 'https://app.example.com'],
+  ['http://app.example.com:80', 'http://app.example.com'],
+  ['https://app.example.com:80', 'https://app.example.com:80'],
+  ['http://app.example.com:443', 'http://app.example.com:443'],
+  ['https://app.example.com:8443', 'https://app.example.com:8443'],
+  ['https://example.com', 'https://example.com'],
+  ['localhost:3000', 'localhost:3000'],
+  ['LOCALHOST:3000/', 'localhost:3000'],
+  ['localhost:1', 'localhost:1'],
+  ['localhost:65535', 'localhost:65535'],
+  ['http://localhost:3000', 'http://localhost:3000'],
+  ['https://localhost:443', 'https://localhost'],
+  ['http://localhost', 'http://localhost'],
+  ['http://127.0.0.1:3000', 'http://127.0.0.1:3000'],
+  ['https://10.0.0.255:8443', 'https://10.0.0.255:8443'],
+  ['http://[::1]:3000', 'http://[::1]:3000'],
+  ['http://[0:0:0:0:0:0:0:1]:3000', 'http://[::1]:3000'],
+  ['https://[2001:DB8:0:0:1:0:0:1]', 'https://[2001:db8::1:0:0:1]'],
+  ['bücher.de', 'xn--bcher-kva.de'],
+  ['BÜCHER.de', 'xn--bcher-kva.de'],
+  ['https://Bücher.de:443/', 'https://xn--bcher-kva.de'],
+  ['xn--bcher-kva.de', 'xn--bcher-kva.de'],
+  ['пример.рф', 'xn--e1afmkfd.xn--p1ai'],
+]
 
 // [raw entry, what the reason must say (the cause or the fix)]
 const INVALID: [string, RegExp][] = [
-  ["", /empty/],
-  ["   ", /empty/],
-  ["https://", /protocol alone.*https:\/\/app\.example\.com/],
-  ["http://", /protocol alone/],
-  ["https:", /protocol alone/],
-  [":8080", /port alone/],
-  ["8080", /port alone/],
-  ["com", /public suffix/],
-  ["co.uk", /public suffix/],
-  ["github.io", /public suffix/],
-  ["vercel.app", /public suffix/],
-  ["https://github.io", /public suffix/],
-  ["example.unknowntld", /not under a known public suffix/],
-  ["app.example.unknowntld", /not under a known public suffix/],
-  ["example.local", /not under a known public suffix/],
-  ["http://foo.localhost:3000", /localhost:PORT/],
-  ["*.example.com", /"example\.com".*already covers/],
-  ["https://*.example.com", /"example\.com".*already covers/],
-  ["*.app.example.com", /"example\.com" covers all its subdomains/],
-  ["*example.com", /lone entry "\*"/],
-  ["example.*", /lone entry "\*"/],
-  ["https://example.com/path", /path.*"https:\/\/example\.com"/],
-  ["example.com/path", /path.*"example\.com"/],
-  ["https://example.com//", /path/],
-  ["https://example.com?x=1", /query/],
-  ["https://example.com#top", /fragment/],
-  ["https://user:pw@example.com", /user info.*"https:\/\/example\.com"/],
-  ["user@example.com", /user info/],
-  ["https://example.com\\x", /backslash/],
-  ["null", /opaque origin/],
-  ["NULL", /opaque origin/],
-  ["localhost", /needs a port.*localhost:3000/],
-  ["localhost:", /no port/],
-  ["localhost:0", /outside 1-65535/],
-  ["localhost:65536", /outside 1-65535/],
-  ["localhost:99999", /outside 1-65535/],
-  ["localhost:03000", /leading zeros.*3000/],
-  ["localhost:abc", /not a number/],
-  ["https://example.com:0", /outside 1-65535/],
-  ["https://example.com:", /no port/],
-  ["example.com:8080", /"https:\/\/example\.com:8080"/],
-  ["app.example.com:8443", /"https:\/\/app\.example\.com:8443"/],
-  ["127.0.0.1", /only allowed in the full form.*http:\/\/127\.0\.0\.1:PORT/],
-  ["127.0.0.1:3000", /"http:\/\/127\.0\.0\.1:3000"/],
-  ["::1", /only allowed in the full form/],
-  ["[::1]:3000", /"http:\/\/\[::1\]:3000"/],
-  ["http://::1:3000", /brackets/],
-  ["http://127.1:3000", /not a valid IPv4/],
-  ["http://127.000.0.1:3000", /not a valid IPv4/],
-  ["http://0x7f.0.0.1", /not a valid IPv4/],
-  ["http://[::1%25eth0]:3000", /invalid IPv6/],
-  ["http://[1:2:3:4:5:6:7:8:9]", /invalid IPv6/],
-  [`${"a".repeat(64)}.com`, /label of 64 characters.*63/],
-  [`${`${"a".repeat(60)}.`.repeat(5)}com`, /limit is 253/],
-  ["a..example.com", /empty label/],
-  [".example.com", /starts with a dot/],
-  ["example.com.", /ends with a dot/],
-  ["https://example.com.", /ends with a dot/],
-  ["-app.example.com", /starting or ending with "-"/],
-  ["app-.example.com", /starting or ending with "-"/],
-  ["exa\tmple.com", /tab/],
-  ["exa mple.com", /space/],
-  ["example.com https://x.io", /space/],
-  ["ftp://example.com", /uses the scheme "ftp:"; only http and https/],
-  ["ws://example.com", /uses the scheme "ws:"; only http and https/],
-  ["chrome-extension://abcdef", /uses the scheme "chrome-extension:"; only http and https/],
-  ["file:///etc/passwd", /uses the scheme "file:"; only http and https/],
-  ["javascript:alert(1)", /uses the scheme "javascript:"; only http and https/],
-  ["https:example.com", /missing "\/\/".*"https:\/\/example\.com"/],
-  ["ex%41mple.com", /"%"/],
-  ["xn--zz.com", /not a valid internationalised domain/],
-  ["exam!ple.com", /"!"/],
-];
+  ['', /empty/],
+  ['   ', /empty/],
+  ['https://', /protocol alone.*https:\/\/app\.example\.com/],
+  ['http://', /protocol alone/],
+  ['https:', /protocol alone/],
+  [':8080', /port alone/],
+  ['8080', /port alone/],
+  ['com', /public suffix/],
+  ['co.uk', /public suffix/],
+  ['github.io', /public suffix/],
+  ['vercel.app', /public suffix/],
+  ['https://github.io', /public suffix/],
+  ['example.unknowntld', /not under a known public suffix/],
+  ['app.example.unknowntld', /not under a known public suffix/],
+  ['example.local', /not under a known public suffix/],
+  ['http://foo.localhost:3000', /localhost:PORT/],
+  ['*.example.com', /"example\.com".*already covers/],
+  ['https://*.example.com', /"example\.com".*already covers/],
+  ['*.app.example.com', /"example\.com" covers all its subdomains/],
+  ['*example.com', /lone entry "\*"/],
+  ['example.*', /lone entry "\*"/],
+  ['https://example.com/path', /path.*"https:\/\/example\.com"/],
+  ['example.com/path', /path.*"example\.com"/],
+  ['https://example.com//', /path/],
+  ['https://example.com?x=1', /query/],
+  ['https://example.com#top', /fragment/],
+  ['https://user:pw@example.com', /user info.*"https:\/\/example\.com"/],
+  ['user@example.com', /user info/],
+  ['https://example.com\\x', /backslash/],
+  ['null', /opaque origin/],
+  ['NULL', /opaque origin/],
+  ['localhost', /needs a port.*localhost:3000/],
+  ['localhost:', /no port/],
+  ['localhost:0', /outside 1-65535/],
+  ['localhost:65536', /outside 1-65535/],
+  ['localhost:99999', /outside 1-65535/],
+  ['localhost:03000', /leading zeros.*3000/],
+  ['localhost:abc', /not a number/],
+  ['https://example.com:0', /outside 1-65535/],
+  ['https://example.com:', /no port/],
+  ['example.com:8080', /"https:\/\/example\.com:8080"/],
+  ['app.example.com:8443', /"https:\/\/app\.example\.com:8443"/],
+  ['127.0.0.1', /only allowed in the full form.*http:\/\/127\.0\.0\.1:PORT/],
+  ['127.0.0.1:3000', /"http:\/\/127\.0\.0\.1:3000"/],
+  ['::1', /only allowed in the full form/],
+  ['[::1]:3000', /"http:\/\/\[::1\]:3000"/],
+  ['http://::1:3000', /brackets/],
+  ['http://127.1:3000', /not a valid IPv4/],
+  ['http://127.000.0.1:3000', /not a valid IPv4/],
+  ['http://0x7f.0.0.1', /not a valid IPv4/],
+  ['http://[::1%25eth0]:3000', /invalid IPv6/],
+  ['http://[1:2:3:4:5:6:7:8:9]', /invalid IPv6/],
+  [`${'a'.repeat(64)}.com`, /label of 64 characters.*63/],
+  [`${`${'a'.repeat(60)}.`.repeat(5)}com`, /limit is 253/],
+  ['a..example.com', /empty label/],
+  ['.example.com', /starts with a dot/],
+  ['example.com.', /ends with a dot/],
+  ['https://example.com.', /ends with a dot/],
+  ['-app.example.com', /starting or ending with "-"/],
+  ['app-.example.com', /starting or ending with "-"/],
+  ['exa\tmple.com', /tab/],
+  ['exa mple.com', /space/],
+  ['example.com https://x.io', /space/],
+  ['ftp://example.com', /uses the scheme "ftp:"; only http and https/],
+  ['ws://example.com', /uses the scheme "ws:"; only http and https/],
+  ['chrome-extension://abcdef', /uses the scheme "chrome-extension:"; only http and https/],
+  ['file:///etc/passwd', /uses the scheme "file:"; only http and https/],
+  ['javascript:alert(1)', /uses the scheme "javascript:"; only http and https/],
+  ['https:example.com', /missing "\/\/".*"https:\/\/example\.com"/],
+  ['ex%41mple.com', /"%"/],
+  ['xn--zz.com', /not a valid internationalised domain/],
+  ['exam!ple.com', /"!"/],
+]
 
-describe("parseAllowedOrigin: valid entries are stored in canonical form", () => {
-  test.each(VALID)("%p -> %p", (raw, canonical) => {
-    expect(parseAllowedOrigin(raw)).toEqual({ ok: true, entry: canonical });
-  });
+describe('parseAllowedOrigin: valid entries are stored in canonical form', () => {
+  test.each(VALID)('%p -> %p', (raw, canonical) => {
+    expect(parseAllowedOrigin(raw)).toEqual({ ok: true, entry: canonical })
+  })
 
   // A stored entry is parsed again when a matcher is compiled: it must not change.
-  test.each(VALID.map(([, c]) => c))("canonical %p parses to itself", (canonical) => {
-    expect(parseAllowedOrigin(canonical)).toEqual({ ok: true, entry: canonical });
-  });
-});
+  test.each(VALID.map(([, c]) => c))('canonical %p parses to itself', (canonical) => {
+    expect(parseAllowedOrigin(canonical)).toEqual({ ok: true, entry: canonical })
+  })
+})
 
-describe("parseAllowedOrigin: invalid entries are refused with a reason", () => {
-  test.each(INVALID)("%p", (raw, says) => {
-    const r = parseAllowedOrigin(raw);
-    expect(r.ok).toBe(false);
-    if (r.ok) return;
-    expect(r.reason.length).toBeGreaterThan(20);
-    expect(r.reason).toMatch(says);
-  });
+describe('parseAllowedOrigin: invalid entries are refused with a reason', () => {
+  test.each(INVALID)('%p', (raw, says) => {
+    const r = parseAllowedOrigin(raw)
+    expect(r.ok).toBe(false)
+    if (r.ok) return
+    expect(r.reason.length).toBeGreaterThan(20)
+    expect(r.reason).toMatch(says)
+  })
 
   // Callers (the admin API, the dashboard) show the reason as it is: it names the entry
   // itself, once, so "\"com\": \"com\" is a public suffix" cannot come back.
-  test.each(INVALID.filter(([raw]) => raw.trim() !== "" && raw.trim().length <= 300))("%p is named once in its reason", (raw) => {
-    const r = parseAllowedOrigin(raw);
-    if (r.ok) return;
-    expect(r.reason.split(JSON.stringify(raw.trim())).length - 1).toBe(1);
-  });
+  test.each(INVALID.filter(([raw]) => raw.trim() !== '' && raw.trim().length <= 300))('%p is named once in its reason', (raw) => {
+    const r = parseAllowedOrigin(raw)
+    if (r.ok) return
+    expect(r.reason.split(JSON.stringify(raw.trim())).length - 1).toBe(1)
+  })
 
-  test("a non-string entry is refused, not thrown on", () => {
-    const r = parseAllowedOrigin(42 as unknown as string);
-    expect(r.ok).toBe(false);
-  });
-});
+  test('a non-string entry is refused, not thrown on', () => {
+    const r = parseAllowedOrigin(42 as unknown as string)
+    expect(r.ok).toBe(false)
+  })
+})
 
-describe("parseAllowedOrigins", () => {
-  test("de-duplicates canonical entries and keeps first-seen order", () => {
-    expect(parseAllowedOrigins(["Example.com", "localhost:3000", "example.com/", "https://a.example.com:443", "https://a.example.com"]))
-      .toEqual({ ok: true, entries: ["example.com", "localhost:3000", "https://a.example.com"] });
-  });
+describe('parseAllowedOrigins', () => {
+  test('de-duplicates canonical entries and keeps first-seen order', () => {
+    expect(
+      parseAllowedOrigins(['Example.com', 'localhost:3000', 'example.com/', 'https://a.example.com:443', 'https://a.example.com']),
+    ).toEqual({ ok: true, entries: ['example.com', 'localhost:3000', 'https://a.example.com'] })
+  })
 
-  test("reports every invalid entry by index with its original value", () => {
-    const r = parseAllowedOrigins(["example.com", "*.example.com", "app.example.com", "8080"]);
-    expect(r.ok).toBe(false);
-    if (r.ok) return;
-    expect(r.errors.map((e) => [e.index, e.value])).toEqual([[1, "*.example.com"], [3, "8080"]]);
-    for (const e of r.errors) expect(e.reason).not.toBe("");
-  });
+  test('reports every invalid entry by index with its original value', () => {
+    const r = parseAllowedOrigins(['example.com', '*.example.com', 'app.example.com', '8080'])
+    expect(r.ok).toBe(false)
+    if (r.ok) return
+    expect(r.errors.map((e) => [e.index, e.value])).toEqual([
+      [1, '*.example.com'],
+      [3, '8080'],
+    ])
+    for (const e of r.errors) expect(e.reason).not.toBe('')
+  })
 
-  test("an empty list is valid here (the caller requires at least one entry)", () => {
-    expect(parseAllowedOrigins([])).toEqual({ ok: true, entries: [] });
-  });
-});
+  test('an empty list is valid here (the caller requires at least one entry)', () => {
+    expect(parseAllowedOrigins([])).toEqual({ ok: true, entries: [] })
+  })
+})
 
 // [entries, Origin header (null = missing), entry expected to match, or false]
 const MATCH: [string[], string | null, string | false][] = [
   // `*`
-  [["*"], "https://anything.example", "*"],
-  [["*"], null, "*"],
-  [["*"], "null", "*"],
-  [["*"], "HTTPS://WEIRD", "*"],
-  [["*", "example.com"], "https://evil.io", "*"],
+  [['*'], 'https://anything.example', '*'],
+  [['*'], null, '*'],
+  [['*'], 'null', '*'],
+  [['*'], 'HTTPS://WEIRD', '*'],
+  [['*', 'example.com'], 'https://evil.io', '*'],
   // registrable domain
-  [["example.com"], "https://example.com", "example.com"],
-  [["example.com"], "https://www.example.com", "example.com"],
-  [["example.com"], "https://a.b.example.com", "example.com"],
-  [["example.com"], "http://example.com", false],
-  [["example.com"], "http://www.example.com", false],
-  [["example.com"], "https://example.com:8443", false],
-  [["example.com"], "https://www.example.com:8443", false],
-  [["example.com"], "https://example.com:443", false],
-  [["example.com"], "https://evilexample.com", false],
-  [["example.com"], "https://example.com.evil.io", false],
-  [["example.com"], "https://example.co", false],
-  [["example.com"], "https://example.com.", false],
-  [["example.com"], "https://www.example.com.", false],
-  [["example.com"], "https://Example.com", false],
-  [["example.com"], "https://WWW.example.com", false],
-  [["example.com"], "https://example.com/", false],
-  [["example.com"], "https://example.com/path", false],
-  [["example.com"], "https://user@example.com", false],
-  [["example.com"], "https://user@www.example.com", false],
-  [["example.com"], "https://.example.com", false],
-  [["example.com"], "https://a..example.com", false],
-  [["example.com"], "https://-a.example.com", false],
-  [["example.com"], "https://a b.example.com", false],
-  [["example.com"], "https://example.com, https://example.com", false],
-  [["example.com"], "wss://example.com", false],
-  [["example.com"], "null", false],
-  [["example.com"], null, false],
-  [["example.com"], "", false],
-  [["foo.github.io"], "https://foo.github.io", "foo.github.io"],
-  [["foo.github.io"], "https://bar.github.io", false],
-  [["example.co.uk"], "https://shop.example.co.uk", "example.co.uk"],
-  [["example.co.uk"], "https://other.co.uk", false],
+  [['example.com'], 'https://example.com', 'example.com'],
+  [['example.com'], 'https://www.example.com', 'example.com'],
+  [['example.com'], 'https://a.b.example.com', 'example.com'],
+  [['example.com'], 'http://example.com', false],
+  [['example.com'], 'http://www.example.com', false],
+  [['example.com'], 'https://example.com:8443', false],
+  [['example.com'], 'https://www.example.com:8443', false],
+  [['example.com'], 'https://example.com:443', false],
+  [['example.com'], 'https://evilexample.com', false],
+  [['example.com'], 'https://example.com.evil.io', false],
+  [['example.com'], 'https://example.co', false],
+  [['example.com'], 'https://example.com.', false],
+  [['example.com'], 'https://www.example.com.', false],
+  [['example.com'], 'https://Example.com', false],
+  [['example.com'], 'https://WWW.example.com', false],
+  [['example.com'], 'https://example.com/', false],
+  [['example.com'], 'https://example.com/path', false],
+  [['example.com'], 'https://user@example.com', false],
+  [['example.com'], 'https://user@www.example.com', false],
+  [['example.com'], 'https://.example.com', false],
+  [['example.com'], 'https://a..example.com', false],
+  [['example.com'], 'https://-a.example.com', false],
+  [['example.com'], 'https://a b.example.com', false],
+  [['example.com'], 'https://example.com, https://example.com', false],
+  [['example.com'], 'wss://example.com', false],
+  [['example.com'], 'null', false],
+  [['example.com'], null, false],
+  [['example.com'], '', false],
+  [['foo.github.io'], 'https://foo.github.io', 'foo.github.io'],
+  [['foo.github.io'], 'https://bar.github.io', false],
+  [['example.co.uk'], 'https://shop.example.co.uk', 'example.co.uk'],
+  [['example.co.uk'], 'https://other.co.uk', false],
   // host below a registrable domain
-  [["app.example.com"], "https://app.example.com", "app.example.com"],
-  [["app.example.com"], "http://app.example.com", "app.example.com"],
-  [["app.example.com"], "https://x.app.example.com", false],
-  [["app.example.com"], "https://example.com", false],
-  [["app.example.com"], "https://app.example.com:8443", false],
-  [["app.example.com"], "http://app.example.com:8080", false],
-  [["app.example.com"], "https://app.example.com:443", false],
+  [['app.example.com'], 'https://app.example.com', 'app.example.com'],
+  [['app.example.com'], 'http://app.example.com', 'app.example.com'],
+  [['app.example.com'], 'https://x.app.example.com', false],
+  [['app.example.com'], 'https://example.com', false],
+  [['app.example.com'], 'https://app.example.com:8443', false],
+  [['app.example.com'], 'http://app.example.com:8080', false],
+  [['app.example.com'], 'https://app.example.com:443', false],
   // full forms
-  [["https://app.example.com"], "https://app.example.com", "https://app.example.com"],
-  [["https://app.example.com"], "http://app.example.com", false],
-  [["https://app.example.com"], "https://app.example.com:8443", false],
-  [["https://app.example.com"], "https://www.app.example.com", false],
-  [["https://app.example.com:8443"], "https://app.example.com:8443", "https://app.example.com:8443"],
-  [["https://app.example.com:8443"], "https://app.example.com", false],
-  [["https://app.example.com:8443"], "http://app.example.com:8443", false],
-  [["https://app.example.com:8443"], "https://app.example.com:8444", false],
-  [["http://app.example.com"], "http://app.example.com", "http://app.example.com"],
-  [["http://app.example.com"], "https://app.example.com", false],
-  [["https://example.com"], "https://www.example.com", false],
-  [["http://127.0.0.1:3000"], "http://127.0.0.1:3000", "http://127.0.0.1:3000"],
-  [["http://127.0.0.1:3000"], "http://localhost:3000", false],
-  [["http://[::1]:3000"], "http://[::1]:3000", "http://[::1]:3000"],
-  [["http://localhost"], "http://localhost", "http://localhost"],
-  [["http://localhost"], "http://localhost:80", false],
+  [['https://app.example.com'], 'https://app.example.com', 'https://app.example.com'],
+  [['https://app.example.com'], 'http://app.example.com', false],
+  [['https://app.example.com'], 'https://app.example.com:8443', false],
+  [['https://app.example.com'], 'https://www.app.example.com', false],
+  [['https://app.example.com:8443'], 'https://app.example.com:8443', 'https://app.example.com:8443'],
+  [['https://app.example.com:8443'], 'https://app.example.com', false],
+  [['https://app.example.com:8443'], 'http://app.example.com:8443', false],
+  [['https://app.example.com:8443'], 'https://app.example.com:8444', false],
+  [['http://app.example.com'], 'http://app.example.com', 'http://app.example.com'],
+  [['http://app.example.com'], 'https://app.example.com', false],
+  [['https://example.com'], 'https://www.example.com', false],
+  [['http://127.0.0.1:3000'], 'http://127.0.0.1:3000', 'http://127.0.0.1:3000'],
+  [['http://127.0.0.1:3000'], 'http://localhost:3000', false],
+  [['http://[::1]:3000'], 'http://[::1]:3000', 'http://[::1]:3000'],
+  [['http://localhost'], 'http://localhost', 'http://localhost'],
+  [['http://localhost'], 'http://localhost:80', false],
   // localhost:PORT
-  [["localhost:3000"], "http://localhost:3000", "localhost:3000"],
-  [["localhost:3000"], "https://localhost:3000", "localhost:3000"],
-  [["localhost:3000"], "http://localhost:3001", false],
-  [["localhost:3000"], "http://127.0.0.1:3000", false],
-  [["localhost:3000"], "http://[::1]:3000", false],
-  [["localhost:3000"], "http://localhost", false],
-  [["localhost:3000"], "http://app.localhost:3000", false],
-  [["localhost:3000"], "http://LOCALHOST:3000", false],
-  [["localhost:443"], "https://localhost", "localhost:443"],
-  [["localhost:443"], "http://localhost:443", "localhost:443"],
-  [["localhost:80"], "http://localhost", "localhost:80"],
-  [["localhost:80"], "https://localhost:80", "localhost:80"],
+  [['localhost:3000'], 'http://localhost:3000', 'localhost:3000'],
+  [['localhost:3000'], 'https://localhost:3000', 'localhost:3000'],
+  [['localhost:3000'], 'http://localhost:3001', false],
+  [['localhost:3000'], 'http://127.0.0.1:3000', false],
+  [['localhost:3000'], 'http://[::1]:3000', false],
+  [['localhost:3000'], 'http://localhost', false],
+  [['localhost:3000'], 'http://app.localhost:3000', false],
+  [['localhost:3000'], 'http://LOCALHOST:3000', false],
+  [['localhost:443'], 'https://localhost', 'localhost:443'],
+  [['localhost:443'], 'http://localhost:443', 'localhost:443'],
+  [['localhost:80'], 'http://localhost', 'localhost:80'],
+  [['localhost:80'], 'https://localhost:80', 'localhost:80'],
   // IDN: entries are punycode, Origins are only matched in punycode
-  [["bücher.de"], "https://xn--bcher-kva.de", "xn--bcher-kva.de"],
-  [["bücher.de"], "https://shop.xn--bcher-kva.de", "xn--bcher-kva.de"],
-  [["bücher.de"], "https://bücher.de", false],
-  [["https://bücher.de"], "https://bücher.de", false],
+  [['bücher.de'], 'https://xn--bcher-kva.de', 'xn--bcher-kva.de'],
+  [['bücher.de'], 'https://shop.xn--bcher-kva.de', 'xn--bcher-kva.de'],
+  [['bücher.de'], 'https://bücher.de', false],
+  [['https://bücher.de'], 'https://bücher.de', false],
   // several entries: exact origins are looked up before domain entries
-  [["app.example.com", "localhost:3000", "other.org"], "https://www.other.org", "other.org"],
-  [["app.example.com", "localhost:3000", "other.org"], "http://localhost:3000", "localhost:3000"],
-  [["app.example.com", "localhost:3000", "other.org"], "http://app.example.com", "app.example.com"],
-  [["app.example.com", "localhost:3000", "other.org"], "https://example.com", false],
-  [["example.com", "http://example.com"], "http://example.com", "http://example.com"],
-  [["example.com", "http://example.com"], "http://www.example.com", false],
-  [["example.com", "https://example.com:8443"], "https://example.com:8443", "https://example.com:8443"],
+  [['app.example.com', 'localhost:3000', 'other.org'], 'https://www.other.org', 'other.org'],
+  [['app.example.com', 'localhost:3000', 'other.org'], 'http://localhost:3000', 'localhost:3000'],
+  [['app.example.com', 'localhost:3000', 'other.org'], 'http://app.example.com', 'app.example.com'],
+  [['app.example.com', 'localhost:3000', 'other.org'], 'https://example.com', false],
+  [['example.com', 'http://example.com'], 'http://example.com', 'http://example.com'],
+  [['example.com', 'http://example.com'], 'http://www.example.com', false],
+  [['example.com', 'https://example.com:8443'], 'https://example.com:8443', 'https://example.com:8443'],
   // stored entries that do not validate (any more) match nothing: fail closed
-  [["*.example.com"], "https://www.example.com", false],
-  [["github.io", "example.com"], "https://foo.github.io", false],
-  [["github.io", "example.com"], "https://example.com", "example.com"],
-  [[], "https://example.com", false],
-];
+  [['*.example.com'], 'https://www.example.com', false],
+  [['github.io', 'example.com'], 'https://foo.github.io', false],
+  [['github.io', 'example.com'], 'https://example.com', 'example.com'],
+  [[], 'https://example.com', false],
+]
 
-describe("compileOriginMatcher().match", () => {
-  test.each(MATCH)("entries %j, Origin %p -> %p", (entries, origin, expected) => {
-    const r = compileOriginMatcher(entries).match(origin);
+describe('compileOriginMatcher().match', () => {
+  test.each(MATCH)('entries %j, Origin %p -> %p', (entries, origin, expected) => {
+    const r = compileOriginMatcher(entries).match(origin)
     if (expected === false) {
-      expect(r.allowed).toBe(false);
-      if (!r.allowed) expect(r.reason).toContain(origin === null ? "no Origin header" : JSON.stringify(origin));
+      expect(r.allowed).toBe(false)
+      if (!r.allowed) expect(r.reason).toContain(origin === null ? 'no Origin header' : JSON.stringify(origin))
     } else {
-      expect(r).toEqual({ allowed: true, entry: expected });
+      expect(r).toEqual({ allowed: true, entry: expected })
     }
-  });
+  })
 
-  test("the same matcher gives the same answer twice (memoised denials included)", () => {
-    const m = compileOriginMatcher(["example.com"]);
-    expect(m.match("https://evil.io")).toEqual(m.match("https://evil.io"));
-    expect(m.match("https://www.example.com")).toEqual({ allowed: true, entry: "example.com" });
-    for (let i = 0; i < 100; i++) expect(m.match(`https://x${i}.io`).allowed).toBe(false);
-    expect(m.match("https://evil.io").allowed).toBe(false);
-  });
+  test('the same matcher gives the same answer twice (memoised denials included)', () => {
+    const m = compileOriginMatcher(['example.com'])
+    expect(m.match('https://evil.io')).toEqual(m.match('https://evil.io'))
+    expect(m.match('https://www.example.com')).toEqual({ allowed: true, entry: 'example.com' })
+    for (let i = 0; i < 100; i++) expect(m.match(`https://x${i}.io`).allowed).toBe(false)
+    expect(m.match('https://evil.io').allowed).toBe(false)
+  })
 
-  test("entries are exposed as given", () => {
-    expect(compileOriginMatcher(["example.com", "localhost:3000"]).entries).toEqual(["example.com", "localhost:3000"]);
-  });
+  test('entries are exposed as given', () => {
+    expect(compileOriginMatcher(['example.com', 'localhost:3000']).entries).toEqual(['example.com', 'localhost:3000'])
+  })
 
-  test("the domain scan refuses hosts over 253 characters", () => {
-    const long = `${"a".repeat(60)}.`.repeat(4) + "example.com"; // 255 characters
-    expect(compileOriginMatcher(["example.com"]).match(`https://${long}`).allowed).toBe(false);
-    const ok = `${"a".repeat(60)}.`.repeat(3) + "example.com";
-    expect(compileOriginMatcher(["example.com"]).match(`https://${ok}`).allowed).toBe(true);
-  });
-});
+  test('the domain scan refuses hosts over 253 characters', () => {
+    const long = `${'a'.repeat(60)}.`.repeat(4) + 'example.com' // 255 characters
+    expect(compileOriginMatcher(['example.com']).match(`https://${long}`).allowed).toBe(false)
+    const ok = `${'a'.repeat(60)}.`.repeat(3) + 'example.com'
+    expect(compileOriginMatcher(['example.com']).match(`https://${ok}`).allowed).toBe(true)
+  })
+})
 
 // [entries, Origin, fragments the denial reason must contain]
 const REASONS: [string[], string | null, string[]][] = [
-  [["example.com"], "http://example.com", ['"http://example.com"', '"example.com"', "requires https"]],
-  [["example.com"], "https://www.example.com:8443", ["port 8443 differs", '"https://www.example.com:8443"']],
-  [["https://app.example.com"], "http://app.example.com", ['entry "https://app.example.com" requires https']],
-  [["https://app.example.com:8443"], "https://app.example.com", ["requires port 8443", "port 443 differs"]],
-  [["app.example.com"], "https://app.example.com:8443", ["port 8443 differs"]],
-  [["app.example.com"], "https://x.app.example.com", ["not its subdomains"]],
-  [["localhost:3000"], "http://localhost:3001", ["requires port 3000", "port 3001 differs", '"localhost:3001"']],
-  [["localhost:3000"], "http://127.0.0.1:3000", ["localhost only", '"http://127.0.0.1:3000"']],
-  [["example.com", "localhost:3000"], "https://evil.io", ['"example.com"', '"localhost:3000"', 'add "https://evil.io"']],
-  [["example.com"], null, ["no Origin header", '"*"', '"example.com"']],
-  [["example.com"], "null", ["opaque", '"*"', '"example.com"']],
-  [["example.com"], "https://example.com.", ["dot", '"example.com"']],
-  [["example.com"], "https://bücher.de", ["punycode"]],
-  [["example.com"], "https://Example.com", ["lower case"]],
-  [["example.com"], "https://example.com:443", ["default port"]],
-  [["example.com"], "https://a.io, https://b.io", ["several values"]],
-  [["example.com"], "ftp://example.com", ['"ftp:"']],
-  [["*.example.com", "app.example.com"], "https://www.example.com", ['invalid, ignored: "*.example.com"']],
-  [[], "https://example.com", ["no allowed origins"]],
-];
+  [['example.com'], 'http://example.com', ['"http://example.com"', '"example.com"', 'requires https']],
+  [['example.com'], 'https://www.example.com:8443', ['port 8443 differs', '"https://www.example.com:8443"']],
+  [['https://app.example.com'], 'http://app.example.com', ['entry "https://app.example.com" requires https']],
+  [['https://app.example.com:8443'], 'https://app.example.com', ['requires port 8443', 'port 443 differs']],
+  [['app.example.com'], 'https://app.example.com:8443', ['port 8443 differs']],
+  [['app.example.com'], 'https://x.app.example.com', ['not its subdomains']],
+  [['localhost:3000'], 'http://localhost:3001', ['requires port 3000', 'port 3001 differs', '"localhost:3001"']],
+  [['localhost:3000'], 'http://127.0.0.1:3000', ['localhost only', '"http://127.0.0.1:3000"']],
+  [['example.com', 'localhost:3000'], 'https://evil.io', ['"example.com"', '"localhost:3000"', 'add "https://evil.io"']],
+  [['example.com'], null, ['no Origin header', '"*"', '"example.com"']],
+  [['example.com'], 'null', ['opaque', '"*"', '"example.com"']],
+  [['example.com'], 'https://example.com.', ['dot', '"example.com"']],
+  [['example.com'], 'https://bücher.de', ['punycode']],
+  [['example.com'], 'https://Example.com', ['lower case']],
+  [['example.com'], 'https://example.com:443', ['default port']],
+  [['example.com'], 'https://a.io, https://b.io', ['several values']],
+  [['example.com'], 'ftp://example.com', ['"ftp:"']],
+  [['*.example.com', 'app.example.com'], 'https://www.example.com', ['invalid, ignored: "*.example.com"']],
+  [[], 'https://example.com', ['no allowed origins']],
+]
 
-describe("denial reasons name the origin, the allowed list and a hint", () => {
-  test.each(REASONS)("entries %j, Origin %p", (entries, origin, fragments) => {
-    const r = compileOriginMatcher(entries).match(origin);
-    expect(r.allowed).toBe(false);
-    if (r.allowed) return;
-    for (const f of fragments) expect(r.reason).toContain(f);
-  });
+describe('denial reasons name the origin, the allowed list and a hint', () => {
+  test.each(REASONS)('entries %j, Origin %p', (entries, origin, fragments) => {
+    const r = compileOriginMatcher(entries).match(origin)
+    expect(r.allowed).toBe(false)
+    if (r.allowed) return
+    for (const f of fragments) expect(r.reason).toContain(f)
+  })
 
-  test.each(REASONS)("entries %j, Origin %p: each entry is named once", (entries, origin) => {
-    const r = compileOriginMatcher(entries).match(origin);
-    if (r.allowed) return;
-    for (const entry of entries) expect(r.reason.split(JSON.stringify(entry)).length - 1).toBe(1);
-  });
-});
+  test.each(REASONS)('entries %j, Origin %p: each entry is named once', (entries, origin) => {
+    const r = compileOriginMatcher(entries).match(origin)
+    if (r.allowed) return
+    for (const entry of entries) expect(r.reason.split(JSON.stringify(entry)).length - 1).toBe(1)
+  })
+})

@@ -9,9 +9,7 @@ import { IPV4_ADDRESS, parseIPv6Literal } from './ip.ts'
 
 export type ParseOriginResult = { ok: true; entry: string } | { ok: false; reason: string }
 
-export type ParseOriginsResult =
-  | { ok: true; entries: string[] }
-  | { ok: false; errors: { index: number; value: string; reason: string }[] }
+export type ParseOriginsResult = { ok: true; entries: string[] } | { ok: false; errors: { index: number; value: string; reason: string }[] }
 
 export type Scheme = 'http' | 'https'
 
@@ -31,9 +29,7 @@ export type ParsedEntry = { ok: true; value: Entry } | { ok: false; reason: stri
 
 export const DEFAULT_PORT: Record<Scheme, number> = { http: 80, https: 443 }
 
-const EXAMPLES =
-  'e.g. "example.com" (with its subdomains), "app.example.com", ' +
-  '"https://app.example.com:8443", "localhost:3000" or "*"'
+const EXAMPLES = 'e.g. "example.com" (with its subdomains), "app.example.com", ' + '"https://app.example.com:8443", "localhost:3000" or "*"'
 
 // Bounds the work done on hostile input; real entries are far shorter (host <= 253).
 const MAX_ENTRY_LENGTH = 512
@@ -228,7 +224,9 @@ function parseBareForm(entry: string, shown: string): ParsedEntry {
   if (!hostName.ok) return refused(hostName.reason)
   const { host } = hostName
   if (hostName.ip) {
-    return refused(`${shown} is an IP address, which is only allowed in the full form; write "http://${host}:${rawPort ?? 'PORT'}" (or https)`)
+    return refused(
+      `${shown} is an IP address, which is only allowed in the full form; write "http://${host}:${rawPort ?? 'PORT'}" (or https)`,
+    )
   }
   if (rawPort !== null) {
     const port = parsePort(rawPort, shown)
@@ -253,8 +251,7 @@ function authorityProblem(authority: string, shown: string, prefix: string): str
   }
   const extra = /[/?#\\]/.exec(authority)
   if (!extra) return null
-  const what =
-    extra[0] === '?' ? 'a query (?...)' : extra[0] === '#' ? 'a fragment (#...)' : extra[0] === '\\' ? 'a backslash' : 'a path'
+  const what = extra[0] === '?' ? 'a query (?...)' : extra[0] === '#' ? 'a fragment (#...)' : extra[0] === '\\' ? 'a backslash' : 'a path'
   const base = authority.slice(0, extra.index)
   return `${shown} contains ${what}; an origin has none, write only "${prefix}${base}"`
 }
@@ -323,9 +320,7 @@ function checkHostName(raw: string, shown: string): HostName {
   const last = labels[labels.length - 1]!
   if (NUMERIC_LABEL.test(last)) {
     if (IPV4_ADDRESS.test(host)) return { ok: true, host, ip: true }
-    return bad(
-      `${shown} is not a valid IPv4 address; write four decimal numbers 0-255 without leading zeros, e.g. "http://127.0.0.1:3000"`,
-    )
+    return bad(`${shown} is not a valid IPv4 address; write four decimal numbers 0-255 without leading zeros, e.g. "http://127.0.0.1:3000"`)
   }
   if (host.length > 253) return bad(`${shown} is ${host.length} characters long as a host name; the limit is 253`)
   for (const label of labels) {

@@ -29,7 +29,7 @@ export function emissionInterval(budget: Budget): number {
 export function gcra(storedTat: number, now: number, budget: Budget): Verdict {
   const interval = emissionInterval(budget)
   const window = budget.windowSeconds * 1000
-  const base = Math.max(storedTat , now)
+  const base = Math.max(storedTat, now)
   const next = base + interval
   if (next - now <= window + slack(interval)) {
     return {

@@ -179,8 +179,7 @@ export function createGroupCommitter<Row>(options: GroupCommitOptions<Row>): Gro
       const own = tenants.get(tenant)
       // A request larger than the whole cap could never fit: it may go alone into an empty queue.
       const tooMuch =
-        stats.queuedRows > 0 &&
-        (stats.queuedRows + rows.length > maxQueuedRows || (own?.rows ?? 0) + rows.length > maxTenantRows)
+        stats.queuedRows > 0 && (stats.queuedRows + rows.length > maxQueuedRows || (own?.rows ?? 0) + rows.length > maxTenantRows)
       if (tooMuch) return Promise.reject(queueFull())
       return new Promise<void>((resolve, reject) => {
         const waiting: Waiting<Row> = { tenant, rows, resolve, reject, abandoned: false }

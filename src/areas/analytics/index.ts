@@ -4,18 +4,17 @@ import type { RouteAccess } from '../../access/scopes.ts'
 import { isDatabaseUnavailable } from '../../../db/faults.ts'
 import type { AreaDeps } from '../deps.ts'
 import { decodePosition, pageSize, positionCursor, toPage } from '../shared/paging.ts'
-import { assertJsonSize, assertStorable, DATE_RANGE_TEXT, fieldPath, invalidField, isAcceptedDate, recordPath } from '../shared/validation.ts'
-import { createGroupCommitter } from './group-commit.ts'
 import {
-  Accepted,
-  EARLIEST_TIMESTAMP,
-  EventPage,
-  EventQuery,
-  MAX_FUTURE_MS,
-  parseIsoTime,
-  TrackBody,
-  type TrackedEvent,
-} from './model.ts'
+  assertJsonSize,
+  assertStorable,
+  DATE_RANGE_TEXT,
+  fieldPath,
+  invalidField,
+  isAcceptedDate,
+  recordPath,
+} from '../shared/validation.ts'
+import { createGroupCommitter } from './group-commit.ts'
+import { Accepted, EARLIEST_TIMESTAMP, EventPage, EventQuery, MAX_FUTURE_MS, parseIsoTime, TrackBody, type TrackedEvent } from './model.ts'
 import { insertEvents, listEvents, toEventRecord, type EventRow } from './service.ts'
 
 export function analyticsRoutes({ db, access, onShutdown, reportIngest, ingest }: AreaDeps) {
@@ -46,8 +45,7 @@ export function analyticsRoutes({ db, access, onShutdown, reportIngest, ingest }
         response: { 202: Accepted },
         detail: {
           summary: 'Track one event, or a batch of up to 500 as {"events": [...]}',
-          description:
-            'Answers 202 once every event of the request is committed; a batch is stored whole or not at all.',
+          description: 'Answers 202 once every event of the request is committed; a batch is stored whole or not at all.',
           tags: ['analytics'],
         },
       },
@@ -87,11 +85,7 @@ export function analyticsRoutes({ db, access, onShutdown, reportIngest, ingest }
  * `timestamp` is a real date inside the accepted window, and that the strings can be
  * stored. Any failure refuses the whole request before anything is written.
  */
-function toEventRows(
-  events: readonly Static<typeof TrackedEvent>[],
-  batchKey: string | null,
-  { key, origin }: AccessContext,
-): EventRow[] {
+function toEventRows(events: readonly Static<typeof TrackedEvent>[], batchKey: string | null, { key, origin }: AccessContext): EventRow[] {
   const receivedAt = Date.now()
   const received = new Date(receivedAt).toISOString()
   return events.map((event, index) => {

@@ -3,7 +3,17 @@ import { alsoAnswers, noContent } from '../../http/openapi-document.ts'
 import type { AreaDeps } from '../deps.ts'
 import { decodePosition, pageSize, positionCursor, toPage } from '../shared/paging.ts'
 import { assertJsonSize, assertStorable, fieldPath, IdParams, recordPath, strictBody } from '../shared/validation.ts'
-import { addMembers, assertOneIdentifier, createList, getList, listLists, listMembers, removeMembers, toListRecord, toMemberRecord } from './lists.ts'
+import {
+  addMembers,
+  assertOneIdentifier,
+  createList,
+  getList,
+  listLists,
+  listMembers,
+  removeMembers,
+  toListRecord,
+  toMemberRecord,
+} from './lists.ts'
 import {
   Added,
   CompaniesBody,
@@ -166,16 +176,12 @@ export function audienceRoutes({ db, access }: AreaDeps) {
         detail: { summary: 'List companies, newest first, in cursor pages' },
       },
     )
-    .get(
-      '/companies/:id',
-      async ({ params, access: { key } }) => toCompanyRecord(await getCompany(db, key.businessId, params.id)),
-      {
-        access: { scope: 'AUDIENCE_COMPANY_READ', public: false },
-        params: IdParams,
-        response: Company,
-        detail: { summary: 'Show a company' },
-      },
-    )
+    .get('/companies/:id', async ({ params, access: { key } }) => toCompanyRecord(await getCompany(db, key.businessId, params.id)), {
+      access: { scope: 'AUDIENCE_COMPANY_READ', public: false },
+      params: IdParams,
+      response: Company,
+      detail: { summary: 'Show a company' },
+    })
     .post(
       '/lists',
       async ({ body, access: { key }, status }) => {

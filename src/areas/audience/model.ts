@@ -38,7 +38,8 @@ const Name = (description: string) => t.String({ minLength: 1, maxLength: 200, d
 /** Contract section 12: a business's server signs a person's identifier for its pages. */
 const IdentityHash = t.String({
   pattern: '^[0-9a-f]{64}$',
-  error: 'must be the lower-case hex HMAC-SHA256 (64 characters) of the externalId, or else of the lower-cased email, under the business identity secret',
+  error:
+    'must be the lower-case hex HMAC-SHA256 (64 characters) of the externalId, or else of the lower-cased email, under the business identity secret',
   description:
     "HMAC-SHA256 (lower-case hex) of this person's externalId, or without one their lower-cased email, under the business's identity secret, computed by the business's server. Lets a public key update the stored person.",
 })

@@ -119,9 +119,7 @@ function dedupe(
     const second = typeof record[key2] === 'string' ? (record[key2] as string) : null
     if (externalId === null && second === null) {
       const reason = `give "externalId" or "${key2}" (or both) to say which ${spec.noun} to create or update`
-      throw isBatch
-        ? invalidField(recordPath(spec.batchKey, ord), reason)
-        : new ApiError('invalid_request', `Invalid body: ${reason}.`)
+      throw isBatch ? invalidField(recordPath(spec.batchKey, ord), reason) : new ApiError('invalid_request', `Invalid body: ${reason}.`)
     }
     const row: StatementRow = {
       ord,

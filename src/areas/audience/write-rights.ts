@@ -23,11 +23,7 @@ const updateFreely = () => true
  * Whether a public key may remove this ref from a list: always before the business has an
  * identity secret (the seed's public removal), and once it has one, only with a valid hash.
  */
-export function mayRemoveMember(
-  key: Pick<ActiveKey, 'type'>,
-  identitySecret: string | null,
-  ref: Record<string, unknown>,
-): boolean {
+export function mayRemoveMember(key: Pick<ActiveKey, 'type'>, identitySecret: string | null, ref: Record<string, unknown>): boolean {
   if (key.type === 'private' || identitySecret === null) return true
   return hasVerifiedIdentity(identitySecret, ref)
 }

@@ -179,14 +179,19 @@ export function blogRoutes({ db, access }: AreaDeps) {
       {
         access: WRITE,
         params: IdParams,
-        detail: { summary: 'Delete an author; refused (409) while blogs still name them', ...alsoAnswers('conflict'), ...noContent('Deleted') },
+        detail: {
+          summary: 'Delete an author; refused (409) while blogs still name them',
+          ...alsoAnswers('conflict'),
+          ...noContent('Deleted'),
+        },
       },
     )
-    .get(
-      '/tags',
-      ({ query, access: { key } }) => listTags(db, key.businessId, { cursor: query.cursor, limit: limitOf(query.limit) }),
-      { access: READ, query: PageQuery, response: TagPage, detail: { summary: 'List tags by slug' } },
-    )
+    .get('/tags', ({ query, access: { key } }) => listTags(db, key.businessId, { cursor: query.cursor, limit: limitOf(query.limit) }), {
+      access: READ,
+      query: PageQuery,
+      response: TagPage,
+      detail: { summary: 'List tags by slug' },
+    })
     .get('/tags/:id', ({ params, access: { key } }) => getTag(db, key.businessId, params.id), {
       access: READ,
       params: IdOrSlugParams,
@@ -223,6 +228,10 @@ export function blogRoutes({ db, access }: AreaDeps) {
         set.status = 204
         return null
       },
-      { access: WRITE, params: IdParams, detail: { summary: 'Delete a tag; it is removed from the blogs that carried it', ...noContent('Deleted') } },
+      {
+        access: WRITE,
+        params: IdParams,
+        detail: { summary: 'Delete a tag; it is removed from the blogs that carried it', ...noContent('Deleted') },
+      },
     )
 }

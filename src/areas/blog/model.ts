@@ -14,7 +14,8 @@ export const Slug = t.String({
   minLength: 1,
   maxLength: 100,
   pattern: '^(?![0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$)[a-z0-9]+(?:-[a-z0-9]+)*$',
-  error: 'must be 1-100 characters of lower-case letters and digits in words joined by single hyphens, like "hello-world" (not shaped like a UUID)',
+  error:
+    'must be 1-100 characters of lower-case letters and digits in words joined by single hyphens, like "hello-world" (not shaped like a UUID)',
 })
 
 /** A path or body reference by id or slug. */

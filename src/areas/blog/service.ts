@@ -4,14 +4,7 @@ import type { AnyPgColumn } from 'drizzle-orm/pg-core'
 import { blogAuthors, blogPostTags, blogs, blogTags } from '../../../db/schema/index.ts'
 import { ApiError } from '../../errors.ts'
 import { before, decodeCursor, decodePosition, encodeCursor, positionCursor, toPage, type Page } from '../shared/paging.ts'
-import {
-  FOREIGN_KEY_VIOLATION,
-  invalidField,
-  isUuid,
-  RESTRICT_VIOLATION,
-  sqlState,
-  UNIQUE_VIOLATION,
-} from '../shared/validation.ts'
+import { FOREIGN_KEY_VIOLATION, invalidField, isUuid, RESTRICT_VIOLATION, sqlState, UNIQUE_VIOLATION } from '../shared/validation.ts'
 import type { AuthorRecord, BlogChangesInput, BlogRecord, BlogRef, NewBlogInput, TagRecord } from './model.ts'
 
 /** Who reads: public keys see published posts whose publication time has come. */
@@ -77,7 +70,10 @@ function selectBlogs(db: Db) {
 }
 
 export function blogNotFound(idOrSlug: string): ApiError {
-  return new ApiError('not_found', `There is no blog "${idOrSlug}" in this business. Check the id or slug; GET /api/v0/blog/blogs lists the blogs.`)
+  return new ApiError(
+    'not_found',
+    `There is no blog "${idOrSlug}" in this business. Check the id or slug; GET /api/v0/blog/blogs lists the blogs.`,
+  )
 }
 
 export async function getBlog(db: Db, businessId: string, viewer: Viewer, idOrSlug: string): Promise<BlogRecord> {
@@ -131,7 +127,10 @@ function publishedAtFor(status: 'draft' | 'published', given: string | null | un
 }
 
 function slugTaken(kind: 'blog' | 'author' | 'tag', slug: string): ApiError {
-  return new ApiError('conflict', `This business already has a ${kind} with the slug "${slug}". Choose another slug, or change that ${kind} instead.`)
+  return new ApiError(
+    'conflict',
+    `This business already has a ${kind} with the slug "${slug}". Choose another slug, or change that ${kind} instead.`,
+  )
 }
 
 /** Locks the author (FOR SHARE) so that it cannot be deleted before the post commits. */
@@ -142,7 +141,10 @@ async function lockAuthor(db: Db, businessId: string, authorId: string): Promise
     .where(and(eq(blogAuthors.businessId, businessId), eq(blogAuthors.id, authorId.toLowerCase())))
     .for('share')
   if (!row) {
-    throw invalidField('authorId', `there is no author with id ${authorId} in this business; create one with POST /api/v0/blog/authors, or send null`)
+    throw invalidField(
+      'authorId',
+      `there is no author with id ${authorId} in this business; create one with POST /api/v0/blog/authors, or send null`,
+    )
   }
 }
 
@@ -265,7 +267,10 @@ function toAuthor(row: typeof blogAuthors.$inferSelect): AuthorRecord {
 }
 
 function authorNotFound(idOrSlug: string): ApiError {
-  return new ApiError('not_found', `There is no author "${idOrSlug}" in this business. Check the id or slug; GET /api/v0/blog/authors lists the authors.`)
+  return new ApiError(
+    'not_found',
+    `There is no author "${idOrSlug}" in this business. Check the id or slug; GET /api/v0/blog/authors lists the authors.`,
+  )
 }
 
 export async function getAuthor(db: Db, businessId: string, idOrSlug: string): Promise<AuthorRecord> {
@@ -344,7 +349,10 @@ export async function deleteAuthor(db: Db, businessId: string, id: string): Prom
   } catch (error) {
     const state = sqlState(error)
     if (state !== RESTRICT_VIOLATION && state !== FOREIGN_KEY_VIOLATION) throw error
-    const [posts] = await db.select({ n: count() }).from(blogs).where(and(eq(blogs.businessId, businessId), eq(blogs.authorId, id)))
+    const [posts] = await db
+      .select({ n: count() })
+      .from(blogs)
+      .where(and(eq(blogs.businessId, businessId), eq(blogs.authorId, id)))
     throw new ApiError(
       'conflict',
       `This author still has ${posts?.n ?? 'some'} blog(s). Give them another author (PATCH /api/v0/blog/blogs/:id with "authorId", or null) or delete them, then delete the author.`,
@@ -359,7 +367,10 @@ function toTag(row: typeof blogTags.$inferSelect): TagRecord {
 }
 
 function tagNotFound(idOrSlug: string): ApiError {
-  return new ApiError('not_found', `There is no tag "${idOrSlug}" in this business. Check the id or slug; GET /api/v0/blog/tags lists the tags.`)
+  return new ApiError(
+    'not_found',
+    `There is no tag "${idOrSlug}" in this business. Check the id or slug; GET /api/v0/blog/tags lists the tags.`,
+  )
 }
 
 export async function getTag(db: Db, businessId: string, idOrSlug: string): Promise<TagRecord> {
@@ -392,12 +403,7 @@ export async function createTag(db: Db, businessId: string, input: { name: strin
   return toTag(row)
 }
 
-export async function updateTag(
-  db: Db,
-  businessId: string,
-  id: string,
-  changes: { name?: string; slug?: string },
-): Promise<TagRecord> {
+export async function updateTag(db: Db, businessId: string, id: string, changes: { name?: string; slug?: string }): Promise<TagRecord> {
   try {
     const [row] = await db
       .update(blogTags)

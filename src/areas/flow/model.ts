@@ -10,7 +10,10 @@ export const RunParams = t.Object({ id: Uuid, runId: Uuid })
 /** The trigger's body; it may also be left out entirely. */
 export const TriggerBody = t.Object({
   input: t.Optional(
-    JsonObject(100, `Whatever the flow needs: a JSON object, at most 100 top-level properties, 8 levels deep, ${MAX_INPUT_BYTES / 1024} KiB.`),
+    JsonObject(
+      100,
+      `Whatever the flow needs: a JSON object, at most 100 top-level properties, 8 levels deep, ${MAX_INPUT_BYTES / 1024} KiB.`,
+    ),
   ),
 })
 

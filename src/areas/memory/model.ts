@@ -11,7 +11,9 @@ const Metadata = JsonObject(
 )
 
 const documentFields = {
-  title: t.Optional(t.Nullable(Text({ minLength: 1, maxLength: 300, description: 'Searched, and weighs more than content in the ranking.' }))),
+  title: t.Optional(
+    t.Nullable(Text({ minLength: 1, maxLength: 300, description: 'Searched, and weighs more than content in the ranking.' })),
+  ),
   content: Text({ minLength: 1, maxLength: 100_000, description: 'The text to remember; searched.' }),
   metadata: t.Optional(Metadata),
 }

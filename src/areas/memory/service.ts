@@ -43,8 +43,7 @@ function notFound(id: string): ApiError {
   return new ApiError('not_found', `There is no memory document ${id} in this business. GET /api/v0/memory lists them.`)
 }
 
-const ofBusiness = (businessId: string, id: string) =>
-  and(eq(memoryDocuments.businessId, businessId), eq(memoryDocuments.id, id))
+const ofBusiness = (businessId: string, id: string) => and(eq(memoryDocuments.businessId, businessId), eq(memoryDocuments.id, id))
 
 export async function createDocument(db: Db, businessId: string, input: NewDocumentInput): Promise<DocumentRecord> {
   const [row] = await db

@@ -88,7 +88,8 @@ function findUnstorable(value: unknown, path: string): void {
     if (!isStorableText(key)) throw invalidField(path === '' ? 'body' : path, `has a property name that ${UNSTORABLE}`)
     // JSON.parse makes "__proto__" an own property, but the first spread or merge of the
     // object turns it into the prototype (metadata {"__proto__": null} was a 500).
-    if (key === '__proto__') throw invalidField(path === '' ? 'body' : path, 'has the property name "__proto__", which is not accepted; rename it')
+    if (key === '__proto__')
+      throw invalidField(path === '' ? 'body' : path, 'has the property name "__proto__", which is not accepted; rename it')
     findUnstorable((value as Record<string, unknown>)[key], fieldPath(path, key))
   }
 }
@@ -102,7 +103,10 @@ export function Text(options: { minLength?: number; maxLength: number; descripti
     minLength,
     maxLength,
     pattern: NO_NUL,
-    error: minLength > 0 ? `must be text of ${minLength}-${maxLength} characters (U+0000 excluded)` : `must be text of at most ${maxLength} characters (U+0000 excluded)`,
+    error:
+      minLength > 0
+        ? `must be text of ${minLength}-${maxLength} characters (U+0000 excluded)`
+        : `must be text of at most ${maxLength} characters (U+0000 excluded)`,
     // The limit is in every description, so the API reference states it in words too.
     description: `${options.description ? `${options.description} ` : ''}${minLength > 0 ? `${minLength}-${maxLength}` : `At most ${maxLength}`} characters.`,
   })
@@ -133,7 +137,8 @@ export function isAcceptedDate(time: Date): boolean {
 /** The instant of a date-time the schema has let through, or a 400 naming the field. */
 export function acceptedDate(value: string, field: string, where: 'body' | 'query' = 'body'): Date {
   const time = new Date(value)
-  if (Number.isNaN(time.getTime())) throw invalidField(field, `${value.slice(0, 40)} is not a real date-time; use an ISO-8601 date-time like "2026-01-31T12:00:00Z"`, where)
+  if (Number.isNaN(time.getTime()))
+    throw invalidField(field, `${value.slice(0, 40)} is not a real date-time; use an ISO-8601 date-time like "2026-01-31T12:00:00Z"`, where)
   if (!isAcceptedDate(time)) throw invalidField(field, `${value.slice(0, 40)} is outside the accepted range, ${DATE_RANGE_TEXT}`, where)
   return time
 }

@@ -6,7 +6,7 @@ const ClientContext = t.Object({
   businessId: t.String(),
   keyType: t.Union([t.Literal('public'), t.Literal('private')]),
   origin: t.Nullable(t.String({ description: 'The Origin header seen on this request' })),
-  allowedOrigins: t.Array(t.String(), { description: 'The key\'s allowed origins; [] for private keys' }),
+  allowedOrigins: t.Array(t.String(), { description: "The key's allowed origins; [] for private keys" }),
   keyId: t.String(),
   scopes: t.Array(ScopeName),
   expiresAt: t.Nullable(t.String()),
