@@ -19,14 +19,28 @@ const proxyRule = createClientAddressRule(['127.0.0.1'])
  */
 export const behindTrustedProxy: ClientAddressOf = (request) => proxyRule('127.0.0.1', request.headers.get('x-forwarded-for'))
 
+/** Every service testService built in this file's run, for flushBackgroundWrites. */
+const built = new Set<Service>()
+
+/**
+ * Writes what the services built so far hold in memory (usage counts, lastUsedAt): run
+ * after each test (test/support/preload.ts), so that no background flush of an earlier
+ * test's service meets the next test's truncate (on PostgreSQL the two can deadlock).
+ */
+export async function flushBackgroundWrites(): Promise<void> {
+  await Promise.all([...built].map((service) => Promise.all([service.services.usage.flush(), service.services.lastUsed.flush()])))
+}
+
 /** A service on the run's database, as src/index.ts builds it, minus the listening socket. */
 export async function testService(options: Partial<AppOptions> = {}): Promise<Service> {
-  return createApp({
+  const service = createApp({
     database: await testDatabase(),
     adminToken: ADMIN_TOKEN,
     logger: silentLogger,
     ...options,
   })
+  built.add(service)
+  return service
 }
 
 export async function seedBusiness(_service: Service, name = 'Acme'): Promise<string> {
