@@ -3,7 +3,7 @@ import type { AccessContext } from '../../access/plugin.ts'
 import type { RouteAccess } from '../../access/scopes.ts'
 import { isDatabaseUnavailable } from '../../../db/faults.ts'
 import type { AreaDeps } from '../deps.ts'
-import { decodePosition, pageSize, positionCursor, toPage } from '../shared/paging.ts'
+import { decodePosition, pageSize, } from '../shared/paging.ts'
 import {
   assertJsonSize,
   assertStorable,
@@ -15,7 +15,7 @@ import {
 } from '../shared/validation.ts'
 import { createGroupCommitter } from './group-commit.ts'
 import { Accepted, EARLIEST_TIMESTAMP, EventPage, EventQuery, MAX_FUTURE_MS, parseIsoTime, TrackBody, type TrackedEvent } from './model.ts'
-import { insertEvents, listEvents, toEventRecord, type EventRow } from './service.ts'
+import { insertEvents, listEvents, type EventRow } from './service.ts'
 
 export function analyticsRoutes({ db, access, onShutdown, reportIngest, ingest }: AreaDeps) {
   const writer = createGroupCommitter<EventRow>({
@@ -59,14 +59,13 @@ export function analyticsRoutes({ db, access, onShutdown, reportIngest, ingest }
           throw invalidField('to', `must be later than "from" (${query.from}); the range is from <= time < to`, 'query')
         }
         const limit = pageSize(query.limit, 100)
-        const rows = await listEvents(db, key.businessId, {
+        return listEvents(db, key.businessId, {
           type: query.type,
           from,
           to,
           after: decodePosition(query.cursor),
           limit,
         })
-        return toPage(rows, limit, (row) => positionCursor(row.occurredAt, row.id), toEventRecord)
       },
       {
         access: { scope: 'ANALYTICS_READ', public: false },

@@ -1,7 +1,7 @@
 import { and, desc, eq, gte, lt, sql } from 'drizzle-orm'
 import type { Db } from '../../../db/client.ts'
 import { analyticsEvents } from '../../../db/schema/index.ts'
-import { before, type Position } from '../shared/paging.ts'
+import { before, positionCursor, toPage, type Page, type Position } from '../shared/paging.ts'
 
 /** One event as the writer stores it; times are ISO strings, ready for JSON. */
 export interface EventRow {
@@ -49,10 +49,10 @@ export interface EventFilter {
 
 export type StoredEventRow = typeof analyticsEvents.$inferSelect
 
-/** A business's events, newest first by (occurredAt, id); fetches one row more than a page. */
-export function listEvents(db: Db, businessId: string, filter: EventFilter): Promise<StoredEventRow[]> {
+/** A page of a business's events, newest first by (occurredAt, id). */
+export async function listEvents(db: Db, businessId: string, filter: EventFilter): Promise<Page<ReturnType<typeof toEventRecord>>> {
   const e = analyticsEvents
-  return db
+  const rows = await db
     .select()
     .from(e)
     .where(
@@ -66,6 +66,7 @@ export function listEvents(db: Db, businessId: string, filter: EventFilter): Pro
     )
     .orderBy(desc(e.occurredAt), desc(e.id))
     .limit(filter.limit + 1)
+  return toPage(rows, filter.limit, (row) => positionCursor(row.occurredAt, row.id), toEventRecord)
 }
 
 export function toEventRecord(row: StoredEventRow) {

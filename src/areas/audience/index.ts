@@ -1,7 +1,7 @@
 import { Elysia } from 'elysia'
 import { alsoAnswers, noContent } from '../../http/openapi-document.ts'
 import type { AreaDeps } from '../deps.ts'
-import { decodePosition, pageSize, positionCursor, toPage } from '../shared/paging.ts'
+import { decodePosition, pageSize, } from '../shared/paging.ts'
 import { assertJsonSize, assertStorable, fieldPath, IdParams, recordPath, strictBody } from '../shared/validation.ts'
 import {
   addMembers,
@@ -12,7 +12,6 @@ import {
   listMembers,
   removeMembers,
   toListRecord,
-  toMemberRecord,
 } from './lists.ts'
 import {
   Added,
@@ -57,8 +56,6 @@ function assertStorableRecord(record: { properties?: Record<string, unknown> }, 
   if (record.properties !== undefined) assertJsonSize(record.properties, fieldPath(path, 'properties'))
 }
 
-const byCreatedAt = (row: { createdAt: Date; id: string }) => positionCursor(row.createdAt, row.id)
-
 /**
  * People, companies and lists. Every query is scoped to the calling key's business;
  * another business's ids and slugs answer 404. Public keys may only write, and their
@@ -100,13 +97,12 @@ export function audienceRoutes({ db, access }: AreaDeps) {
       '/people',
       async ({ query, access: { key } }) => {
         const limit = pageSize(query.limit, PAGE_LIMIT.default)
-        const rows = await listPeople(db, key.businessId, {
+        return listPeople(db, key.businessId, {
           email: query.email,
           externalId: query.externalId,
           after: decodePosition(query.cursor),
           limit,
         })
-        return toPage(rows, limit, byCreatedAt, toPersonRecord)
       },
       {
         access: { scope: 'AUDIENCE_PERSON_READ', public: false },
@@ -161,13 +157,12 @@ export function audienceRoutes({ db, access }: AreaDeps) {
       '/companies',
       async ({ query, access: { key } }) => {
         const limit = pageSize(query.limit, PAGE_LIMIT.default)
-        const rows = await listCompanies(db, key.businessId, {
+        return listCompanies(db, key.businessId, {
           domain: query.domain,
           externalId: query.externalId,
           after: decodePosition(query.cursor),
           limit,
         })
-        return toPage(rows, limit, byCreatedAt, toCompanyRecord)
       },
       {
         access: { scope: 'AUDIENCE_COMPANY_READ', public: false },
@@ -184,9 +179,11 @@ export function audienceRoutes({ db, access }: AreaDeps) {
     })
     .post(
       '/lists',
-      async ({ body, access: { key }, status }) => {
+      async ({ body, set, access: { key } }) => {
         assertStorable(body, '')
-        return status(201, toListRecord(await createList(db, key.businessId, body)))
+        const list = toListRecord(await createList(db, key.businessId, body))
+        set.status = 201
+        return list
       },
       {
         access: { scope: 'AUDIENCE_LIST_WRITE', public: false },
@@ -200,8 +197,7 @@ export function audienceRoutes({ db, access }: AreaDeps) {
       '/lists',
       async ({ query, access: { key } }) => {
         const limit = pageSize(query.limit, PAGE_LIMIT.default)
-        const rows = await listLists(db, key.businessId, { after: decodePosition(query.cursor), limit })
-        return toPage(rows, limit, byCreatedAt, toListRecord)
+        return listLists(db, key.businessId, { after: decodePosition(query.cursor), limit })
       },
       {
         access: { scope: 'AUDIENCE_LIST_READ', public: false },
@@ -220,8 +216,7 @@ export function audienceRoutes({ db, access }: AreaDeps) {
       '/lists/:slug/people',
       async ({ params, query, access: { key } }) => {
         const limit = pageSize(query.limit, PAGE_LIMIT.default)
-        const rows = await listMembers(db, key.businessId, params.slug, { after: decodePosition(query.cursor), limit })
-        return toPage(rows, limit, (row) => positionCursor(row.addedAt, row.id), toMemberRecord)
+        return listMembers(db, key.businessId, params.slug, { after: decodePosition(query.cursor), limit })
       },
       {
         access: { scope: 'AUDIENCE_LIST_READ', public: false },

@@ -3,7 +3,7 @@ import { and, desc, eq, getTableColumns, sql } from 'drizzle-orm'
 import { queryRows, type Db } from '../../../db/client.ts'
 import { audienceListMembers, audienceLists, people } from '../../../db/schema/index.ts'
 import { ApiError } from '../../errors.ts'
-import { before, type Position } from '../shared/paging.ts'
+import { before, byCreatedAt, positionCursor, toPage, type Page, type Position } from '../shared/paging.ts'
 import { toPersonRecord, type PersonRow } from './service.ts'
 
 type ListRow = typeof audienceLists.$inferSelect & { memberCount: number }
@@ -41,13 +41,18 @@ export async function createList(
   return { ...row, memberCount: 0 }
 }
 
-export function listLists(db: Db, businessId: string, page: { after: Position | null; limit: number }): Promise<ListRow[]> {
-  return db
+export async function listLists(
+  db: Db,
+  businessId: string,
+  page: { after: Position | null; limit: number },
+): Promise<Page<ReturnType<typeof toListRecord>>> {
+  const rows = await db
     .select({ ...getTableColumns(audienceLists), memberCount })
     .from(audienceLists)
     .where(and(eq(audienceLists.businessId, businessId), before(audienceLists.createdAt, audienceLists.id, page.after)))
     .orderBy(desc(audienceLists.createdAt), desc(audienceLists.id))
     .limit(page.limit + 1)
+  return toPage(rows, page.limit, byCreatedAt, toListRecord)
 }
 
 export async function getList(db: Db, businessId: string, slug: string): Promise<ListRow> {
@@ -81,22 +86,23 @@ export function toMemberRecord(row: MemberRow) {
   return { ...toPersonRecord(row), addedAt: row.addedAt.toISOString() }
 }
 
-/** Members, most recently added first by (addedAt, person id); one row more than a page. */
+/** A page of a list's members, most recently added first by (addedAt, person id). */
 export async function listMembers(
   db: Db,
   businessId: string,
   slug: string,
   page: { after: Position | null; limit: number },
-): Promise<MemberRow[]> {
+): Promise<Page<ReturnType<typeof toMemberRecord>>> {
   const id = await listId(db, businessId, slug)
   const m = audienceListMembers
-  return db
+  const rows = await db
     .select({ ...getTableColumns(people), addedAt: m.addedAt })
     .from(m)
     .innerJoin(people, eq(people.id, m.personId))
     .where(and(eq(m.listId, id), before(m.addedAt, m.personId, page.after)))
     .orderBy(desc(m.addedAt), desc(m.personId))
     .limit(page.limit + 1)
+  return toPage(rows, page.limit, (row) => positionCursor(row.addedAt, row.id), toMemberRecord)
 }
 
 /** A member as the request names them: exactly one of the three is set. */

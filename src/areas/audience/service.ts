@@ -2,7 +2,7 @@ import { and, desc, eq, inArray, sql } from 'drizzle-orm'
 import type { Db } from '../../../db/client.ts'
 import { companies, people } from '../../../db/schema/index.ts'
 import { ApiError } from '../../errors.ts'
-import { before, type Position } from '../shared/paging.ts'
+import { before, byCreatedAt, toPage, type Page, type Position } from '../shared/paging.ts'
 
 export type PersonRow = typeof people.$inferSelect
 export type CompanyRow = typeof companies.$inferSelect
@@ -39,9 +39,9 @@ export interface PeopleFilter {
   limit: number
 }
 
-/** Newest first by (createdAt, id); one row more than a page. */
-export function listPeople(db: Db, businessId: string, filter: PeopleFilter): Promise<PersonRow[]> {
-  return db
+/** A page of people, newest first by (createdAt, id). */
+export async function listPeople(db: Db, businessId: string, filter: PeopleFilter): Promise<Page<ReturnType<typeof toPersonRecord>>> {
+  const rows = await db
     .select()
     .from(people)
     .where(
@@ -54,6 +54,7 @@ export function listPeople(db: Db, businessId: string, filter: PeopleFilter): Pr
     )
     .orderBy(desc(people.createdAt), desc(people.id))
     .limit(filter.limit + 1)
+  return toPage(rows, filter.limit, byCreatedAt, toPersonRecord)
 }
 
 export async function getPerson(db: Db, businessId: string, id: string): Promise<PersonRow> {
@@ -91,8 +92,12 @@ export interface CompaniesFilter {
   limit: number
 }
 
-export function listCompanies(db: Db, businessId: string, filter: CompaniesFilter): Promise<CompanyRow[]> {
-  return db
+export async function listCompanies(
+  db: Db,
+  businessId: string,
+  filter: CompaniesFilter,
+): Promise<Page<ReturnType<typeof toCompanyRecord>>> {
+  const rows = await db
     .select()
     .from(companies)
     .where(
@@ -105,6 +110,7 @@ export function listCompanies(db: Db, businessId: string, filter: CompaniesFilte
     )
     .orderBy(desc(companies.createdAt), desc(companies.id))
     .limit(filter.limit + 1)
+  return toPage(rows, filter.limit, byCreatedAt, toCompanyRecord)
 }
 
 export async function getCompany(db: Db, businessId: string, id: string): Promise<CompanyRow> {

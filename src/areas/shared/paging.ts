@@ -114,6 +114,9 @@ export function decodePosition(cursor: string | undefined): Position | null {
   })
 }
 
+/** The cursor of a row in a list ordered newest first by (createdAt, id). */
+export const byCreatedAt = (row: { createdAt: Date; id: string }) => positionCursor(row.createdAt, row.id)
+
 /** `(time, id) < cursor`: the keyset condition of a newest-first page (none on the first page). */
 export function before(time: AnyPgColumn | SQL, id: AnyPgColumn, after: Position | null): SQL | undefined {
   if (after === null) return undefined
