@@ -91,6 +91,13 @@ ul.plain li { white-space: nowrap; }
 .badge.active { background: #e3f4e8; color: var(--ok); }
 .badge.revoked { background: #fde8e6; color: var(--danger); }
 .badge.expired { background: #fdf1d8; color: var(--warn); }
+.badge.replaced { background: #eef0f3; color: #39424e; text-decoration: none; }
+.badge.report { background: #fff4d6; color: var(--warn); }
+
+.filters { display: flex; flex-wrap: wrap; gap: 0.4rem; margin: 0 0 0.9rem; }
+.filters a { padding: 0.25rem 0.75rem; border-radius: 999px; border: 1px solid var(--line); background: var(--panel); text-decoration: none; color: var(--fg); font-size: 0.9rem; }
+.filters a[aria-current] { background: var(--accent); border-color: var(--accent); color: #fff; }
+.filters .count { color: inherit; opacity: 0.75; font-size: 0.8rem; margin-left: 0.2rem; }
 
 .alert { border-radius: 8px; padding: 0.75rem 1rem; margin: 0 0 1.25rem; border: 1px solid; }
 .alert h2 { font-size: 1rem; margin: 0 0 0.4rem; }
@@ -98,6 +105,9 @@ ul.plain li { white-space: nowrap; }
 .alert.error { background: #fdf0ef; border-color: #f1b8b2; color: #7a1a12; }
 .alert.error a { color: #7a1a12; }
 .alert.success { background: #ebf7ee; border-color: #a9d8b5; color: #0f4f21; }
+.alert.warning { background: #fff8e6; border-color: #efcf7a; color: #5c3d00; }
+.alert.ended { background: #f0f2f5; border-color: #c4cad3; color: var(--fg); }
+.alert p { margin: 0.2rem 0; }
 .notice { background: #f0f2f5; border-radius: 8px; padding: 0.75rem 1rem; }
 
 .panel { background: var(--panel); border: 1px solid var(--line); border-radius: 10px; padding: 1.25rem 1.5rem; margin: 0 0 1.25rem; }

@@ -6,10 +6,11 @@ import { compileOriginMatcher, parseAllowedOrigin } from '../access/origin.ts'
 import { ApiError } from '../errors.ts'
 import { isStorableText } from '../areas/shared/validation.ts'
 import { checkKeySettings } from '../keys/rules.ts'
-import { toKeyRecord, type ApiKeyRow, type KeyService } from '../keys/service.ts'
+import { toKeyRecord, type ApiKeyRow, type KeyRecord, type KeyService } from '../keys/service.ts'
 import { DASHBOARD_CSS, DASHBOARD_JS } from './assets.ts'
 import { formErrorsOf, keySettingsOf, readKeyForm } from './forms.ts'
-import { html } from './html.ts'
+import { formatDateTime, relativeTime } from './format.ts'
+import { html, type Html } from './html.ts'
 import {
   clearCookie,
   COOKIE_PATH,
@@ -27,10 +28,15 @@ import {
   formValuesOf,
   keyFormPage,
   keyListPage,
+  canRoll,
+  KEY_FILTERS,
   keyPage,
   keyPath,
   keyState,
   revokePage,
+  ROLL_GRACES,
+  rollPage,
+  type KeyFilter,
   type KeyFormValues,
 } from './key-views.ts'
 import { publicOrigin } from '../http/public-origin.ts'
@@ -155,6 +161,11 @@ export function dashboardRoutes({ db, keys, signInLimits, clientAddress, default
     }
   }
 
+  async function ownRecord(who: SignedIn, id: string | null): Promise<KeyRecord | null> {
+    const row = id ? await ownKey(who, id) : null
+    return row ? toKeyRecord(row) : null
+  }
+
   function cannotEdit(who: SignedIn, key: ApiKeyRow): Response | null {
     if (key.revokedAt) {
       return htmlPage(409, messagePage({ title: 'Key revoked', who, message: 'A revoked key cannot be changed; create a new key instead.' }))
@@ -166,6 +177,19 @@ export function dashboardRoutes({ db, keys, signInLimits, clientAddress, default
       )
     }
     return null
+  }
+
+  function cannotRoll(who: SignedIn, key: KeyRecord): Response | null {
+    if (canRoll(key, new Date())) return null
+    const why =
+      key.type === 'private'
+        ? 'Private keys are rolled by operators through the admin API or the CLI (keys roll ID --grace 1h).'
+        : key.revokedAt
+          ? 'A revoked key cannot be rolled; create a new key instead.'
+          : key.replacedBy
+            ? 'This key was already rolled; roll the key that replaced it instead.'
+            : 'An expired key cannot be rolled; create a new key instead.'
+    return htmlPage(409, messagePage({ title: 'Key cannot be rolled', who, message: why }))
   }
 
   /** The sign-in form's double-submit token: reused while its cookie lives, so two tabs both work. */
@@ -284,7 +308,9 @@ export function dashboardRoutes({ db, keys, signInLimits, clientAddress, default
           const flash = url.searchParams.has('revoked')
             ? html`<div class="alert success" role="status">The key was revoked: requests made with it are now refused.</div>`
             : undefined
-          return htmlPage(200, keyListPage(who, await keys.list(who.businessId), now, flash))
+          const shown = url.searchParams.get('show')
+          const filter: KeyFilter = KEY_FILTERS.find((f) => f === shown) ?? 'all'
+          return htmlPage(200, keyListPage(who, await keys.list(who.businessId), now, flash, filter))
         }),
       )
       .get(
@@ -314,16 +340,23 @@ export function dashboardRoutes({ db, keys, signInLimits, clientAddress, default
           if (!row) return notFound(who)
           const tested = url.searchParams.get('origin')
           const origin = tested?.trim() ?? ''
+          const key = toKeyRecord(row)
+          const now = new Date()
+          const [replacement, predecessor] = await Promise.all([ownRecord(who, key.replacedBy), ownRecord(who, key.rolledFrom)])
           return htmlPage(
             200,
-            keyPage(who, toKeyRecord(row), {
-              now: new Date(),
+            keyPage(who, key, {
+              now,
               publicKey: row.publicKey,
               serviceOrigin: publicOrigin(request),
               created: url.searchParams.has('created'),
+              replacement,
+              predecessor,
               flash: url.searchParams.has('saved')
                 ? html`<div class="alert success" role="status">Changes saved. They apply from the key's next request.</div>`
-                : undefined,
+                : url.searchParams.has('rolled') && predecessor
+                  ? rolledFlash(predecessor, now)
+                  : undefined,
               test: tested === null ? undefined : { origin, match: compileOriginMatcher(row.allowedOrigins).match(origin || null) },
             }),
           )
@@ -383,6 +416,35 @@ export function dashboardRoutes({ db, keys, signInLimits, clientAddress, default
           return htmlPage(200, revokePage(who, toKeyRecord(row)))
         }),
       )
+      .get(
+        '/settings/developers/api-keys/:id/roll',
+        page(async (who, _request, params) => {
+          const row = await ownKey(who, params.id)
+          if (!row) return notFound(who)
+          return cannotRoll(who, toKeyRecord(row)) ?? htmlPage(200, rollPage(who, toKeyRecord(row)))
+        }),
+      )
+      .post(
+        '/settings/developers/api-keys/:id/roll',
+        action(async (who, form, _request, params) => {
+          const row = await ownKey(who, params.id)
+          if (!row) return notFound(who)
+          const key = toKeyRecord(row)
+          const blocked = cannotRoll(who, key)
+          if (blocked) return blocked
+          const grace = ROLL_GRACES.find((g) => String(g.seconds) === form.get('graceSeconds'))
+          if (!grace) return htmlPage(400, rollPage(who, key, 'Choose how long the old key may keep working: now, 1 hour, 24 hours or 7 days.'))
+          try {
+            const rolled = await keys.roll(who.businessId, row.id, grace.seconds, byMember(who.email))
+            return redirect(`${keyPath(rolled.record.id)}?rolled=1`)
+          } catch (error) {
+            // Rolled (or revoked) meanwhile by someone else: the page now says so.
+            if (error instanceof ApiError && error.code === 'conflict') return redirect(keyPath(row.id))
+            throw error
+          }
+        }),
+        { parse: 'none' },
+      )
       .post(
         '/settings/developers/api-keys/:id/revoke',
         action(async (who, _form, _request, params) => {
@@ -408,6 +470,15 @@ export function dashboardRoutes({ db, keys, signInLimits, clientAddress, default
         }),
       )
   )
+}
+
+function rolledFlash(old: KeyRecord, now: Date): Html {
+  const ends = old.expiresAt ? new Date(old.expiresAt) : null
+  const until =
+    ends && ends.getTime() > now.getTime()
+      ? `The old key ${old.keyHint} keeps working until ${formatDateTime(ends)} (${relativeTime(ends, now)}).`
+      : `The old key ${old.keyHint} no longer works.`
+  return html`<div class="alert success" role="status">This is the new key. Put its snippet on your pages in place of the old one. ${until}</div>`
 }
 
 function asset(body: string, type: string): Response {

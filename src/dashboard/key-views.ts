@@ -31,6 +31,29 @@ export function keyState(key: KeyRecord, now: Date): KeyState {
   return 'active'
 }
 
+/** The list's filter: replaced keys are apart from active ones even while their grace runs. */
+export const KEY_FILTERS = ['all', 'active', 'replaced', 'revoked', 'expired'] as const
+export type KeyFilter = (typeof KEY_FILTERS)[number]
+
+export function keyCategory(key: KeyRecord, now: Date): Exclude<KeyFilter, 'all'> {
+  if (key.revokedAt) return 'revoked'
+  if (key.replacedBy) return 'replaced'
+  return keyState(key, now)
+}
+
+/** Whether the dashboard offers to roll the key (contract section 9: the service says 409 otherwise). */
+export function canRoll(key: KeyRecord, now: Date): boolean {
+  return key.type === 'public' && keyCategory(key, now) === 'active'
+}
+
+/** Grace choices of the roll form, in seconds (contract section 9 allows 0 to 7 days). */
+export const ROLL_GRACES = [
+  { seconds: 0, label: 'Now', hint: 'the old key is refused at once' },
+  { seconds: 3600, label: '1 hour', hint: 'enough for a quick deploy' },
+  { seconds: 86_400, label: '24 hours', hint: 'the usual choice: a day to deploy the new key' },
+  { seconds: 604_800, label: '7 days', hint: 'for apps that take a release to update' },
+] as const
+
 export function keyPath(id: string, action = ''): string {
   return `${KEYS_PATH}/${id}${action ? `/${action}` : ''}`
 }
@@ -67,7 +90,11 @@ function list(items: readonly string[], empty: string): Html {
   return html`<ul class="plain">${items.map((i) => html`<li><code>${i}</code></li>`)}</ul>`
 }
 
-export function keyListPage(who: SignedIn, keys: KeyRecord[], now: Date, flash?: Html): Html {
+export function keyListPage(who: SignedIn, all: KeyRecord[], now: Date, flash?: Html, filter: KeyFilter = 'all'): Html {
+  const counts: Record<KeyFilter, number> = { all: all.length, active: 0, replaced: 0, revoked: 0, expired: 0 }
+  for (const key of all) counts[keyCategory(key, now)]++
+  const keys = filter === 'all' ? all : all.filter((key) => keyCategory(key, now) === filter)
+  const labels: Record<KeyFilter, string> = { all: 'All', active: 'Active', replaced: 'Replaced', revoked: 'Revoked', expired: 'Expired' }
   return layout({
     title: 'API keys',
     who,
@@ -79,8 +106,13 @@ export function keyListPage(who: SignedIn, keys: KeyRecord[], now: Date, flash?:
 <p class="lead">Public keys (<code>pk_</code>) go into web pages and apps and work only from their allowed origins.
 Private keys (<code>sk_</code>) are for servers: operators create them; you can see and revoke them here.</p>
 ${flash ?? null}
+${all.length > 0
+  ? html`<nav class="filters" aria-label="Show keys">${KEY_FILTERS.map(
+    (f) => html`<a href="${f === 'all' ? KEYS_PATH : `${KEYS_PATH}?show=${f}`}"${f === filter ? html` aria-current="page"` : null}>${labels[f]} <span class="count">${counts[f]}</span></a>`,
+  )}</nav>`
+  : null}
 ${keys.length === 0
-  ? html`<div class="empty"><p>No keys yet. Create a public key to start sending events from your site.</p></div>`
+  ? html`<div class="empty"><p>${all.length === 0 ? 'No keys yet. Create a public key to start sending events from your site.' : `No ${labels[filter].toLowerCase()} keys.`}</p></div>`
   : html`<div class="table-wrap" role="region" aria-labelledby="keys-caption" tabindex="0">
 <table class="keys">
   <caption id="keys-caption" class="visually-hidden">API keys of ${who.businessName}</caption>
@@ -100,9 +132,10 @@ ${keys.length === 0
     <td class="dates">${expiry(key, now, true)}</td>
     <td>${lastUsed(key, now)}</td>
     <td class="dates">${time(key.createdAt, formatDate(new Date(key.createdAt)))}<div class="muted small">by ${key.createdBy}</div></td>
-    <td class="dates">${stateBadge(state)}${key.revokedAt ? html`<div class="muted small">${time(key.revokedAt, formatDate(new Date(key.revokedAt)))}</div>` : null}${key.revokedAt
+    <td class="dates">${stateBadge(state)}${key.replacedBy && !key.revokedAt ? html` <a class="badge replaced" href="${keyPath(key.replacedBy)}">Replaced</a>` : null}${key.originPolicy === 'report' && key.type === 'public' && !key.revokedAt ? html` <span class="badge report">Report only</span>` : null}${key.revokedAt ? html`<div class="muted small">${time(key.revokedAt, formatDate(new Date(key.revokedAt)))}</div>` : null}${key.revokedAt
       ? null
       : html`<div class="actions">${key.type === 'public' ? html`<a href="${keyPath(key.id, 'edit')}">Edit<span class="visually-hidden"> ${key.name}</span></a>` : null}
+      ${canRoll(key, now) ? html`<a href="${keyPath(key.id, 'roll')}">Roll<span class="visually-hidden"> ${key.name}</span></a>` : null}
       <a class="danger-link" href="${keyPath(key.id, 'revoke')}">Revoke<span class="visually-hidden"> ${key.name}</span></a></div>`}</td>
   </tr>`
   })}
@@ -120,7 +153,19 @@ export interface OriginTest {
 export function keyPage(
   who: SignedIn,
   key: KeyRecord,
-  view: { now: Date; publicKey: string | null; serviceOrigin: string; created: boolean; test?: OriginTest; flash?: Html },
+  view: {
+    now: Date
+    publicKey: string | null
+    serviceOrigin: string
+    created: boolean
+    test?: OriginTest
+    flash?: Html
+    /** The key that replaced this one (section 9), and the one this key replaced. */
+    replacement?: KeyRecord | null
+    predecessor?: KeyRecord | null
+    /** Panels below the details: usage, scopes, the trail (built by their own views). */
+    more?: Html
+  },
 ): Html {
   const state = keyState(key, view.now)
   const usable = state === 'active'
@@ -132,6 +177,7 @@ export function keyPage(
   <h1>${key.name} <span class="badge ${key.type}">${key.type}</span> ${stateBadge(state)}</h1>
   <div class="button-row">
     ${key.type === 'public' && !key.revokedAt ? html`<a class="button" href="${keyPath(key.id, 'edit')}">Edit</a>` : null}
+    ${canRoll(key, view.now) ? html`<a class="button" href="${keyPath(key.id, 'roll')}">Roll key</a>` : null}
     ${key.revokedAt ? null : html`<a class="button danger" href="${keyPath(key.id, 'revoke')}">Revoke</a>`}
   </div>
 </div>
@@ -139,7 +185,8 @@ ${view.flash ?? null}
 ${view.created
   ? html`<div class="alert success" role="status">Your public key is ready. Copy the key, or paste the tracking snippet into your site's pages.</div>`
   : null}
-${view.publicKey && !key.revokedAt
+${key.replacedBy && !key.revokedAt ? replacedNotice(key, view.replacement ?? null, view.now) : null}
+${view.publicKey && !key.revokedAt && !key.replacedBy
   ? html`<section class="panel" aria-labelledby="use-heading">
   <h2 id="use-heading">Use this key</h2>
   <div class="field">
@@ -173,10 +220,63 @@ ${key.type === 'private'
     <dt>Expires</dt><dd>${expiry(key, view.now)}</dd>
     <dt>Last used</dt><dd>${lastUsed(key, view.now)}</dd>
     <dt>Created</dt><dd>${time(key.createdAt, formatDateTime(new Date(key.createdAt)))} by ${key.createdBy}</dd>
+    ${key.rolledFrom
+      ? html`<dt>Rolled from</dt><dd><a href="${keyPath(key.rolledFrom)}">${view.predecessor ? html`${view.predecessor.name} <code>${view.predecessor.keyHint}</code>` : 'the previous key'}</a></dd>`
+      : null}
+    ${key.replacedBy
+      ? html`<dt>Replaced by</dt><dd><a href="${keyPath(key.replacedBy)}">${view.replacement ? html`${view.replacement.name} <code>${view.replacement.keyHint}</code>` : 'the new key'}</a></dd>`
+      : null}
     ${key.revokedAt ? html`<dt>Revoked</dt><dd>${time(key.revokedAt, formatDateTime(new Date(key.revokedAt)))}</dd>` : null}
   </dl>
 </section>
+${view.more ?? null}
 ${key.type === 'public' ? originTester(key, usable, state, view.test) : null}`,
+  })
+}
+
+/** On a rolled key: what replaced it, when it stops (or stopped), and whether it has gone quiet. */
+function replacedNotice(key: KeyRecord, replacement: KeyRecord | null, now: Date): Html {
+  const ends = key.expiresAt ? new Date(key.expiresAt) : null
+  const ended = ends !== null && ends.getTime() <= now.getTime()
+  const target = html`<a href="${keyPath(key.replacedBy!)}">${replacement ? html`${replacement.name} <code>${replacement.keyHint}</code>` : 'the new key'}</a>`
+  return html`<div class="alert ${ended ? 'ended' : 'warning'}" role="status" id="replaced-notice">
+  <p><strong>Replaced by ${target}.</strong>
+  ${ends === null
+    ? null
+    : ended
+      ? html`It stopped working ${time(key.expiresAt!, formatDateTime(ends))} (${relativeTime(ends, now)}); requests made with it are refused as expired.`
+      : html`It keeps working until ${time(key.expiresAt!, formatDateTime(ends))} (${relativeTime(ends, now)}), then is refused as expired.`}</p>
+  <p>Last used: ${key.lastUsedAt ? html`${time(key.lastUsedAt, formatDateTime(new Date(key.lastUsedAt)))} (${relativeTime(new Date(key.lastUsedAt), now)})` : 'never'}.
+  ${ended ? null : 'When it has gone quiet, every page has the new key; you can then revoke it to end it early.'}</p>
+</div>`
+}
+
+export function rollPage(who: SignedIn, key: KeyRecord, error?: string): Html {
+  return layout({
+    title: `Roll ${key.name}`,
+    who,
+    crumbs: keyCrumbs({ label: key.name, href: keyPath(key.id) }, { label: 'Roll' }),
+    content: html`<h1>Roll <q>${key.name}</q></h1>
+<p class="lead">Rolling creates a new key with the same name, origins, scopes and limits. The old key
+<code>${key.keyHint}</code> keeps working for the grace you choose, so that pages still embedding it are not broken
+while you deploy the new one; then it is refused as expired.</p>
+${error ? html`<div class="alert error" role="alert" id="roll-error">${error}</div>` : null}
+<form method="post" action="${keyPath(key.id, 'roll')}" class="stack key-form">
+  ${csrfField(who)}
+  <fieldset class="field">
+    <legend>How long may the old key keep working?</legend>
+    ${ROLL_GRACES.map(
+      (grace) => html`<div class="checkbox">
+      <input type="radio" id="grace-${grace.seconds}" name="graceSeconds" value="${grace.seconds}"${grace.seconds === 86_400 ? html` checked` : null}>
+      <label for="grace-${grace.seconds}">${grace.label} <span class="muted">— ${grace.hint}</span></label>
+    </div>`,
+    )}
+  </fieldset>
+  <div class="button-row">
+    <button type="submit" class="button primary">Roll key</button>
+    <a class="button" href="${keyPath(key.id)}">Cancel</a>
+  </div>
+</form>`,
   })
 }
 

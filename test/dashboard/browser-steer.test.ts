@@ -1,0 +1,107 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { mkdirSync, mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { eq } from 'drizzle-orm'
+import type { Browser, Page } from 'playwright-core'
+import { chromiumMissing, launchChromium } from '../support/chromium.ts'
+import { apiKeys } from '../../db/schema/index.ts'
+import type { Service } from '../../src/app.ts'
+import { testDatabase } from '../support/database.ts'
+import { seedBusiness, seedKey, testService } from '../support/service.ts'
+import { addMember, KEYS, PASSWORD } from './support.ts'
+
+/**
+ * Issue 10's dashboard views in a real headless Chromium against a loopback server: roll,
+ * usage chart, allowing a refused origin, removing an unused scope, the audit trail,
+ * report-only, the identity secret, the first-request panel and members.
+ */
+
+// As in browser.test.ts: `SCREENSHOTS=docs` refreshes the docs' screenshots.
+const SCREENSHOTS =
+  process.env.SCREENSHOTS === 'docs'
+    ? fileURLToPath(new URL('../../docs/screenshots/', import.meta.url))
+    : `${mkdtempSync(join(tmpdir(), 'keygate-screenshots-'))}/`
+const E2E_TIMEOUT = 120_000
+
+let service: Service
+let browser: Browser
+let dashboard: string
+
+beforeAll(async () => {
+  if (chromiumMissing) return
+  service = await testService()
+  service.app.listen({ port: 0, hostname: '127.0.0.1' })
+  dashboard = `http://localhost:${service.app.server!.port}`
+  browser = await launchChromium(30_000)
+  mkdirSync(SCREENSHOTS, { recursive: true })
+})
+
+afterAll(async () => {
+  await browser?.close().catch(() => {})
+  await service?.app.stop(true)
+  await service?.drain()
+})
+
+async function newPage(): Promise<Page> {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 860 } })
+  context.setDefaultTimeout(15_000)
+  return context.newPage()
+}
+
+async function signInAs(page: Page, email: string) {
+  await page.goto(`${dashboard}/dashboard`)
+  await page.getByLabel('Email').fill(email)
+  await page.getByLabel('Password').fill(PASSWORD)
+  await page.getByRole('button', { name: 'Sign in' }).click()
+  await page.waitForURL(`${dashboard}${KEYS}`)
+}
+
+const db = async () => (await testDatabase()).db
+
+describe.skipIf(chromiumMissing)('steering keys in a browser', () => {
+  test(
+    'a member rolls a public key with a day of grace; the old key says what replaced it and until when',
+    async () => {
+      const businessId = await seedBusiness(service, 'Acme Outdoor')
+      await addMember(businessId, { email: 'ada@acme.example' })
+      const old = await seedKey(service, businessId, { name: 'Marketing site', allowedOrigins: ['acme-outdoor.com'] })
+      await (await db()).update(apiKeys).set({ lastUsedAt: new Date(Date.now() - 7 * 60_000) }).where(eq(apiKeys.id, old.record.id))
+
+      const page = await newPage()
+      await signInAs(page, 'ada@acme.example')
+      await page.getByRole('link', { name: 'Marketing site', exact: true }).click()
+      await page.getByRole('link', { name: 'Roll key' }).click()
+      await page.waitForURL(/\/roll$/)
+      expect(await page.getByLabel(/24 hours/).isChecked()).toBe(true)
+      await page.getByLabel(/^7 days/).check()
+      await page.screenshot({ path: `${SCREENSHOTS}roll-key.png`, fullPage: true })
+      await page.getByRole('button', { name: 'Roll key' }).click()
+      await page.waitForURL(/\?rolled=1$/)
+
+      const [fresh] = await (await db()).select().from(apiKeys).where(eq(apiKeys.rolledFrom, old.record.id))
+      expect(await page.getByLabel('Public key').inputValue()).toBe(fresh!.publicKey!)
+      expect(await page.getByRole('status').first().textContent()).toContain('This is the new key')
+      await page.screenshot({ path: `${SCREENSHOTS}rolled-key.png`, fullPage: true })
+
+      await page.getByRole('link', { name: `Marketing site ${old.record.keyHint}` }).click()
+      await page.waitForURL(`${dashboard}${KEYS}/${old.record.id}`)
+      const notice = await page.locator('#replaced-notice').textContent()
+      expect(notice).toContain('Replaced by Marketing site')
+      expect(notice).toContain('It keeps working until')
+      expect(notice).toContain('(in 1 week)')
+      expect(notice).toContain('(7 minutes ago)')
+      expect(await page.getByLabel('Public key').count()).toBe(0)
+      await page.screenshot({ path: `${SCREENSHOTS}replaced-key.png`, fullPage: true })
+
+      await page.goto(`${dashboard}${KEYS}`)
+      await page.getByRole('link', { name: /^Replaced/ }).first().click()
+      await page.waitForURL(`${dashboard}${KEYS}?show=replaced`)
+      expect(await page.locator('tbody tr').count()).toBe(1)
+      await page.screenshot({ path: `${SCREENSHOTS}api-keys-replaced.png`, fullPage: true })
+      await page.context().close()
+    },
+    E2E_TIMEOUT,
+  )
+})
