@@ -149,6 +149,29 @@ ul.field-error:empty { display: none; }
 .result.refused { background: #fdf0ef; border-color: #f1b8b2; color: #7a1a12; }
 .empty { background: var(--panel); border: 1px dashed #b7bfcb; border-radius: 10px; padding: 2rem; text-align: center; color: var(--muted); }
 
+.panel-head { display: flex; align-items: center; justify-content: space-between; gap: 1rem; flex-wrap: wrap; margin-bottom: 0.5rem; }
+.panel-head h2 { margin: 0; }
+.panel-head .filters { margin: 0; }
+.totals { display: flex; align-items: center; flex-wrap: wrap; gap: 0.35rem 0.5rem; margin: 0 0 0.5rem; }
+.totals strong { margin-right: 0.75rem; }
+.swatch { display: inline-block; width: 0.8rem; height: 0.8rem; border-radius: 2px; }
+.swatch.accepted { background: #2f6fdb; }
+.swatch.refused { background: #c8372d; }
+svg.chart { display: block; max-width: 100%; height: auto; }
+svg.chart .bar:hover rect[fill=transparent] { fill: #eef2fb; }
+details.numbers { margin: 0.5rem 0; }
+details.numbers summary { cursor: pointer; color: var(--accent); }
+details.numbers table { margin-top: 0.5rem; max-width: 28rem; }
+table.keys.compact th, table.keys.compact td { padding: 0.4rem 0.6rem; }
+details.allow > summary { list-style: none; display: inline-block; }
+details.allow > summary::-webkit-details-marker { display: none; }
+details.allow[open] > summary { background: #f0f2f5; }
+.allow-preview { margin-top: 0.5rem; padding: 0.75rem; border: 1px solid var(--line); border-radius: 8px; background: #fbfcfd; max-width: 30rem; }
+.allow-preview p { margin: 0 0 0.4rem; }
+.allow-preview form { margin-top: 0.6rem; }
+.preview-list li.added code { font-weight: 700; color: var(--ok); }
+.preview-list li.removed code { text-decoration: line-through; color: var(--danger); }
+
 @media (max-width: 52rem) {
   .shell { grid-template-columns: minmax(0, 1fr); }
   .sidenav { display: none; }

@@ -5,7 +5,10 @@ import type { Db } from '../../db/client.ts'
 import { compileOriginMatcher, parseAllowedOrigin } from '../access/origin.ts'
 import { ApiError } from '../errors.ts'
 import { isStorableText } from '../areas/shared/validation.ts'
-import { checkKeySettings } from '../keys/rules.ts'
+import { checkKeySettings, type KeySettingsInput } from '../keys/rules.ts'
+import { usageReport } from '../usage/report.ts'
+import { narrowestEntry } from './narrowest.ts'
+import { refusedOriginsPanel, usagePanel, usageWindow, type UsageRange } from './usage-views.ts'
 import { toKeyRecord, type ApiKeyRow, type KeyRecord, type KeyService } from '../keys/service.ts'
 import { DASHBOARD_CSS, DASHBOARD_JS } from './assets.ts'
 import { formErrorsOf, keySettingsOf, readKeyForm } from './forms.ts'
@@ -179,6 +182,25 @@ export function dashboardRoutes({ db, keys, signInLimits, clientAddress, default
     return null
   }
 
+  /**
+   * A one-field change from a button (allow an origin, remove a scope), through the same
+   * key service as the edit form: validated by the same rules and recorded in the trail.
+   * Null when it was made; else the page that says why not.
+   */
+  async function changeKey(who: SignedIn, row: ApiKeyRow, input: KeySettingsInput): Promise<Response | null> {
+    try {
+      await keys.update(who.businessId, row.id, input, byMember(who.email))
+      return null
+    } catch (error) {
+      if (!(error instanceof ApiError)) throw error
+      if (error.code === 'conflict') return cannotEdit(who, { ...row, revokedAt: new Date() })
+      if (error.code === 'invalid_request') {
+        return htmlPage(400, messagePage({ title: 'Key not changed', who, message: `Nothing was changed: ${error.message}` }))
+      }
+      throw error
+    }
+  }
+
   function cannotRoll(who: SignedIn, key: KeyRecord): Response | null {
     if (canRoll(key, new Date())) return null
     const why =
@@ -343,6 +365,9 @@ export function dashboardRoutes({ db, keys, signInLimits, clientAddress, default
           const key = toKeyRecord(row)
           const now = new Date()
           const [replacement, predecessor] = await Promise.all([ownRecord(who, key.replacedBy), ownRecord(who, key.rolledFrom)])
+          const range: UsageRange = url.searchParams.get('range') === '7d' ? '7d' : '24h'
+          const report = await usageReport(db, row, usageWindow(range, now.getTime()))
+          const allowed = url.searchParams.get('allowed')
           return htmlPage(
             200,
             keyPage(who, key, {
@@ -352,7 +377,10 @@ export function dashboardRoutes({ db, keys, signInLimits, clientAddress, default
               created: url.searchParams.has('created'),
               replacement,
               predecessor,
-              flash: url.searchParams.has('saved')
+              more: html`${usagePanel(key, report, range)}${key.type === 'public' ? refusedOriginsPanel(who, key, report, now, range) : null}`,
+              flash: allowed
+                ? html`<div class="alert success" role="status">Added <code>${allowed}</code> to the allowed origins. It applies from the key's next request.</div>`
+                : url.searchParams.has('saved')
                 ? html`<div class="alert success" role="status">Changes saved. They apply from the key's next request.</div>`
                 : url.searchParams.has('rolled') && predecessor
                   ? rolledFlash(predecessor, now)
@@ -442,6 +470,24 @@ export function dashboardRoutes({ db, keys, signInLimits, clientAddress, default
             if (error instanceof ApiError && error.code === 'conflict') return redirect(keyPath(row.id))
             throw error
           }
+        }),
+        { parse: 'none' },
+      )
+      .post(
+        '/settings/developers/api-keys/:id/allow-origin',
+        action(async (who, form, _request, params) => {
+          const row = await ownKey(who, params.id)
+          if (!row) return notFound(who)
+          const blocked = cannotEdit(who, row)
+          if (blocked) return blocked
+          const origin = form.get('origin') ?? ''
+          const narrow = narrowestEntry(origin)
+          if (!narrow.ok) return htmlPage(400, messagePage({ title: 'Origin not added', who, message: `Nothing was changed: ${narrow.reason}` }))
+          const back = `${keyPath(row.id)}?allowed=${encodeURIComponent(narrow.entry)}#refused-origins`
+          // Already there (a second click, or another member was faster): nothing to change.
+          if (row.allowedOrigins.includes(narrow.entry)) return redirect(back)
+          const changed = await changeKey(who, row, { allowedOrigins: [...row.allowedOrigins, narrow.entry] })
+          return changed ?? redirect(back)
         }),
         { parse: 'none' },
       )

@@ -9,7 +9,7 @@ import { chromiumMissing, launchChromium } from '../support/chromium.ts'
 import { apiKeys } from '../../db/schema/index.ts'
 import type { Service } from '../../src/app.ts'
 import { testDatabase } from '../support/database.ts'
-import { seedBusiness, seedKey, testService } from '../support/service.ts'
+import { call, seedBusiness, seedKey, testService } from '../support/service.ts'
 import { addMember, KEYS, PASSWORD } from './support.ts'
 
 /**
@@ -100,6 +100,43 @@ describe.skipIf(chromiumMissing)('steering keys in a browser', () => {
       await page.waitForURL(`${dashboard}${KEYS}?show=replaced`)
       expect(await page.locator('tbody tr').count()).toBe(1)
       await page.screenshot({ path: `${SCREENSHOTS}api-keys-replaced.png`, fullPage: true })
+      await page.context().close()
+    },
+    E2E_TIMEOUT,
+  )
+
+  test(
+    'a member reads the usage chart and allows a refused origin after previewing the list',
+    async () => {
+      const businessId = await seedBusiness(service, 'Acme Outdoor')
+      await addMember(businessId, { email: 'bo@acme.example', role: 'member' })
+      const site = await seedKey(service, businessId, { name: 'Web shop', allowedOrigins: ['acme-outdoor.com'], scopes: ['ANALYTICS_WRITE', 'AUDIENCE_PERSON_WRITE'] })
+      for (let i = 0; i < 14; i++) await call(service, '/api/v0/whoami', { key: site.key, origin: 'https://www.acme-outdoor.com' })
+      for (let i = 0; i < 5; i++) await call(service, '/api/v0/whoami', { key: site.key, origin: 'https://checkout.acme-pay.com:8443' })
+      await call(service, '/api/v0/whoami', { key: site.key, origin: 'https://scraper.example.org' })
+      await service.services.usage.flush()
+
+      const page = await newPage()
+      await signInAs(page, 'bo@acme.example')
+      await page.goto(`${dashboard}${KEYS}/${site.record.id}`)
+      expect(await page.locator('#usage-totals').textContent()).toMatch(/Accepted 14\s+Refused 6/)
+      expect(await page.locator('svg.chart .bar').count()).toBe(24)
+      // The current hour's bar holds both colours.
+      expect(await page.locator('svg.chart .bar').last().locator('rect[fill="#2f6fdb"]').count()).toBe(1)
+      expect(await page.locator('svg.chart .bar').last().locator('rect[fill="#c8372d"]').count()).toBe(1)
+      await page.locator('#usage').screenshot({ path: `${SCREENSHOTS}key-usage.png` })
+
+      await page.locator('summary', { hasText: 'Allow https://checkout.acme-pay.com:8443' }).click()
+      const preview = page.locator('.allow-preview').first()
+      await preview.waitFor()
+      expect(await preview.locator('li').allTextContents()).toEqual(['acme-outdoor.com', 'https://checkout.acme-pay.com:8443 new'])
+      await page.locator('#refused-origins').screenshot({ path: `${SCREENSHOTS}allow-origin.png` })
+      await preview.getByRole('button', { name: 'Confirm: allow https://checkout.acme-pay.com:8443' }).click()
+      await page.waitForURL(/\?allowed=/)
+      expect(await page.getByRole('status').first().textContent()).toContain('Added https://checkout.acme-pay.com:8443 to the allowed origins')
+      const [row] = await (await db()).select().from(apiKeys).where(eq(apiKeys.id, site.record.id))
+      expect(row!.allowedOrigins).toEqual(['acme-outdoor.com', 'https://checkout.acme-pay.com:8443'])
+      expect((await call(service, '/api/v0/whoami', { key: site.key, origin: 'https://checkout.acme-pay.com:8443' })).status).toBe(200)
       await page.context().close()
     },
     E2E_TIMEOUT,
