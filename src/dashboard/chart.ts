@@ -41,7 +41,7 @@ export function usageChart(points: ChartPoint[], caption: string, labelEvery: nu
   const barWidth = Math.max(2, slot * 0.7)
   const y = (n: number) => PAD.top + plotHeight - (n / top) * plotHeight
   const fixed = (n: number) => Number(n.toFixed(1))
-  const grid = [0, top / 2, top].map(
+  const grid = [0, top / 2, top].filter(Number.isInteger).map(
     (v) => html`<line x1="${PAD.left}" x2="${WIDTH - PAD.right}" y1="${fixed(y(v))}" y2="${fixed(y(v))}" stroke="#d9dee5" stroke-width="1"/>
 <text x="${PAD.left - 6}" y="${fixed(y(v)) + 4}" text-anchor="end" font-size="11" fill="#5b6574">${formatCount(v)}</text>`,
   )

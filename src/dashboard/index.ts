@@ -6,9 +6,10 @@ import { compileOriginMatcher, parseAllowedOrigin } from '../access/origin.ts'
 import { ApiError } from '../errors.ts'
 import { isStorableText } from '../areas/shared/validation.ts'
 import { checkKeySettings, type KeySettingsInput } from '../keys/rules.ts'
+import { isScope } from '../access/scopes.ts'
 import { usageReport } from '../usage/report.ts'
 import { narrowestEntry } from './narrowest.ts'
-import { refusedOriginsPanel, usagePanel, usageWindow, type UsageRange } from './usage-views.ts'
+import { refusedOriginsPanel, scopesPanel, usagePanel, usageWindow, type UsageRange } from './usage-views.ts'
 import { toKeyRecord, type ApiKeyRow, type KeyRecord, type KeyService } from '../keys/service.ts'
 import { DASHBOARD_CSS, DASHBOARD_JS } from './assets.ts'
 import { formErrorsOf, keySettingsOf, readKeyForm } from './forms.ts'
@@ -367,7 +368,10 @@ export function dashboardRoutes({ db, keys, signInLimits, clientAddress, default
           const [replacement, predecessor] = await Promise.all([ownRecord(who, key.replacedBy), ownRecord(who, key.rolledFrom)])
           const range: UsageRange = url.searchParams.get('range') === '7d' ? '7d' : '24h'
           const report = await usageReport(db, row, usageWindow(range, now.getTime()))
-          const allowed = url.searchParams.get('allowed')
+          // Said only when true, so that a crafted link cannot make the page claim a change.
+          const allowed = key.allowedOrigins.find((e) => e === url.searchParams.get('allowed'))
+          const removedParam = url.searchParams.get('removed')
+          const removed = removedParam !== null && isScope(removedParam) && !key.scopes.includes(removedParam) ? removedParam : null
           return htmlPage(
             200,
             keyPage(who, key, {
@@ -377,9 +381,11 @@ export function dashboardRoutes({ db, keys, signInLimits, clientAddress, default
               created: url.searchParams.has('created'),
               replacement,
               predecessor,
-              more: html`${usagePanel(key, report, range)}${key.type === 'public' ? refusedOriginsPanel(who, key, report, now, range) : null}`,
+              more: html`${usagePanel(key, report, range)}${key.type === 'public' ? refusedOriginsPanel(who, key, report, now, range) : null}${key.revokedAt ? null : scopesPanel(who, key, report, now)}`,
               flash: allowed
                 ? html`<div class="alert success" role="status">Added <code>${allowed}</code> to the allowed origins. It applies from the key's next request.</div>`
+                : removed
+                  ? html`<div class="alert success" role="status">Removed <code>${removed}</code> from the key's scopes. It applies from the key's next request.</div>`
                 : url.searchParams.has('saved')
                 ? html`<div class="alert success" role="status">Changes saved. They apply from the key's next request.</div>`
                 : url.searchParams.has('rolled') && predecessor
@@ -488,6 +494,25 @@ export function dashboardRoutes({ db, keys, signInLimits, clientAddress, default
           if (row.allowedOrigins.includes(narrow.entry)) return redirect(back)
           const changed = await changeKey(who, row, { allowedOrigins: [...row.allowedOrigins, narrow.entry] })
           return changed ?? redirect(back)
+        }),
+        { parse: 'none' },
+      )
+      .post(
+        '/settings/developers/api-keys/:id/remove-scope',
+        action(async (who, form, _request, params) => {
+          const row = await ownKey(who, params.id)
+          if (!row) return notFound(who)
+          const blocked = cannotEdit(who, row)
+          if (blocked) return blocked
+          const scope = form.get('scope') ?? ''
+          const back = `${keyPath(row.id)}?removed=${encodeURIComponent(scope)}#scopes`
+          // Already gone (a second click): nothing to change.
+          if (!(row.scopes as string[]).includes(scope)) return redirect(back)
+          const scopes = row.scopes.filter((s) => s !== scope)
+          if (scopes.length === 0) {
+            return htmlPage(400, messagePage({ title: 'Scope not removed', who, message: `Nothing was changed: ${scope} is the key's only scope, and a key needs at least one. Revoke the key if it is not needed.` }))
+          }
+          return (await changeKey(who, row, { scopes })) ?? redirect(back)
         }),
         { parse: 'none' },
       )

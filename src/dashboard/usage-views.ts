@@ -121,3 +121,52 @@ function allowPreview(who: SignedIn, key: KeyRecord, origin: string, entry: stri
   </div>
 </details>`
 }
+
+/** A scope unused for 30 days: never used, or last used before then (issue 10). */
+export function isUnused(lastUsedAt: string | null, now: Date): boolean {
+  return lastUsedAt === null || now.getTime() - new Date(lastUsedAt).getTime() > UNUSED_AFTER_MS
+}
+
+/** Each scope with its last use; those unused for 30 days offer a one-click "Remove" (confirmed in place). */
+export function scopesPanel(who: SignedIn, key: KeyRecord, report: UsageReport, now: Date): Html {
+  const editable = key.type === 'public' && !key.revokedAt
+  const unused = report.scopes.filter((s) => isUnused(s.lastUsedAt, now))
+  return html`<section class="panel" aria-labelledby="scopes-heading" id="scopes">
+  <h2 id="scopes-heading">Scopes and their last use</h2>
+  <p class="hint">${unused.length === 0
+    ? 'Every scope of this key was used in the last 30 days.'
+    : html`A key should hold only what it uses: ${unused.length === 1 ? 'one scope was' : `${unused.length} scopes were`} not used in the last 30 days.`}</p>
+  <div class="table-wrap"><table class="keys compact">
+    <thead><tr><th scope="col">Scope</th><th scope="col">Last used</th><th scope="col"><span class="visually-hidden">Action</span></th></tr></thead>
+    <tbody>${report.scopes.map((s) => {
+      const idle = isUnused(s.lastUsedAt, now)
+      return html`<tr${idle ? html` class="unused"` : null}>
+      <th scope="row"><code>${s.scope}</code>${idle ? html` <span class="badge expired" title="Not used in the last 30 days">Unused</span>` : null}</th>
+      <td>${s.lastUsedAt ? html`<time datetime="${s.lastUsedAt}" title="${formatDateTime(new Date(s.lastUsedAt))}">${relativeTime(new Date(s.lastUsedAt), now)}</time>` : 'never'}</td>
+      <td>${!idle || !editable
+        ? idle && key.type === 'private' && !key.revokedAt
+          ? html`<span class="muted small">Operators change private keys (admin API or CLI).</span>`
+          : null
+        : key.scopes.length === 1
+          ? html`<span class="muted small">A key needs at least one scope; revoke the key if it is not needed.</span>`
+          : removeScope(who, key, s.scope)}</td>
+    </tr>`
+    })}</tbody>
+  </table></div>
+</section>`
+}
+
+function removeScope(who: SignedIn, key: KeyRecord, scope: string): Html {
+  return html`<details class="allow">
+  <summary class="button small">Remove<span class="visually-hidden"> ${scope}</span></summary>
+  <div class="allow-preview">
+    <p>Requests that need <code>${scope}</code> are then refused (403 <code>insufficient_scope</code>). The scopes become:</p>
+    <ul class="plain preview-list">${key.scopes.map((s) => (s === scope ? html`<li class="removed"><code>${s}</code> <span class="badge revoked">removed</span></li>` : html`<li><code>${s}</code></li>`))}</ul>
+    <form method="post" action="${pathOf(key.id, 'remove-scope')}">
+      ${csrfField(who)}
+      <input type="hidden" name="scope" value="${scope}">
+      <button type="submit" class="button danger small">Confirm: remove ${scope}</button>
+    </form>
+  </div>
+</details>`
+}

@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url'
 import { eq } from 'drizzle-orm'
 import type { Browser, Page } from 'playwright-core'
 import { chromiumMissing, launchChromium } from '../support/chromium.ts'
-import { apiKeys } from '../../db/schema/index.ts'
+import { apiKeys, keyScopeUses } from '../../db/schema/index.ts'
 import type { Service } from '../../src/app.ts'
 import { testDatabase } from '../support/database.ts'
 import { call, seedBusiness, seedKey, testService } from '../support/service.ts'
@@ -137,6 +137,35 @@ describe.skipIf(chromiumMissing)('steering keys in a browser', () => {
       const [row] = await (await db()).select().from(apiKeys).where(eq(apiKeys.id, site.record.id))
       expect(row!.allowedOrigins).toEqual(['acme-outdoor.com', 'https://checkout.acme-pay.com:8443'])
       expect((await call(service, '/api/v0/whoami', { key: site.key, origin: 'https://checkout.acme-pay.com:8443' })).status).toBe(200)
+      await page.context().close()
+    },
+    E2E_TIMEOUT,
+  )
+
+  test(
+    'a member removes a scope unused for 30 days, after seeing the scopes it leaves',
+    async () => {
+      const businessId = await seedBusiness(service, 'Acme Outdoor')
+      await addMember(businessId, { email: 'cy@acme.example', role: 'member' })
+      const site = await seedKey(service, businessId, { name: 'Blog widget', allowedOrigins: ['acme-outdoor.com'], scopes: ['ANALYTICS_WRITE', 'BLOG_READ', 'FLOW_TRIGGER'] })
+      for (let i = 0; i < 3; i++) await call(service, '/api/v0/analytics', { key: site.key, origin: 'https://acme-outdoor.com', body: { eventType: 'page_view' } })
+      await service.services.usage.flush()
+      await (await db()).insert(keyScopeUses).values({ keyId: site.record.id, scope: 'BLOG_READ', lastUsedAt: new Date(Date.now() - 45 * 86_400_000) })
+
+      const page = await newPage()
+      await signInAs(page, 'cy@acme.example')
+      await page.goto(`${dashboard}${KEYS}/${site.record.id}`)
+      const panel = page.locator('#scopes')
+      expect(await panel.locator('tr.unused th code').allTextContents()).toEqual(['BLOG_READ', 'FLOW_TRIGGER'])
+      await panel.locator('summary', { hasText: 'Remove FLOW_TRIGGER' }).click()
+      const preview = panel.locator('details[open] .allow-preview')
+      expect(await preview.locator('li.removed').textContent()).toContain('FLOW_TRIGGER')
+      await panel.screenshot({ path: `${SCREENSHOTS}unused-scopes.png` })
+      await preview.getByRole('button', { name: 'Confirm: remove FLOW_TRIGGER' }).click()
+      await page.waitForURL(/\?removed=FLOW_TRIGGER/)
+      expect(await page.getByRole('status').first().textContent()).toContain('Removed FLOW_TRIGGER')
+      const [row] = await (await db()).select().from(apiKeys).where(eq(apiKeys.id, site.record.id))
+      expect(row!.scopes).toEqual(['ANALYTICS_WRITE', 'BLOG_READ'])
       await page.context().close()
     },
     E2E_TIMEOUT,
