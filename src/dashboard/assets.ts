@@ -172,6 +172,20 @@ details.allow[open] > summary { background: #f0f2f5; }
 .preview-list li.added code { font-weight: 700; color: var(--ok); }
 .preview-list li.removed code { text-decoration: line-through; color: var(--danger); }
 
+ol.trail { list-style: none; margin: 0; padding: 0; }
+ol.trail .entry { padding: 0.7rem 0; border-bottom: 1px solid var(--line); }
+ol.trail .entry:first-child { padding-top: 0; }
+ol.trail .entry:last-child { border-bottom: none; padding-bottom: 0; }
+.entry-head { display: flex; flex-wrap: wrap; gap: 0.25rem 0.6rem; align-items: baseline; }
+.entry-head time { margin-left: auto; }
+table.changes { border-collapse: collapse; margin-top: 0.35rem; font-size: 0.9rem; }
+table.changes th { text-align: left; font-weight: 600; color: var(--muted); padding: 0.15rem 1rem 0.15rem 0; vertical-align: top; white-space: nowrap; }
+table.changes td { padding: 0.15rem 0; }
+table.changes .from { color: var(--danger); }
+table.changes .from code { text-decoration: line-through; }
+table.changes .to code { color: var(--ok); }
+table.changes .arrow { color: var(--muted); margin: 0 0.2rem; }
+
 @media (max-width: 52rem) {
   .shell { grid-template-columns: minmax(0, 1fr); }
   .sidenav { display: none; }

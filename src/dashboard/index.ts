@@ -8,6 +8,9 @@ import { isStorableText } from '../areas/shared/validation.ts'
 import { checkKeySettings, type KeySettingsInput } from '../keys/rules.ts'
 import { isScope } from '../access/scopes.ts'
 import { usageReport } from '../usage/report.ts'
+import { listChanges } from '../audit/trail.ts'
+import { decodePosition, positionCursor, type Position } from '../areas/shared/paging.ts'
+import { auditPage, keyTrailPanel } from './audit-views.ts'
 import { narrowestEntry } from './narrowest.ts'
 import { refusedOriginsPanel, scopesPanel, usagePanel, usageWindow, type UsageRange } from './usage-views.ts'
 import { toKeyRecord, type ApiKeyRow, type KeyRecord, type KeyService } from '../keys/service.ts'
@@ -63,6 +66,9 @@ export interface DashboardDeps {
 }
 
 const SIGN_IN_PATH = '/dashboard/sign-in'
+/** Entries of the trail on a key's page, and on a page of the trail. */
+const KEY_TRAIL = 5
+const TRAIL_PAGE = 50
 const NEW_KEY_DEFAULTS: KeyFormValues = {
   name: '',
   description: '',
@@ -200,6 +206,24 @@ export function dashboardRoutes({ db, keys, signInLimits, clientAddress, default
       }
       throw error
     }
+  }
+
+  /** A page of the trail, newest first, scoped to the member's business (and to `key`). */
+  async function trailPage(who: SignedIn, url: URL, key?: KeyRecord): Promise<Response> {
+    let after: Position | null = null
+    try {
+      after = decodePosition(url.searchParams.get('cursor') ?? undefined)
+    } catch {
+      after = null // a mangled cursor: the newest page
+    }
+    const [rows, all] = await Promise.all([
+      listChanges(db, { businessId: who.businessId, keyId: key?.id, after, limit: TRAIL_PAGE + 1 }),
+      keys.list(who.businessId),
+    ])
+    const entries = rows.slice(0, TRAIL_PAGE)
+    const last = entries.at(-1)
+    const next = rows.length > TRAIL_PAGE && last ? positionCursor(last.at, last.id) : null
+    return htmlPage(200, auditPage(who, { entries, keys: new Map(all.map((k) => [k.id, k])), now: new Date(), next, key, first: after === null }))
   }
 
   function cannotRoll(who: SignedIn, key: KeyRecord): Response | null {
@@ -367,7 +391,12 @@ export function dashboardRoutes({ db, keys, signInLimits, clientAddress, default
           const now = new Date()
           const [replacement, predecessor] = await Promise.all([ownRecord(who, key.replacedBy), ownRecord(who, key.rolledFrom)])
           const range: UsageRange = url.searchParams.get('range') === '7d' ? '7d' : '24h'
-          const report = await usageReport(db, row, usageWindow(range, now.getTime()))
+          const [report, trail, all] = await Promise.all([
+            usageReport(db, row, usageWindow(range, now.getTime())),
+            listChanges(db, { businessId: who.businessId, keyId: row.id, after: null, limit: KEY_TRAIL + 1 }),
+            keys.list(who.businessId),
+          ])
+          const byId = new Map(all.map((k) => [k.id, k]))
           // Said only when true, so that a crafted link cannot make the page claim a change.
           const allowed = key.allowedOrigins.find((e) => e === url.searchParams.get('allowed'))
           const removedParam = url.searchParams.get('removed')
@@ -381,7 +410,7 @@ export function dashboardRoutes({ db, keys, signInLimits, clientAddress, default
               created: url.searchParams.has('created'),
               replacement,
               predecessor,
-              more: html`${usagePanel(key, report, range)}${key.type === 'public' ? refusedOriginsPanel(who, key, report, now, range) : null}${key.revokedAt ? null : scopesPanel(who, key, report, now)}`,
+              more: html`${usagePanel(key, report, range)}${key.type === 'public' ? refusedOriginsPanel(who, key, report, now, range) : null}${key.revokedAt ? null : scopesPanel(who, key, report, now)}${keyTrailPanel(key, trail.slice(0, KEY_TRAIL), byId, now, trail.length > KEY_TRAIL)}`,
               flash: allowed
                 ? html`<div class="alert success" role="status">Added <code>${allowed}</code> to the allowed origins. It applies from the key's next request.</div>`
                 : removed
@@ -525,6 +554,20 @@ export function dashboardRoutes({ db, keys, signInLimits, clientAddress, default
           return redirect(`${KEYS_PATH}?revoked=1`)
         }),
         { parse: 'none' },
+      )
+
+      // The audit trail (contract section 10), of the business and of one key
+      .get(
+        '/settings/audit',
+        page(async (who, _request, _params, url) => trailPage(who, url)),
+      )
+      .get(
+        '/settings/developers/api-keys/:id/audit',
+        page(async (who, _request, params, url) => {
+          const row = await ownKey(who, params.id)
+          if (!row) return notFound(who)
+          return trailPage(who, url, toKeyRecord(row))
+        }),
       )
 
       // Helpers of the pages' script

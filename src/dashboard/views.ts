@@ -3,7 +3,7 @@ import { PASSWORD_MIN_LENGTH } from '../members/service.ts'
 import type { SignedIn } from './sessions.ts'
 
 export const KEYS_PATH = '/dashboard/settings/developers/api-keys'
-export const ASSET_VERSION = '3'
+export const ASSET_VERSION = '4'
 
 export interface Crumb {
   label: string
@@ -50,8 +50,12 @@ export function layout(page: { title: string; who?: SignedIn; crumbs?: Crumb[]; 
     <p class="nav-heading">Settings</p>
     <p class="nav-group">Developers</p>
     <ul>
-      <li><a href="${KEYS_PATH}" aria-current="${page.crumbs?.at(-1)?.href === KEYS_PATH ? 'page' : 'true'}">API keys</a></li>
+      <li><a href="${KEYS_PATH}"${navCurrent(page.crumbs, KEYS_PATH)}>API keys</a></li>
       <li><a href="/docs">API reference</a></li>
+    </ul>
+    <p class="nav-group">Business</p>
+    <ul>
+      <li><a href="/dashboard/settings/audit"${navCurrent(page.crumbs, '/dashboard/settings/audit')}>Audit trail</a></li>
     </ul>
   </nav>`
     : null}
@@ -63,6 +67,12 @@ export function layout(page: { title: string; who?: SignedIn; crumbs?: Crumb[]; 
 </body>
 </html>
 `
+}
+
+/** The side navigation marks the section a page belongs to: `page` on the section itself, `true` below it. */
+function navCurrent(crumbs: Crumb[] | undefined, href: string): Html | null {
+  if (!crumbs?.some((c) => c.href === href)) return null
+  return crumbs.at(-1)?.href === href ? html` aria-current="page"` : html` aria-current="true"`
 }
 
 function breadcrumb(crumbs: Crumb[]): Html {

@@ -170,4 +170,32 @@ describe.skipIf(chromiumMissing)('steering keys in a browser', () => {
     },
     E2E_TIMEOUT,
   )
+
+  test(
+    'a member reads the audit trail of the business and of one key, newest first, fields from -> to',
+    async () => {
+      const businessId = await seedBusiness(service, 'Acme Outdoor')
+      await addMember(businessId, { email: 'di@acme.example', role: 'member' })
+      const site = await seedKey(service, businessId, { name: 'Checkout', allowedOrigins: ['acme-outdoor.com'], scopes: ['ANALYTICS_WRITE', 'FLOW_TRIGGER'] })
+      const keys = service.services.keys
+      await keys.update(businessId, site.record.id, { allowedOrigins: ['acme-outdoor.com', 'https://pay.acme-outdoor.com:8443'], rateLimit: { limit: 120, windowSeconds: 60 } }, { actor: 'member:ann@acme.example' })
+      await keys.update(businessId, site.record.id, { scopes: ['ANALYTICS_WRITE'] }, { actor: 'admin' })
+
+      const page = await newPage()
+      await signInAs(page, 'di@acme.example')
+      await page.getByRole('link', { name: 'Audit trail' }).click()
+      await page.waitForURL(`${dashboard}/dashboard/settings/audit`)
+      const entries = page.locator('li.entry')
+      expect(await entries.count()).toBe(3)
+      expect(await entries.first().locator('.entry-head').textContent()).toContain('by an operator (admin API)')
+      expect(await entries.nth(1).locator('table.changes').textContent()).toMatch(/Rate limit\s*none\s*→\s*120 per 60 s/)
+      await page.screenshot({ path: `${SCREENSHOTS}audit-trail.png`, fullPage: true })
+
+      await entries.first().getByRole('link', { name: /Checkout/ }).click()
+      await page.waitForURL(`${dashboard}${KEYS}/${site.record.id}`)
+      expect(await page.locator('#trail li.entry').count()).toBe(3)
+      await page.context().close()
+    },
+    E2E_TIMEOUT,
+  )
 })
