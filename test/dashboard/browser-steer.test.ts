@@ -85,7 +85,7 @@ describe.skipIf(chromiumMissing)('steering keys in a browser', () => {
       expect(await page.getByRole('status').first().textContent()).toContain('This is the new key')
       await page.screenshot({ path: `${SCREENSHOTS}rolled-key.png`, fullPage: true })
 
-      await page.getByRole('link', { name: `Marketing site ${old.record.keyHint}` }).click()
+      await page.locator("dd").getByRole("link", { name: `Marketing site ${old.record.keyHint}` }).click()
       await page.waitForURL(`${dashboard}${KEYS}/${old.record.id}`)
       const notice = await page.locator('#replaced-notice').textContent()
       expect(notice).toContain('Replaced by Marketing site')
