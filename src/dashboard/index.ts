@@ -77,6 +77,7 @@ const NEW_KEY_DEFAULTS: KeyFormValues = {
   expiresOn: '',
   rateLimitLimit: '',
   rateLimitWindow: '',
+  reportOnly: false,
 }
 
 /**

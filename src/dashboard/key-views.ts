@@ -186,6 +186,11 @@ ${view.created
   ? html`<div class="alert success" role="status">Your public key is ready. Copy the key, or paste the tracking snippet into your site's pages.</div>`
   : null}
 ${key.replacedBy && !key.revokedAt ? replacedNotice(key, view.replacement ?? null, view.now) : null}
+${key.type === 'public' && key.originPolicy === 'report' && !key.revokedAt
+  ? html`<div class="alert warning" role="note" id="report-only-banner"><p><strong>Report only.</strong> Requests from origins the allowed list does not allow are
+  served, not refused, and listed under <a href="#refused-origins">Refused origins</a>. When the list is right,
+  ${key.replacedBy ? 'turn it off on the new key' : html`<a href="${keyPath(key.id, 'edit')}">turn report-only off</a>`} to enforce it.</p></div>`
+  : null}
 ${view.publicKey && !key.revokedAt && !key.replacedBy
   ? html`<section class="panel" aria-labelledby="use-heading">
   <h2 id="use-heading">Use this key</h2>
@@ -313,6 +318,8 @@ export interface KeyFormValues {
   /** Both empty: the service default. */
   rateLimitLimit: string
   rateLimitWindow: string
+  /** originPolicy "report" (contract section 11). */
+  reportOnly: boolean
 }
 
 export interface KeyFormErrors {
@@ -378,6 +385,14 @@ ${summary.length
     <textarea id="origins" name="origins" rows="4" required spellcheck="false" autocapitalize="off"
       data-origin-check="/dashboard/api/check-origins"
       aria-describedby="origins-hint origins-error"${errors.origins ? html` aria-invalid="true"` : null}>${values.origins}</textarea>
+  </div>
+  <div class="field">
+    <div class="checkbox">
+      <input type="checkbox" id="report-only" name="reportOnly"${values.reportOnly ? html` checked` : null} aria-describedby="report-only-hint">
+      <label for="report-only">Report only: log refused origins, do not refuse them</label>
+    </div>
+    <p class="hint" id="report-only-hint">For trying a list out on a live site: requests from origins the list does not allow are served,
+    and counted under the key's refused origins, where one click allows them. Scopes, endpoints and rate limits still apply.</p>
   </div>
   <fieldset class="field${errors.scopes ? ' has-error' : ''}"${errors.scopes ? html` aria-describedby="scopes-error"` : null}>
     <legend>Scopes <span class="hint-inline">(at least one)</span></legend>
@@ -447,5 +462,6 @@ export function formValuesOf(key: KeyRecord): KeyFormValues {
     expiresOn: key.expiresAt ? formatDate(new Date(key.expiresAt)) : '',
     rateLimitLimit: key.rateLimit ? String(key.rateLimit.limit) : '',
     rateLimitWindow: key.rateLimit ? String(key.rateLimit.windowSeconds) : '',
+    reportOnly: key.originPolicy === 'report',
   }
 }

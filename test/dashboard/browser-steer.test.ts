@@ -85,7 +85,7 @@ describe.skipIf(chromiumMissing)('steering keys in a browser', () => {
       expect(await page.getByRole('status').first().textContent()).toContain('This is the new key')
       await page.screenshot({ path: `${SCREENSHOTS}rolled-key.png`, fullPage: true })
 
-      await page.locator("dd").getByRole("link", { name: `Marketing site ${old.record.keyHint}` }).click()
+      await page.locator('dd').getByRole('link', { name: `Marketing site ${old.record.keyHint}` }).click()
       await page.waitForURL(`${dashboard}${KEYS}/${old.record.id}`)
       const notice = await page.locator('#replaced-notice').textContent()
       expect(notice).toContain('Replaced by Marketing site')
@@ -194,6 +194,27 @@ describe.skipIf(chromiumMissing)('steering keys in a browser', () => {
       await entries.first().getByRole('link', { name: /Checkout/ }).click()
       await page.waitForURL(`${dashboard}${KEYS}/${site.record.id}`)
       expect(await page.locator('#trail li.entry').count()).toBe(3)
+      await page.context().close()
+    },
+    E2E_TIMEOUT,
+  )
+
+  test(
+    'a member turns report-only on in the key form and the key page carries the banner',
+    async () => {
+      const businessId = await seedBusiness(service, 'Acme Outdoor')
+      await addMember(businessId, { email: 'ed@acme.example', role: 'member' })
+      const site = await seedKey(service, businessId, { name: 'New landing page', allowedOrigins: ['acme-outdoor.com'] })
+
+      const page = await newPage()
+      await signInAs(page, 'ed@acme.example')
+      await page.goto(`${dashboard}${KEYS}/${site.record.id}/edit`)
+      await page.getByLabel('Report only: log refused origins, do not refuse them').check()
+      await page.getByRole('button', { name: 'Save changes' }).click()
+      await page.waitForURL(/\?saved=1$/)
+      expect(await page.locator('#report-only-banner').textContent()).toContain('Report only.')
+      expect((await call(service, '/api/v0/whoami', { key: site.key, origin: 'https://preview.acme-cdn.net' })).status).toBe(200)
+      await page.screenshot({ path: `${SCREENSHOTS}report-only.png` })
       await page.context().close()
     },
     E2E_TIMEOUT,
