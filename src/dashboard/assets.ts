@@ -186,6 +186,8 @@ table.changes .from code { text-decoration: line-through; }
 table.changes .to code { color: var(--ok); }
 table.changes .arrow { color: var(--muted); margin: 0 0.2rem; }
 
+pre.code { background: #111827; color: #e5e7eb; padding: 0.8rem 1rem; border-radius: 8px; overflow-x: auto; font-size: 0.85rem; }
+
 @media (max-width: 52rem) {
   .shell { grid-template-columns: minmax(0, 1fr); }
   .sidenav { display: none; }

@@ -11,6 +11,8 @@ import { usageReport } from '../usage/report.ts'
 import { listChanges } from '../audit/trail.ts'
 import { decodePosition, positionCursor, type Position } from '../areas/shared/paging.ts'
 import { auditPage, keyTrailPanel } from './audit-views.ts'
+import { businessPage } from './business-views.ts'
+import { identitySecretOf, rollIdentitySecret } from '../identity/secret.ts'
 import { narrowestEntry } from './narrowest.ts'
 import { refusedOriginsPanel, scopesPanel, usagePanel, usageWindow, type UsageRange } from './usage-views.ts'
 import { toKeyRecord, type ApiKeyRow, type KeyRecord, type KeyService } from '../keys/service.ts'
@@ -225,6 +227,12 @@ export function dashboardRoutes({ db, keys, signInLimits, clientAddress, default
     const last = entries.at(-1)
     const next = rows.length > TRAIL_PAGE && last ? positionCursor(last.at, last.id) : null
     return htmlPage(200, auditPage(who, { entries, keys: new Map(all.map((k) => [k.id, k])), now: new Date(), next, key, first: after === null }))
+  }
+
+  /** Owners manage the business (members, identity secret); members manage keys (docs/dashboard.md). */
+  function ownersOnly(who: SignedIn, what: string): Response | null {
+    if (who.role === 'owner') return null
+    return htmlPage(403, messagePage({ title: 'Owners only', who, message: `Nothing was changed: only owners of ${who.businessName} may ${what}. Ask an owner.` }))
   }
 
   function cannotRoll(who: SignedIn, key: KeyRecord): Response | null {
@@ -553,6 +561,23 @@ export function dashboardRoutes({ db, keys, signInLimits, clientAddress, default
           if (!row) return notFound(who)
           await keys.revoke(who.businessId, row.id, byMember(who.email))
           return redirect(`${KEYS_PATH}?revoked=1`)
+        }),
+        { parse: 'none' },
+      )
+
+      // Business settings: the identity secret (contract section 12), owners only
+      .get(
+        '/settings/business',
+        page(async (who) => htmlPage(200, businessPage(who, { hasSecret: (await identitySecretOf(db, who.businessId)) !== null }))),
+      )
+      .post(
+        '/settings/business/identity-secret',
+        action(async (who) => {
+          const denied = ownersOnly(who, 'set or rotate the identity secret')
+          if (denied) return denied
+          const secret = await rollIdentitySecret(db, who.businessId)
+          // Rendered, not redirected: the secret exists in this answer only (no-store).
+          return htmlPage(201, businessPage(who, { hasSecret: true, secret }))
         }),
         { parse: 'none' },
       )

@@ -3,7 +3,7 @@ import { PASSWORD_MIN_LENGTH } from '../members/service.ts'
 import type { SignedIn } from './sessions.ts'
 
 export const KEYS_PATH = '/dashboard/settings/developers/api-keys'
-export const ASSET_VERSION = '4'
+export const ASSET_VERSION = '5'
 
 export interface Crumb {
   label: string
@@ -56,6 +56,7 @@ export function layout(page: { title: string; who?: SignedIn; crumbs?: Crumb[]; 
     <p class="nav-group">Business</p>
     <ul>
       <li><a href="/dashboard/settings/audit"${navCurrent(page.crumbs, '/dashboard/settings/audit')}>Audit trail</a></li>
+      <li><a href="/dashboard/settings/business"${navCurrent(page.crumbs, '/dashboard/settings/business')}>Identity secret</a></li>
     </ul>
   </nav>`
     : null}

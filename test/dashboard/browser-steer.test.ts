@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url'
 import { eq } from 'drizzle-orm'
 import type { Browser, Page } from 'playwright-core'
 import { chromiumMissing, launchChromium } from '../support/chromium.ts'
-import { apiKeys, keyScopeUses } from '../../db/schema/index.ts'
+import { apiKeys, businesses, keyScopeUses } from '../../db/schema/index.ts'
 import type { Service } from '../../src/app.ts'
 import { testDatabase } from '../support/database.ts'
 import { call, seedBusiness, seedKey, testService } from '../support/service.ts'
@@ -215,6 +215,36 @@ describe.skipIf(chromiumMissing)('steering keys in a browser', () => {
       expect(await page.locator('#report-only-banner').textContent()).toContain('Report only.')
       expect((await call(service, '/api/v0/whoami', { key: site.key, origin: 'https://preview.acme-cdn.net' })).status).toBe(200)
       await page.screenshot({ path: `${SCREENSHOTS}report-only.png` })
+      await page.context().close()
+    },
+    E2E_TIMEOUT,
+  )
+
+  test(
+    'an owner sets the identity secret, copies it once, and the page never shows it again',
+    async () => {
+      const businessId = await seedBusiness(service, 'Acme Outdoor')
+      await addMember(businessId, { email: 'fay@acme.example', role: 'owner' })
+
+      const page = await newPage()
+      await page.context().grantPermissions(['clipboard-read', 'clipboard-write'], { origin: dashboard })
+      await signInAs(page, 'fay@acme.example')
+      await page.getByRole('link', { name: 'Identity secret' }).click()
+      await page.waitForURL(`${dashboard}/dashboard/settings/business`)
+      expect(await page.locator('#secret-status').textContent()).toContain('Not set')
+      await page.locator('summary', { hasText: 'Set a secret' }).click()
+      await page.getByRole('button', { name: 'Confirm: set a secret' }).click()
+      await page.locator('#new-secret').waitFor()
+      const [row] = await (await db()).select({ secret: businesses.identitySecret }).from(businesses).where(eq(businesses.id, businessId))
+      expect(await page.getByLabel('Identity secret', { exact: true }).inputValue()).toBe(row!.secret!)
+      await page.getByRole('button', { name: 'Copy secret' }).click()
+      await page.getByText('copied to the clipboard').waitFor()
+      expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(row!.secret!)
+      await page.screenshot({ path: `${SCREENSHOTS}identity-secret.png`, fullPage: true })
+
+      await page.goto(`${dashboard}/dashboard/settings/business`)
+      expect(await page.content()).not.toContain(row!.secret!)
+      expect(await page.locator('#secret-status').textContent()).toContain('has an identity secret')
       await page.context().close()
     },
     E2E_TIMEOUT,
