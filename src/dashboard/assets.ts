@@ -188,6 +188,13 @@ table.changes .arrow { color: var(--muted); margin: 0 0.2rem; }
 
 pre.code { background: #111827; color: #e5e7eb; padding: 0.8rem 1rem; border-radius: 8px; overflow-x: auto; font-size: 0.85rem; }
 
+.first-request { margin-top: 1rem; border-radius: 8px; padding: 0.75rem 1rem; border: 1px dashed #b7bfcb; background: #fbfcfd; }
+.first-request p { margin: 0.15rem 0; }
+.first-request.received { border-style: solid; border-color: #a9d8b5; background: #ebf7ee; color: #0f4f21; }
+.pulse { display: inline-block; width: 0.6rem; height: 0.6rem; border-radius: 50%; background: var(--accent); animation: pulse 1.2s ease-in-out infinite; }
+@keyframes pulse { 50% { opacity: 0.25; } }
+@media (prefers-reduced-motion: reduce) { .pulse { animation: none; } }
+
 @media (max-width: 52rem) {
   .shell { grid-template-columns: minmax(0, 1fr); }
   .sidenav { display: none; }
@@ -292,6 +299,39 @@ export const DASHBOARD_JS = `
         })
         .catch(function () { form.submit(); });
     });
+  });
+
+  // First request: ask the dashboard every 2 s (for up to 15 minutes) until the key's first
+  // accepted request, then say when it came. Only this dashboard is asked, nothing else.
+  document.querySelectorAll('[data-first-request]').forEach(function (panel) {
+    var url = panel.getAttribute('data-first-request');
+    var state = panel.querySelector('.state');
+    var detail = panel.querySelector('.detail');
+    var tries = 0;
+    function stamp(iso) { return iso.slice(0, 16).replace('T', ' ') + ' UTC'; }
+    function again() { if (++tries < 450) setTimeout(poll, 2000); }
+    function poll() {
+      fetch(url, { headers: { accept: 'application/json' }, credentials: 'same-origin' })
+        .then(function (r) { return r.ok ? r.json() : null; })
+        .then(function (body) {
+          if (body && body.receivedAt) {
+            panel.classList.remove('waiting');
+            panel.classList.add('received');
+            state.textContent = '';
+            var strong = document.createElement('strong');
+            strong.textContent = 'First request received at ' + stamp(body.receivedAt) + '.';
+            state.appendChild(strong);
+            detail.textContent = 'The key works: its requests are counted under Requests below.';
+            return;
+          }
+          if (body && body.refused) {
+            detail.textContent = 'A request from ' + body.refused.origin + ' was refused at ' + stamp(body.refused.lastSeenAt) +
+              ': that origin is not in the allowed list (see Refused origins below).';
+          }
+          again();
+        }, again);
+    }
+    setTimeout(poll, 1000);
   });
 
   // After a refused submit, take keyboard focus to the list of problems.

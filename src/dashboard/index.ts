@@ -445,6 +445,21 @@ export function dashboardRoutes({ db, keys, signInLimits, clientAddress, default
         }),
       )
       .get(
+        '/settings/developers/api-keys/:id/first-request',
+        api(async (who, _url, params) => {
+          const row = await ownKey(who, params.id)
+          if (!row) return json(404, { error: { code: 'not_found', message: `No key with id ${params.id}.` } })
+          const receivedAt = row.lastUsedAt?.toISOString() ?? null
+          // Until one is accepted, the latest refused origin says why the site's requests fail.
+          const refused = receivedAt
+            ? null
+            : ((await usageReport(db, row, usageWindow('24h', Date.now()))).refusedOrigins
+                .filter((o) => !o.reported)
+                .sort((a, b) => b.lastSeenAt.localeCompare(a.lastSeenAt))[0] ?? null)
+          return json(200, { receivedAt, refused: refused && { origin: refused.origin, lastSeenAt: refused.lastSeenAt } })
+        }),
+      )
+      .get(
         '/settings/developers/api-keys/:id/edit',
         page(async (who, _request, params) => {
           const row = await ownKey(who, params.id)

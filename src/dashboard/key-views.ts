@@ -210,6 +210,7 @@ ${view.publicKey && !key.revokedAt && !key.replacedBy
     </div>
   </div>
   <p class="copy-status" role="status" aria-live="polite"></p>
+  ${key.lastUsedAt === null ? firstRequestPanel(key) : null}
 </section>`
   : null}
 ${key.type === 'private'
@@ -237,6 +238,18 @@ ${key.type === 'private'
 ${view.more ?? null}
 ${key.type === 'public' ? originTester(key, usable, state, view.test) : null}`,
   })
+}
+
+/**
+ * On a key not used yet: a panel the pages' script keeps asking about the key (every few
+ * seconds, from this dashboard only) until its first accepted request, so a member who
+ * just pasted the snippet sees it work. Without the script, reloading the page does it.
+ */
+function firstRequestPanel(key: KeyRecord): Html {
+  return html`<div class="first-request waiting" id="first-request" data-first-request="${keyPath(key.id, 'first-request')}" role="status" aria-live="polite">
+  <p class="state"><span class="pulse" aria-hidden="true"></span> <strong>Waiting for the first request…</strong></p>
+  <p class="hint detail">Open a page of an allowed origin that has the snippet; this panel changes when the key's first request is accepted.</p>
+</div>`
 }
 
 /** On a rolled key: what replaced it, when it stops (or stopped), and whether it has gone quiet. */

@@ -249,4 +249,29 @@ describe.skipIf(chromiumMissing)('steering keys in a browser', () => {
     },
     E2E_TIMEOUT,
   )
+
+  test(
+    "a new key's page waits for the first request and says when it arrived, without a reload",
+    async () => {
+      const businessId = await seedBusiness(service, 'Acme Outdoor')
+      await addMember(businessId, { email: 'gus@acme.example', role: 'member' })
+      const site = await seedKey(service, businessId, { name: 'Fresh site', allowedOrigins: ['acme-outdoor.com'] })
+
+      const page = await newPage()
+      await signInAs(page, 'gus@acme.example')
+      await page.goto(`${dashboard}${KEYS}/${site.record.id}`)
+      expect(await page.locator('#first-request').textContent()).toContain('Waiting for the first request…')
+      await page.locator('#first-request').screenshot({ path: `${SCREENSHOTS}first-request-waiting.png` })
+
+      expect((await call(service, '/api/v0/whoami', { key: site.key, origin: 'https://www.acme-outdoor.com' })).status).toBe(200)
+      await page.locator('#first-request.received').waitFor()
+      const [row] = await (await db()).select().from(apiKeys).where(eq(apiKeys.id, site.record.id))
+      const stamp = `${row!.lastUsedAt!.toISOString().slice(0, 16).replace('T', ' ')} UTC`
+      expect(await page.locator('#first-request').textContent()).toContain(`First request received at ${stamp}.`)
+      expect(page.url()).toBe(`${dashboard}${KEYS}/${site.record.id}`)
+      await page.locator('section', { has: page.locator('#first-request') }).screenshot({ path: `${SCREENSHOTS}first-request.png` })
+      await page.context().close()
+    },
+    E2E_TIMEOUT,
+  )
 })
