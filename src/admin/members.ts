@@ -9,6 +9,7 @@ import { strictBody } from '../areas/shared/validation.ts'
 import { IdParams } from './model.ts'
 import { AdminPageQuery, adminPage } from './paging.ts'
 import { pageSchema } from '../areas/shared/paging.ts'
+import { byAdmin } from '../audit/trail.ts'
 
 const NewMember = t.Object({
   email: t.String({ minLength: 3, maxLength: 254, error: 'must be an email address, e.g. name@example.com' }),
@@ -45,7 +46,7 @@ export function memberRoutes(deps: { db: Db; requireAdmin: AdminGuard }) {
     .post(
       '/businesses/:id/members',
       async ({ params, body, request, set }) => {
-        const created = await members.create(params.id, body)
+        const created = await members.create(params.id, body, byAdmin(set))
         set.status = 201
         return { ...created.member, ...(created.signInLink ? { signInLink: linkOf(request, created.signInLink) } : {}) }
       },
@@ -83,7 +84,7 @@ export function memberRoutes(deps: { db: Db; requireAdmin: AdminGuard }) {
     .delete(
       '/members/:id',
       async ({ params, set }) => {
-        await members.remove(params.id)
+        await members.remove(params.id, byAdmin(set))
         set.status = 204
         return null
       },

@@ -186,6 +186,8 @@ table.changes .from code { text-decoration: line-through; }
 table.changes .to code { color: var(--ok); }
 table.changes .arrow { color: var(--muted); margin: 0 0.2rem; }
 
+.add-member { margin-top: 1.25rem; }
+.add-member h2 { margin: 0; }
 pre.code { background: #111827; color: #e5e7eb; padding: 0.8rem 1rem; border-radius: 8px; overflow-x: auto; font-size: 0.85rem; }
 
 .first-request { margin-top: 1rem; border-radius: 8px; padding: 0.75rem 1rem; border: 1px dashed #b7bfcb; background: #fbfcfd; }

@@ -50,7 +50,17 @@ import {
 } from './key-views.ts'
 import { publicOrigin } from '../http/public-origin.ts'
 import { isUuid } from '../http/uuid.ts'
-import { createMemberService, normalizeEmail, passwordProblem, PASSWORD_MAX_LENGTH } from '../members/service.ts'
+import {
+  createMemberService,
+  emailProblem,
+  normalizeEmail,
+  passwordProblem,
+  PASSWORD_MAX_LENGTH,
+  signInLinkUrl,
+  type MemberRecord,
+  type MemberRole,
+} from '../members/service.ts'
+import { MEMBERS_PATH, membersPage } from './members-views.ts'
 import { createSessionStore, SESSION_MAX_MS, type SignedIn } from './sessions.ts'
 import { createSignInThrottle, type SignInLimits } from './throttle.ts'
 import { randomToken, sameSecret } from '../access/secrets.ts'
@@ -227,6 +237,10 @@ export function dashboardRoutes({ db, keys, signInLimits, clientAddress, default
     const last = entries.at(-1)
     const next = rows.length > TRAIL_PAGE && last ? positionCursor(last.at, last.id) : null
     return htmlPage(200, auditPage(who, { entries, keys: new Map(all.map((k) => [k.id, k])), now: new Date(), next, key, first: after === null }))
+  }
+
+  async function businessMembers(who: SignedIn): Promise<MemberRecord[]> {
+    return (await members.list(who.businessId, { limit: 1000, after: null, order: 'oldest' })).data
   }
 
   /** Owners manage the business (members, identity secret); members manage keys (docs/dashboard.md). */
@@ -593,6 +607,73 @@ export function dashboardRoutes({ db, keys, signInLimits, clientAddress, default
           const secret = await rollIdentitySecret(db, who.businessId)
           // Rendered, not redirected: the secret exists in this answer only (no-store).
           return htmlPage(201, businessPage(who, { hasSecret: true, secret }))
+        }),
+        { parse: 'none' },
+      )
+
+      // Members of the business: everyone sees them, owners add and remove them
+      .get(
+        '/settings/members',
+        page(async (who, _request, _params, url) =>
+          htmlPage(
+            200,
+            membersPage(who, {
+              members: await businessMembers(who),
+              flash: url.searchParams.has('removed')
+                ? html`<div class="alert success" role="status">The member was removed and signed out.</div>`
+                : undefined,
+            }),
+          ),
+        ),
+      )
+      .post(
+        '/settings/members',
+        action(async (who, form, request) => {
+          const denied = ownersOnly(who, 'add members')
+          if (denied) return denied
+          const email = normalizeEmail(form.get('email') ?? '').slice(0, 300)
+          const role: MemberRole = form.get('role') === 'owner' ? 'owner' : 'member'
+          const again = async (status: number, error: string) =>
+            htmlPage(status, membersPage(who, { members: await businessMembers(who), form: { email, role, error } }))
+          const problem = isStorableText(email) ? emailProblem(email) : 'That email address holds a character no address has.'
+          if (problem) return again(400, problem)
+          try {
+            const created = await members.create(who.businessId, { email, role }, byMember(who.email))
+            const link = created.signInLink!
+            return htmlPage(
+              201,
+              membersPage(who, {
+                members: await businessMembers(who),
+                link: { email, url: signInLinkUrl(publicOrigin(request), link.token), expiresAt: link.expiresAt },
+              }),
+            )
+          } catch (error) {
+            if (error instanceof ApiError && error.code === 'conflict') {
+              return again(409, `${email} is already a member, of ${who.businessName} or of another business; an email signs in to one business only.`)
+            }
+            throw error
+          }
+        }),
+        { parse: 'none' },
+      )
+      .post(
+        '/settings/members/:id/remove',
+        action(async (who, _form, _request, params) => {
+          const denied = ownersOnly(who, 'remove members')
+          if (denied) return denied
+          const id = params.id ?? ''
+          if (id === who.memberId) {
+            return htmlPage(409, messagePage({ title: 'Not removed', who, message: 'You cannot remove yourself: another owner can, or an operator through the admin API.' }))
+          }
+          const gone = htmlPage(404, messagePage({ title: 'Member not found', who, message: `${who.businessName} has no such member.` }))
+          if (!isUuid(id)) return gone
+          try {
+            await members.remove(id, byMember(who.email), who.businessId)
+          } catch (error) {
+            if (error instanceof ApiError && error.code === 'not_found') return gone
+            throw error
+          }
+          return redirect(`${MEMBERS_PATH}?removed=1`)
         }),
         { parse: 'none' },
       )

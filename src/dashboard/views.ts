@@ -55,6 +55,7 @@ export function layout(page: { title: string; who?: SignedIn; crumbs?: Crumb[]; 
     </ul>
     <p class="nav-group">Business</p>
     <ul>
+      <li><a href="/dashboard/settings/members"${navCurrent(page.crumbs, '/dashboard/settings/members')}>Members</a></li>
       <li><a href="/dashboard/settings/audit"${navCurrent(page.crumbs, '/dashboard/settings/audit')}>Audit trail</a></li>
       <li><a href="/dashboard/settings/business"${navCurrent(page.crumbs, '/dashboard/settings/business')}>Identity secret</a></li>
     </ul>

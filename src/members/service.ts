@@ -6,6 +6,7 @@ import { ApiError } from '../errors.ts'
 import { afterCursor, microsOf, orderOf, toAdminPage, type AdminPage } from '../admin/paging.ts'
 import type { Page } from '../areas/shared/paging.ts'
 import type { MemberRecord, MemberRole } from './model.ts'
+import { recordChange, type ChangeAuthor } from '../audit/trail.ts'
 
 export type { MemberRecord, MemberRole }
 export type MemberRow = typeof members.$inferSelect
@@ -83,6 +84,7 @@ export function createMemberService(db: Db) {
     async create(
       businessId: string,
       input: { email: string; password?: string; role: MemberRole },
+      by: ChangeAuthor,
       now = new Date(),
     ): Promise<{ member: MemberRecord; signInLink: SignInLink | null }> {
       const email = normalizeEmail(input.email)
@@ -91,11 +93,24 @@ export function createMemberService(db: Db) {
       const [business] = await db.select({ id: businesses.id }).from(businesses).where(eq(businesses.id, businessId))
       if (!business) throw new ApiError('not_found', `No business with id ${businessId}.`)
       const passwordHash = input.password === undefined ? null : await Bun.password.hash(input.password)
-      const [row] = await db
-        .insert(members)
-        .values({ businessId, email, passwordHash, role: input.role, createdAt: now })
-        .onConflictDoNothing({ target: members.email })
-        .returning()
+      // The member and its entry in the trail commit together (contract section 10).
+      const row = await db.transaction(async (tx) => {
+        const [inserted] = await tx
+          .insert(members)
+          .values({ businessId, email, passwordHash, role: input.role, createdAt: now })
+          .onConflictDoNothing({ target: members.email })
+          .returning()
+        if (inserted) {
+          await recordChange(tx, {
+            businessId,
+            action: 'member.created',
+            by,
+            memberId: inserted.id,
+            changes: { email: { from: null, to: inserted.email }, role: { from: null, to: inserted.role } },
+          })
+        }
+        return inserted
+      })
       if (!row) {
         throw new ApiError(
           'conflict',
@@ -117,10 +132,30 @@ export function createMemberService(db: Db) {
       return toAdminPage(rows, page, toMemberRecord)
     },
 
-    /** Removes the member; their sessions and links go with them (ON DELETE CASCADE). */
-    async remove(memberId: string): Promise<void> {
-      const deleted = await db.delete(members).where(eq(members.id, memberId)).returning({ id: members.id })
-      if (deleted.length === 0) throw new ApiError('not_found', `No member with id ${memberId}.`)
+    /**
+     * Removes the member; their sessions and links go with them (ON DELETE CASCADE), so they
+     * are signed out on their next request. `businessId` scopes the removal (the dashboard:
+     * another business's member is not found); null is the operator's view.
+     */
+    async remove(memberId: string, by: ChangeAuthor, businessId: string | null = null): Promise<MemberRecord> {
+      const removed = await db.transaction(async (tx) => {
+        const [deleted] = await tx
+          .delete(members)
+          .where(and(eq(members.id, memberId), businessId ? eq(members.businessId, businessId) : undefined))
+          .returning()
+        if (deleted) {
+          await recordChange(tx, {
+            businessId: deleted.businessId,
+            action: 'member.removed',
+            by,
+            memberId: deleted.id,
+            changes: { email: { from: deleted.email, to: null }, role: { from: deleted.role, to: null } },
+          })
+        }
+        return deleted
+      })
+      if (!removed) throw new ApiError('not_found', `No member with id ${memberId}.`)
+      return toMemberRecord(removed)
     },
 
     /** A new one-time link, e.g. for a member who forgot their password. Older links stay valid until used or expired. */

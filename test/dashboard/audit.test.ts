@@ -26,7 +26,8 @@ describe('the audit trail in the dashboard', () => {
     await service.services.keys.revoke(businessId, key.record.id, TEST_AUTHOR)
 
     const page = await (await getPage(service, AUDIT, session)).text()
-    expect(actions(page)).toEqual(['key.revoked', 'key.updated', 'key.created'])
+    // The member's own addition (by the operator, in memberOf) is the oldest entry.
+    expect(actions(page)).toEqual(['key.revoked', 'key.updated', 'key.created', 'member.created'])
     const updated = page.slice(page.indexOf('data-action="key.updated"'), page.indexOf('data-action="key.created"'))
     expect(updated).toContain('by ada@example.com')
     expect(updated).toMatch(/<th scope="row">Name<\/th><td><span class="from"><code>Shop<\/code><\/span> <span class="arrow" aria-label="to">→<\/span> <span class="to"><code>Web shop<\/code><\/span>/)
@@ -65,7 +66,8 @@ describe('the audit trail in the dashboard', () => {
     expect(actions(first)).toHaveLength(50)
     const next = /href="\/dashboard\/settings\/audit\?cursor=([^"]+)">Older</.exec(first)![1]!
     const second = await (await getPage(service, `${AUDIT}?cursor=${next}`, session)).text()
-    expect(actions(second)).toHaveLength(6)
+    // 55 updates, the key's creation and the member's addition.
+    expect(actions(second)).toHaveLength(7)
     expect(second).not.toContain('>Older<')
     expect(actions(await (await getPage(service, `${AUDIT}?cursor=garbage`, session)).text())).toHaveLength(50)
   })
@@ -76,10 +78,13 @@ describe('the audit trail in the dashboard', () => {
     const key = await seedKey(service, businessId, { name: 'Acme secret plans' })
     const { session: rival } = await memberOf(service, 'Rival', 'rex@rival.example')
     const page = await (await getPage(service, AUDIT, rival)).text()
-    expect(page).toContain('No changes recorded yet.')
+    expect(actions(page)).toEqual(['member.created'])
+    expect(page).toContain('rex@rival.example')
     expect(page).not.toContain('Acme secret plans')
+    expect(page).not.toContain('ada@example.com')
     expect((await getPage(service, `${KEYS}/${key.record.id}/audit`, rival)).status).toBe(404)
-    expect(await (await testDatabase()).db.select().from(auditEntries)).toHaveLength(1)
+    // Acme's key and member, Rival's member.
+    expect(await (await testDatabase()).db.select().from(auditEntries)).toHaveLength(3)
   })
 
   test('signed-out visitors are sent to sign in', async () => {

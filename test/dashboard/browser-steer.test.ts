@@ -186,7 +186,9 @@ describe.skipIf(chromiumMissing)('steering keys in a browser', () => {
       await page.getByRole('link', { name: 'Audit trail' }).click()
       await page.waitForURL(`${dashboard}/dashboard/settings/audit`)
       const entries = page.locator('li.entry')
-      expect(await entries.count()).toBe(3)
+      // Three key entries, then di's own addition to the business (by the operator).
+      expect(await entries.count()).toBe(4)
+      expect(await entries.last().textContent()).toContain('Member added')
       expect(await entries.first().locator('.entry-head').textContent()).toContain('by an operator (admin API)')
       expect(await entries.nth(1).locator('table.changes').textContent()).toMatch(/Rate limit\s*none\s*→\s*120 per 60 s/)
       await page.screenshot({ path: `${SCREENSHOTS}audit-trail.png`, fullPage: true })
@@ -271,6 +273,47 @@ describe.skipIf(chromiumMissing)('steering keys in a browser', () => {
       expect(page.url()).toBe(`${dashboard}${KEYS}/${site.record.id}`)
       await page.locator('section', { has: page.locator('#first-request') }).screenshot({ path: `${SCREENSHOTS}first-request.png` })
       await page.context().close()
+    },
+    E2E_TIMEOUT,
+  )
+
+  test(
+    'an owner adds a member, who signs in through the link; removing them signs them out at once',
+    async () => {
+      const businessId = await seedBusiness(service, 'Acme Outdoor')
+      await addMember(businessId, { email: 'hal@acme.example', role: 'owner' })
+
+      const owner = await newPage()
+      await signInAs(owner, 'hal@acme.example')
+      await owner.getByRole('link', { name: 'Members' }).click()
+      await owner.waitForURL(`${dashboard}/dashboard/settings/members`)
+      await owner.getByLabel('Email').fill('ivy@acme.example')
+      await owner.locator('#role-member').check()
+      await owner.getByRole('button', { name: 'Add member' }).click()
+      await owner.locator('#new-link').waitFor()
+      const link = await owner.getByLabel('Sign-in link', { exact: true }).inputValue()
+      expect(link).toStartWith(`${dashboard}/dashboard/sign-in/link?token=`)
+      await owner.screenshot({ path: `${SCREENSHOTS}members.png`, fullPage: true })
+
+      // Ivy opens the link in her own browser, chooses a password and is in.
+      const ivy = await newPage()
+      await ivy.goto(link)
+      await ivy.getByLabel('New password').fill(PASSWORD)
+      await ivy.getByLabel('Repeat the password').fill(PASSWORD)
+      await ivy.getByRole('button', { name: 'Save password and sign in' }).click()
+      await ivy.waitForURL(`${dashboard}${KEYS}`)
+      expect(await ivy.locator('.who').textContent()).toBe('ivy@acme.example · member')
+
+      await owner.goto(`${dashboard}/dashboard/settings/members`)
+      await owner.locator('summary', { hasText: 'Remove ivy@acme.example' }).click()
+      await owner.getByRole('button', { name: 'Confirm: remove ivy@acme.example' }).click()
+      await owner.waitForURL(/\?removed=1$/)
+      expect(await owner.locator('tbody').textContent()).not.toContain('ivy@acme.example')
+
+      await ivy.reload()
+      expect(ivy.url()).toStartWith(`${dashboard}/dashboard/sign-in`)
+      await owner.context().close()
+      await ivy.context().close()
     },
     E2E_TIMEOUT,
   )

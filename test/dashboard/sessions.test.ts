@@ -150,7 +150,7 @@ describe('one-time sign-in links', () => {
   async function memberWithLink() {
     const service = await testService()
     const businessId = await seedBusiness(service, 'Linked Ltd')
-    const created = await createMemberService(await db()).create(businessId, { email: 'new@example.com', role: 'member' })
+    const created = await createMemberService(await db()).create(businessId, { email: 'new@example.com', role: 'member' }, { actor: 'admin' })
     return { service, member: created.member, token: created.signInLink!.token }
   }
 

@@ -21,7 +21,7 @@ export async function addMember(
     email: options.email ?? 'ada@example.com',
     password: options.password ?? PASSWORD,
     role: options.role ?? 'owner',
-  })
+  }, { actor: 'admin' })
   return created.member
 }
 
