@@ -122,15 +122,20 @@ function allowPreview(who: SignedIn, key: KeyRecord, origin: string, entry: stri
 </details>`
 }
 
-/** A scope unused for 30 days: never used, or last used before then (issue 10). */
-export function isUnused(lastUsedAt: string | null, now: Date): boolean {
-  return lastUsedAt === null || now.getTime() - new Date(lastUsedAt).getTime() > UNUSED_AFTER_MS
+/**
+ * A scope unused for 30 days (issue 10): last used before then, or never used by a key that
+ * has existed that long. A younger key's unused scopes are only "not used yet": offering to
+ * strip every scope of a key created a minute ago would be noise, not least privilege.
+ */
+export function isUnused(lastUsedAt: string | null, key: { createdAt: string }, now: Date): boolean {
+  const since = lastUsedAt ?? key.createdAt
+  return now.getTime() - new Date(since).getTime() > UNUSED_AFTER_MS
 }
 
 /** Each scope with its last use; those unused for 30 days offer a one-click "Remove" (confirmed in place). */
 export function scopesPanel(who: SignedIn, key: KeyRecord, report: UsageReport, now: Date): Html {
   const editable = key.type === 'public' && !key.revokedAt
-  const unused = report.scopes.filter((s) => isUnused(s.lastUsedAt, now))
+  const unused = report.scopes.filter((s) => isUnused(s.lastUsedAt, key, now))
   return html`<section class="panel" aria-labelledby="scopes-heading" id="scopes">
   <h2 id="scopes-heading">Scopes and their last use</h2>
   <p class="hint">${unused.length === 0
@@ -139,10 +144,10 @@ export function scopesPanel(who: SignedIn, key: KeyRecord, report: UsageReport, 
   <div class="table-wrap"><table class="keys compact">
     <thead><tr><th scope="col">Scope</th><th scope="col">Last used</th><th scope="col"><span class="visually-hidden">Action</span></th></tr></thead>
     <tbody>${report.scopes.map((s) => {
-      const idle = isUnused(s.lastUsedAt, now)
+      const idle = isUnused(s.lastUsedAt, key, now)
       return html`<tr${idle ? html` class="unused"` : null}>
       <th scope="row"><code>${s.scope}</code>${idle ? html` <span class="badge expired" title="Not used in the last 30 days">Unused</span>` : null}</th>
-      <td>${s.lastUsedAt ? html`<time datetime="${s.lastUsedAt}" title="${formatDateTime(new Date(s.lastUsedAt))}">${relativeTime(new Date(s.lastUsedAt), now)}</time>` : 'never'}</td>
+      <td>${s.lastUsedAt ? html`<time datetime="${s.lastUsedAt}" title="${formatDateTime(new Date(s.lastUsedAt))}">${relativeTime(new Date(s.lastUsedAt), now)}</time>` : idle ? 'never' : html`<span class="muted">not used yet</span>`}</td>
       <td>${!idle || !editable
         ? idle && key.type === 'private' && !key.revokedAt
           ? html`<span class="muted small">Operators change private keys (admin API or CLI).</span>`

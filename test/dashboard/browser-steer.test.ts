@@ -150,6 +150,8 @@ describe.skipIf(chromiumMissing)('steering keys in a browser', () => {
       const site = await seedKey(service, businessId, { name: 'Blog widget', allowedOrigins: ['acme-outdoor.com'], scopes: ['ANALYTICS_WRITE', 'BLOG_READ', 'FLOW_TRIGGER'] })
       for (let i = 0; i < 3; i++) await call(service, '/api/v0/analytics', { key: site.key, origin: 'https://acme-outdoor.com', body: { eventType: 'page_view' } })
       await service.services.usage.flush()
+      // A key of two months, whose blog scope was last used 45 days ago.
+      await (await db()).update(apiKeys).set({ createdAt: new Date(Date.now() - 60 * 86_400_000) }).where(eq(apiKeys.id, site.record.id))
       await (await db()).insert(keyScopeUses).values({ keyId: site.record.id, scope: 'BLOG_READ', lastUsedAt: new Date(Date.now() - 45 * 86_400_000) })
 
       const page = await newPage()

@@ -21,7 +21,8 @@ async function keyWithUses() {
   const site = await seedKey(service, businessId, { name: 'Shop', scopes: ['ANALYTICS_WRITE', 'BLOG_READ', 'AUDIENCE_PERSON_WRITE'] })
   expect((await call(service, '/api/v0/analytics', { key: site.key, origin: ORIGIN, body: { eventType: 'page_view' } })).status).toBe(202)
   await service.services.usage.flush()
-  // BLOG_READ was last used 40 days ago; AUDIENCE_PERSON_WRITE never.
+  // The key is 60 days old: BLOG_READ was last used 40 days ago; AUDIENCE_PERSON_WRITE never.
+  await (await db()).update(apiKeys).set({ createdAt: new Date(Date.now() - 60 * DAY) }).where(eq(apiKeys.id, site.record.id))
   await (await db()).insert(keyScopeUses).values({ keyId: site.record.id, scope: 'BLOG_READ', lastUsedAt: new Date(Date.now() - 40 * DAY) })
   return { service, businessId, session, site }
 }
@@ -64,6 +65,7 @@ describe('unused scopes in the dashboard', () => {
     const service = await testService()
     const { businessId, session } = await memberOf(service)
     const lone = await seedKey(service, businessId, { scopes: ['BLOG_READ'] })
+    await (await db()).update(apiKeys).set({ createdAt: new Date(Date.now() - 60 * DAY) }).where(eq(apiKeys.id, lone.record.id))
     const page = await (await getPage(service, `${KEYS}/${lone.record.id}`, session)).text()
     expect(page).toContain('A key needs at least one scope')
     const last = await postForm(service, `${KEYS}/${lone.record.id}/remove-scope`, { csrf: session.csrf, scope: 'BLOG_READ' }, { cookie: session.cookie })
@@ -82,6 +84,20 @@ describe('unused scopes in the dashboard', () => {
     expect((await stored(two.record.id)).scopes).toEqual(['BLOG_READ', 'ANALYTICS_WRITE'])
     expect((await stored(privateKey.record.id)).scopes).toEqual(['ANALYTICS_READ', 'MEMORY_READ'])
     expect(await (await db()).select().from(auditEntries).where(eq(auditEntries.action, 'key.updated'))).toHaveLength(0)
+  })
+
+  test("a key younger than 30 days: its unused scopes are 'not used yet', with no Remove", async () => {
+    const service = await testService()
+    const { businessId, session } = await memberOf(service)
+    const fresh = await seedKey(service, businessId, { scopes: ['ANALYTICS_WRITE', 'BLOG_READ'] })
+    const page = await (await getPage(service, `${KEYS}/${fresh.record.id}`, session)).text()
+    expect(unusedOf(page)).toEqual([])
+    expect(page).toContain('not used yet')
+    expect(page).not.toContain('Confirm: remove')
+    // Thirty-one days later, never used: both are offered.
+    await (await db()).update(apiKeys).set({ createdAt: new Date(Date.now() - 31 * DAY) }).where(eq(apiKeys.id, fresh.record.id))
+    const later = await (await getPage(service, `${KEYS}/${fresh.record.id}`, session)).text()
+    expect(unusedOf(later)).toEqual(['ANALYTICS_WRITE', 'BLOG_READ'])
   })
 
   test('a crafted link cannot make the page claim a change', async () => {
