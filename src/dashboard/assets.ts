@@ -91,6 +91,13 @@ ul.plain li { white-space: nowrap; }
 .badge.active { background: #e3f4e8; color: var(--ok); }
 .badge.revoked { background: #fde8e6; color: var(--danger); }
 .badge.expired { background: #fdf1d8; color: var(--warn); }
+.badge.replaced { background: #eef0f3; color: #39424e; text-decoration: none; }
+.badge.report { background: #fff4d6; color: var(--warn); }
+
+.filters { display: flex; flex-wrap: wrap; gap: 0.4rem; margin: 0 0 0.9rem; }
+.filters a { padding: 0.25rem 0.75rem; border-radius: 999px; border: 1px solid var(--line); background: var(--panel); text-decoration: none; color: var(--fg); font-size: 0.9rem; }
+.filters a[aria-current] { background: var(--accent); border-color: var(--accent); color: #fff; }
+.filters .count { color: inherit; opacity: 0.75; font-size: 0.8rem; margin-left: 0.2rem; }
 
 .alert { border-radius: 8px; padding: 0.75rem 1rem; margin: 0 0 1.25rem; border: 1px solid; }
 .alert h2 { font-size: 1rem; margin: 0 0 0.4rem; }
@@ -98,6 +105,9 @@ ul.plain li { white-space: nowrap; }
 .alert.error { background: #fdf0ef; border-color: #f1b8b2; color: #7a1a12; }
 .alert.error a { color: #7a1a12; }
 .alert.success { background: #ebf7ee; border-color: #a9d8b5; color: #0f4f21; }
+.alert.warning { background: #fff8e6; border-color: #efcf7a; color: #5c3d00; }
+.alert.ended { background: #f0f2f5; border-color: #c4cad3; color: var(--fg); }
+.alert p { margin: 0.2rem 0; }
 .notice { background: #f0f2f5; border-radius: 8px; padding: 0.75rem 1rem; }
 
 .panel { background: var(--panel); border: 1px solid var(--line); border-radius: 10px; padding: 1.25rem 1.5rem; margin: 0 0 1.25rem; }
@@ -138,6 +148,54 @@ ul.field-error:empty { display: none; }
 .result.ok { background: #ebf7ee; border-color: #a9d8b5; color: #0f4f21; }
 .result.refused { background: #fdf0ef; border-color: #f1b8b2; color: #7a1a12; }
 .empty { background: var(--panel); border: 1px dashed #b7bfcb; border-radius: 10px; padding: 2rem; text-align: center; color: var(--muted); }
+
+.panel-head { display: flex; align-items: center; justify-content: space-between; gap: 1rem; flex-wrap: wrap; margin-bottom: 0.5rem; }
+.panel-head h2 { margin: 0; }
+.panel-head .filters { margin: 0; }
+.totals { display: flex; align-items: center; flex-wrap: wrap; gap: 0.35rem 0.5rem; margin: 0 0 0.5rem; }
+.totals strong { margin-right: 0.75rem; }
+.swatch { display: inline-block; width: 0.8rem; height: 0.8rem; border-radius: 2px; }
+.swatch.accepted { background: #2f6fdb; }
+.swatch.refused { background: #c8372d; }
+svg.chart { display: block; max-width: 100%; height: auto; }
+svg.chart .bar:hover rect[fill=transparent] { fill: #eef2fb; }
+details.numbers { margin: 0.5rem 0; }
+details.numbers summary { cursor: pointer; color: var(--accent); }
+details.numbers table { margin-top: 0.5rem; max-width: 28rem; }
+table.keys.compact th, table.keys.compact td { padding: 0.4rem 0.6rem; }
+details.allow > summary { list-style: none; display: inline-block; }
+details.allow > summary::-webkit-details-marker { display: none; }
+details.allow[open] > summary { background: #f0f2f5; }
+.allow-preview { margin-top: 0.5rem; padding: 0.75rem; border: 1px solid var(--line); border-radius: 8px; background: #fbfcfd; max-width: 30rem; }
+.allow-preview p { margin: 0 0 0.4rem; }
+.allow-preview form { margin-top: 0.6rem; }
+.preview-list li.added code { font-weight: 700; color: var(--ok); }
+.preview-list li.removed code { text-decoration: line-through; color: var(--danger); }
+
+ol.trail { list-style: none; margin: 0; padding: 0; }
+ol.trail .entry { padding: 0.7rem 0; border-bottom: 1px solid var(--line); }
+ol.trail .entry:first-child { padding-top: 0; }
+ol.trail .entry:last-child { border-bottom: none; padding-bottom: 0; }
+.entry-head { display: flex; flex-wrap: wrap; gap: 0.25rem 0.6rem; align-items: baseline; }
+.entry-head time { margin-left: auto; }
+table.changes { border-collapse: collapse; margin-top: 0.35rem; font-size: 0.9rem; }
+table.changes th { text-align: left; font-weight: 600; color: var(--muted); padding: 0.15rem 1rem 0.15rem 0; vertical-align: top; white-space: nowrap; }
+table.changes td { padding: 0.15rem 0; }
+table.changes .from { color: var(--danger); }
+table.changes .from code { text-decoration: line-through; }
+table.changes .to code { color: var(--ok); }
+table.changes .arrow { color: var(--muted); margin: 0 0.2rem; }
+
+.add-member { margin-top: 1.25rem; }
+.add-member h2 { margin: 0; }
+pre.code { background: #111827; color: #e5e7eb; padding: 0.8rem 1rem; border-radius: 8px; overflow-x: auto; font-size: 0.85rem; }
+
+.first-request { margin-top: 1rem; border-radius: 8px; padding: 0.75rem 1rem; border: 1px dashed #b7bfcb; background: #fbfcfd; }
+.first-request p { margin: 0.15rem 0; }
+.first-request.received { border-style: solid; border-color: #a9d8b5; background: #ebf7ee; color: #0f4f21; }
+.pulse { display: inline-block; width: 0.6rem; height: 0.6rem; border-radius: 50%; background: var(--accent); animation: pulse 1.2s ease-in-out infinite; }
+@keyframes pulse { 50% { opacity: 0.25; } }
+@media (prefers-reduced-motion: reduce) { .pulse { animation: none; } }
 
 @media (max-width: 52rem) {
   .shell { grid-template-columns: minmax(0, 1fr); }
@@ -243,6 +301,39 @@ export const DASHBOARD_JS = `
         })
         .catch(function () { form.submit(); });
     });
+  });
+
+  // First request: ask the dashboard every 2 s (for up to 15 minutes) until the key's first
+  // accepted request, then say when it came. Only this dashboard is asked, nothing else.
+  document.querySelectorAll('[data-first-request]').forEach(function (panel) {
+    var url = panel.getAttribute('data-first-request');
+    var state = panel.querySelector('.state');
+    var detail = panel.querySelector('.detail');
+    var tries = 0;
+    function stamp(iso) { return iso.slice(0, 16).replace('T', ' ') + ' UTC'; }
+    function again() { if (++tries < 450) setTimeout(poll, 2000); }
+    function poll() {
+      fetch(url, { headers: { accept: 'application/json' }, credentials: 'same-origin' })
+        .then(function (r) { return r.ok ? r.json() : null; })
+        .then(function (body) {
+          if (body && body.receivedAt) {
+            panel.classList.remove('waiting');
+            panel.classList.add('received');
+            state.textContent = '';
+            var strong = document.createElement('strong');
+            strong.textContent = 'First request received at ' + stamp(body.receivedAt) + '.';
+            state.appendChild(strong);
+            detail.textContent = 'The key works: its requests are counted under Requests below.';
+            return;
+          }
+          if (body && body.refused) {
+            detail.textContent = 'A request from ' + body.refused.origin + ' was refused at ' + stamp(body.refused.lastSeenAt) +
+              ': that origin is not in the allowed list (see Refused origins below).';
+          }
+          again();
+        }, again);
+    }
+    setTimeout(poll, 1000);
   });
 
   // After a refused submit, take keyboard focus to the list of problems.

@@ -31,11 +31,11 @@ export async function bootstrapFirstOwner(db: Db, options: BootstrapOptions): Pr
     await tx.execute(sql`select pg_advisory_xact_lock(hashtext('keygate:bootstrap-first-owner'))`)
     const [any] = await tx.select({ id: businesses.id }).from(businesses).limit(1)
     if (any) return null
-    const [business] = await tx.insert(businesses).values({ name: options.businessName ?? 'My business' }).returning()
-    const [owner] = await tx
-      .insert(members)
-      .values({ businessId: business!.id, email, passwordHash: null, role: 'owner' })
+    const [business] = await tx
+      .insert(businesses)
+      .values({ name: options.businessName ?? 'My business' })
       .returning()
+    const [owner] = await tx.insert(members).values({ businessId: business!.id, email, passwordHash: null, role: 'owner' }).returning()
     await tx.insert(memberSignInLinks).values({
       memberId: owner!.id,
       tokenHash: hashToken(token),

@@ -9,9 +9,14 @@ const UNITS: [Intl.RelativeTimeFormatUnit, number][] = [
   ['minute', 60],
 ]
 
-/** "3 minutes ago", "in 2 days"; under a minute either way: "just now". */
+/**
+ * "3 minutes ago", "in 2 days"; under a minute either way: "just now". Rounded to the
+ * minute first, so that a grace of 7 days shown a second later still reads "in 7 days".
+ */
 export function relativeTime(at: Date, now: Date): string {
-  const seconds = (at.getTime() - now.getTime()) / 1000
+  const exact = (at.getTime() - now.getTime()) / 1000
+  if (Math.abs(exact) < 60) return 'just now'
+  const seconds = Math.round(exact / 60) * 60
   for (const [unit, size] of UNITS) {
     if (Math.abs(seconds) >= size) return relative.format(Math.trunc(seconds / size), unit)
   }

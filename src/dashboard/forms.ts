@@ -19,6 +19,7 @@ export function readKeyForm(form: URLSearchParams): KeyFormValues {
     expiresOn: (form.get('expiresOn') ?? '').trim(),
     rateLimitLimit: (form.get('rateLimitLimit') ?? '').trim(),
     rateLimitWindow: (form.get('rateLimitWindow') ?? '').trim(),
+    reportOnly: form.get('reportOnly') === 'on',
   }
 }
 
@@ -62,6 +63,7 @@ export function keySettingsOf(
     description: values.description.trim() === '' ? null : values.description,
     allowedOrigins: originLines(values.origins),
     scopes: values.scopes,
+    originPolicy: values.reportOnly ? 'report' : 'enforce',
   }
   const problems: FieldProblem[] = []
   const unchanged = current !== undefined && (current.expiresAt?.slice(0, 10) ?? '') === values.expiresOn

@@ -5,11 +5,21 @@ import type { Db } from '../../db/client.ts'
 import { compileOriginMatcher, parseAllowedOrigin } from '../access/origin.ts'
 import { ApiError } from '../errors.ts'
 import { isStorableText } from '../areas/shared/validation.ts'
-import { checkKeySettings } from '../keys/rules.ts'
-import { toKeyRecord, type ApiKeyRow, type KeyService } from '../keys/service.ts'
+import { checkKeySettings, type KeySettingsInput } from '../keys/rules.ts'
+import { isScope } from '../access/scopes.ts'
+import { usageReport } from '../usage/report.ts'
+import { listChanges } from '../audit/trail.ts'
+import { decodePosition, positionCursor, type Position } from '../areas/shared/paging.ts'
+import { auditPage, keyTrailPanel } from './audit-views.ts'
+import { businessPage } from './business-views.ts'
+import { identitySecretOf, rollIdentitySecret } from '../identity/secret.ts'
+import { narrowestEntry } from './narrowest.ts'
+import { refusedOriginsPanel, scopesPanel, usagePanel, usageWindow, type UsageRange } from './usage-views.ts'
+import { toKeyRecord, type ApiKeyRow, type KeyRecord, type KeyService } from '../keys/service.ts'
 import { DASHBOARD_CSS, DASHBOARD_JS } from './assets.ts'
 import { formErrorsOf, keySettingsOf, readKeyForm } from './forms.ts'
-import { html } from './html.ts'
+import { formatDateTime, relativeTime } from './format.ts'
+import { html, type Html } from './html.ts'
 import {
   clearCookie,
   COOKIE_PATH,
@@ -27,15 +37,30 @@ import {
   formValuesOf,
   keyFormPage,
   keyListPage,
+  canRoll,
+  KEY_FILTERS,
   keyPage,
   keyPath,
   keyState,
   revokePage,
+  ROLL_GRACES,
+  rollPage,
+  type KeyFilter,
   type KeyFormValues,
 } from './key-views.ts'
 import { publicOrigin } from '../http/public-origin.ts'
 import { isUuid } from '../http/uuid.ts'
-import { createMemberService, normalizeEmail, passwordProblem, PASSWORD_MAX_LENGTH } from '../members/service.ts'
+import {
+  createMemberService,
+  emailProblem,
+  normalizeEmail,
+  passwordProblem,
+  PASSWORD_MAX_LENGTH,
+  signInLinkUrl,
+  type MemberRecord,
+  type MemberRole,
+} from '../members/service.ts'
+import { MEMBERS_PATH, membersPage } from './members-views.ts'
 import { createSessionStore, SESSION_MAX_MS, type SignedIn } from './sessions.ts'
 import { createSignInThrottle, type SignInLimits } from './throttle.ts'
 import { randomToken, sameSecret } from '../access/secrets.ts'
@@ -53,6 +78,9 @@ export interface DashboardDeps {
 }
 
 const SIGN_IN_PATH = '/dashboard/sign-in'
+/** Entries of the trail on a key's page, and on a page of the trail. */
+const KEY_TRAIL = 5
+const TRAIL_PAGE = 50
 const NEW_KEY_DEFAULTS: KeyFormValues = {
   name: '',
   description: '',
@@ -61,6 +89,7 @@ const NEW_KEY_DEFAULTS: KeyFormValues = {
   expiresOn: '',
   rateLimitLimit: '',
   rateLimitWindow: '',
+  reportOnly: false,
 }
 
 /**
@@ -155,21 +184,108 @@ export function dashboardRoutes({ db, keys, signInLimits, clientAddress, default
     }
   }
 
+  async function ownRecord(who: SignedIn, id: string | null): Promise<KeyRecord | null> {
+    const row = id ? await ownKey(who, id) : null
+    return row ? toKeyRecord(row) : null
+  }
+
   function cannotEdit(who: SignedIn, key: ApiKeyRow): Response | null {
     if (key.revokedAt) {
-      return htmlPage(409, messagePage({ title: 'Key revoked', who, message: 'A revoked key cannot be changed; create a new key instead.' }))
+      return htmlPage(
+        409,
+        messagePage({ title: 'Key revoked', who, message: 'A revoked key cannot be changed; create a new key instead.' }),
+      )
     }
     if (key.type === 'private') {
       return htmlPage(
         409,
-        messagePage({ title: 'Private key', who, message: 'Private keys are created and changed by operators through the admin API; here they can be revoked.' }),
+        messagePage({
+          title: 'Private key',
+          who,
+          message: 'Private keys are created and changed by operators through the admin API; here they can be revoked.',
+        }),
       )
     }
     return null
   }
 
+  /**
+   * A one-field change from a button (allow an origin, remove a scope), through the same
+   * key service as the edit form: validated by the same rules and recorded in the trail.
+   * Null when it was made; else the page that says why not.
+   */
+  async function changeKey(who: SignedIn, row: ApiKeyRow, input: KeySettingsInput): Promise<Response | null> {
+    try {
+      await keys.update(who.businessId, row.id, input, byMember(who.email))
+      return null
+    } catch (error) {
+      if (!(error instanceof ApiError)) throw error
+      if (error.code === 'conflict') return cannotEdit(who, { ...row, revokedAt: new Date() })
+      if (error.code === 'invalid_request') {
+        return htmlPage(400, messagePage({ title: 'Key not changed', who, message: `Nothing was changed: ${error.message}` }))
+      }
+      throw error
+    }
+  }
+
+  /** A page of the trail, newest first, scoped to the member's business (and to `key`). */
+  async function trailPage(who: SignedIn, url: URL, key?: KeyRecord): Promise<Response> {
+    let after: Position | null = null
+    try {
+      after = decodePosition(url.searchParams.get('cursor') ?? undefined)
+    } catch {
+      after = null // a mangled cursor: the newest page
+    }
+    const [rows, all] = await Promise.all([
+      listChanges(db, { businessId: who.businessId, keyId: key?.id, after, limit: TRAIL_PAGE + 1 }),
+      keys.list(who.businessId),
+    ])
+    const entries = rows.slice(0, TRAIL_PAGE)
+    const last = entries.at(-1)
+    const next = rows.length > TRAIL_PAGE && last ? positionCursor(last.at, last.id) : null
+    return htmlPage(
+      200,
+      auditPage(who, { entries, keys: new Map(all.map((k) => [k.id, k])), now: new Date(), next, key, first: after === null }),
+    )
+  }
+
+  async function businessMembers(who: SignedIn): Promise<MemberRecord[]> {
+    return (await members.list(who.businessId, { limit: 1000, after: null, order: 'oldest' })).data
+  }
+
+  /** Owners manage the business (members, identity secret); members manage keys (docs/dashboard.md). */
+  function ownersOnly(who: SignedIn, what: string): Response | null {
+    if (who.role === 'owner') return null
+    return htmlPage(
+      403,
+      messagePage({
+        title: 'Owners only',
+        who,
+        message: `Nothing was changed: only owners of ${who.businessName} may ${what}. Ask an owner.`,
+      }),
+    )
+  }
+
+  function cannotRoll(who: SignedIn, key: KeyRecord): Response | null {
+    if (canRoll(key, new Date())) return null
+    const why =
+      key.type === 'private'
+        ? 'Private keys are rolled by operators through the admin API or the CLI (keys roll ID --grace 1h).'
+        : key.revokedAt
+          ? 'A revoked key cannot be rolled; create a new key instead.'
+          : key.replacedBy
+            ? 'This key was already rolled; roll the key that replaced it instead.'
+            : 'An expired key cannot be rolled; create a new key instead.'
+    return htmlPage(409, messagePage({ title: 'Key cannot be rolled', who, message: why }))
+  }
+
   /** The sign-in form's double-submit token: reused while its cookie lives, so two tabs both work. */
-  function signInForm(request: Request, status: number, state: { email?: string; next?: string; error?: string }, headers?: Record<string, string>) {
+  function signInForm(
+    request: Request,
+    status: number,
+    state: { email?: string; next?: string; error?: string },
+    headers?: Record<string, string>,
+  ) {
     const existing = readCookie(request, SIGN_IN_CSRF_COOKIE)
     const csrf = existing && /^[A-Za-z0-9_-]{43}$/.test(existing) ? existing : randomToken()
     const response = htmlPage(status, signInPage({ csrf, ...state }), [setCookie(request, SIGN_IN_CSRF_COOKIE, csrf, 3600)])
@@ -207,7 +323,11 @@ export function dashboardRoutes({ db, keys, signInLimits, clientAddress, default
           const cookieToken = readCookie(request, SIGN_IN_CSRF_COOKIE)
           const formToken = form.get('csrf')
           if (crossSiteReason(request) || !cookieToken || !formToken || !sameSecret(cookieToken, formToken)) {
-            return signInForm(request, 403, { email, next, error: 'The sign-in form expired or came from another site. Please sign in again.' })
+            return signInForm(request, 403, {
+              email,
+              next,
+              error: 'The sign-in form expired or came from another site. Please sign in again.',
+            })
           }
           // U+0000 cannot reach the throttle's or the members' queries (PostgreSQL refuses it:
           // a 500); no member has such an address, and no password is tried for it.
@@ -233,7 +353,11 @@ export function dashboardRoutes({ db, keys, signInLimits, clientAddress, default
           const member = email && password ? await members.verifyPassword(email, password) : null
           if (!member) {
             await throttle.settleFailure()
-            return signInForm(request, 401, { email, next, error: 'That email and password do not match a member. Check both and try again.' })
+            return signInForm(request, 401, {
+              email,
+              next,
+              error: 'That email and password do not match a member. Check both and try again.',
+            })
           }
           await throttle.settleSuccess(throttled.id, email)
           return startSession(request, member.id, next ?? KEYS_PATH)
@@ -259,13 +383,19 @@ export function dashboardRoutes({ db, keys, signInLimits, clientAddress, default
         '/sign-in/link',
         async ({ request }) => {
           // No session yet: the link's token is the secret, and the origin checks still apply.
-          if (crossSiteReason(request)) return htmlPage(403, messagePage({ title: 'Form refused', message: 'The form came from another site; open your sign-in link again.' }))
+          if (crossSiteReason(request))
+            return htmlPage(
+              403,
+              messagePage({ title: 'Form refused', message: 'The form came from another site; open your sign-in link again.' }),
+            )
           const form = await readForm(request)
           const token = form.get('token') ?? ''
           const member = token ? await members.findByLink(token) : null
           if (!member) return linkGone()
           const password = form.get('password') ?? ''
-          const problem = passwordProblem(password) ?? (password === form.get('confirm') ? null : 'The two passwords differ; type the same password twice.')
+          const problem =
+            passwordProblem(password) ??
+            (password === form.get('confirm') ? null : 'The two passwords differ; type the same password twice.')
           if (problem) {
             return htmlPage(400, choosePasswordPage({ token, email: member.email, businessName: member.businessName, error: problem }))
           }
@@ -284,7 +414,9 @@ export function dashboardRoutes({ db, keys, signInLimits, clientAddress, default
           const flash = url.searchParams.has('revoked')
             ? html`<div class="alert success" role="status">The key was revoked: requests made with it are now refused.</div>`
             : undefined
-          return htmlPage(200, keyListPage(who, await keys.list(who.businessId), now, flash))
+          const shown = url.searchParams.get('show')
+          const filter: KeyFilter = KEY_FILTERS.find((f) => f === shown) ?? 'all'
+          return htmlPage(200, keyListPage(who, await keys.list(who.businessId), now, flash, filter))
         }),
       )
       .get(
@@ -314,16 +446,39 @@ export function dashboardRoutes({ db, keys, signInLimits, clientAddress, default
           if (!row) return notFound(who)
           const tested = url.searchParams.get('origin')
           const origin = tested?.trim() ?? ''
+          const key = toKeyRecord(row)
+          const now = new Date()
+          const [replacement, predecessor] = await Promise.all([ownRecord(who, key.replacedBy), ownRecord(who, key.rolledFrom)])
+          const range: UsageRange = url.searchParams.get('range') === '7d' ? '7d' : '24h'
+          const [report, trail, all] = await Promise.all([
+            usageReport(db, row, usageWindow(range, now.getTime())),
+            listChanges(db, { businessId: who.businessId, keyId: row.id, after: null, limit: KEY_TRAIL + 1 }),
+            keys.list(who.businessId),
+          ])
+          const byId = new Map(all.map((k) => [k.id, k]))
+          // Said only when true, so that a crafted link cannot make the page claim a change.
+          const allowed = key.allowedOrigins.find((e) => e === url.searchParams.get('allowed'))
+          const removedParam = url.searchParams.get('removed')
+          const removed = removedParam !== null && isScope(removedParam) && !key.scopes.includes(removedParam) ? removedParam : null
           return htmlPage(
             200,
-            keyPage(who, toKeyRecord(row), {
-              now: new Date(),
+            keyPage(who, key, {
+              now,
               publicKey: row.publicKey,
               serviceOrigin: publicOrigin(request),
               created: url.searchParams.has('created'),
-              flash: url.searchParams.has('saved')
-                ? html`<div class="alert success" role="status">Changes saved. They apply from the key's next request.</div>`
-                : undefined,
+              replacement,
+              predecessor,
+              more: html`${usagePanel(key, report, range)}${key.type === 'public' ? refusedOriginsPanel(who, key, report, now, range) : null}${key.revokedAt ? null : scopesPanel(who, key, report, now)}${keyTrailPanel(key, trail.slice(0, KEY_TRAIL), byId, now, trail.length > KEY_TRAIL)}`,
+              flash: allowed
+                ? html`<div class="alert success" role="status">Added <code>${allowed}</code> to the allowed origins. It applies from the key's next request.</div>`
+                : removed
+                  ? html`<div class="alert success" role="status">Removed <code>${removed}</code> from the key's scopes. It applies from the key's next request.</div>`
+                  : url.searchParams.has('saved')
+                    ? html`<div class="alert success" role="status">Changes saved. They apply from the key's next request.</div>`
+                    : url.searchParams.has('rolled') && predecessor
+                      ? rolledFlash(predecessor, now)
+                      : undefined,
               test: tested === null ? undefined : { origin, match: compileOriginMatcher(row.allowedOrigins).match(origin || null) },
             }),
           )
@@ -340,12 +495,30 @@ export function dashboardRoutes({ db, keys, signInLimits, clientAddress, default
         }),
       )
       .get(
+        '/settings/developers/api-keys/:id/first-request',
+        api(async (who, _url, params) => {
+          const row = await ownKey(who, params.id)
+          if (!row) return json(404, { error: { code: 'not_found', message: `No key with id ${params.id}.` } })
+          const receivedAt = row.lastUsedAt?.toISOString() ?? null
+          // Until one is accepted, the latest refused origin says why the site's requests fail.
+          const refused = receivedAt
+            ? null
+            : ((await usageReport(db, row, usageWindow('24h', Date.now()))).refusedOrigins
+                .filter((o) => !o.reported)
+                .sort((a, b) => b.lastSeenAt.localeCompare(a.lastSeenAt))[0] ?? null)
+          return json(200, { receivedAt, refused: refused && { origin: refused.origin, lastSeenAt: refused.lastSeenAt } })
+        }),
+      )
+      .get(
         '/settings/developers/api-keys/:id/edit',
         page(async (who, _request, params) => {
           const row = await ownKey(who, params.id)
           if (!row) return notFound(who)
           const key = toKeyRecord(row)
-          return cannotEdit(who, row) ?? htmlPage(200, keyFormPage(who, { kind: 'edit', key }, formValuesOf(key), {}, new Date(), defaultRateLimit))
+          return (
+            cannotEdit(who, row) ??
+            htmlPage(200, keyFormPage(who, { kind: 'edit', key }, formValuesOf(key), {}, new Date(), defaultRateLimit))
+          )
         }),
       )
       .post(
@@ -362,7 +535,10 @@ export function dashboardRoutes({ db, keys, signInLimits, clientAddress, default
           const checked = checkKeySettings('public', input, now)
           const all = [...problems, ...(checked.ok ? [] : checked.problems)]
           if (all.length > 0) {
-            return htmlPage(400, keyFormPage(who, { kind: 'edit', key }, values, formErrorsOf(all, values.expiresOn), now, defaultRateLimit))
+            return htmlPage(
+              400,
+              keyFormPage(who, { kind: 'edit', key }, values, formErrorsOf(all, values.expiresOn), now, defaultRateLimit),
+            )
           }
           try {
             await keys.update(who.businessId, row.id, input, byMember(who.email), now)
@@ -383,6 +559,81 @@ export function dashboardRoutes({ db, keys, signInLimits, clientAddress, default
           return htmlPage(200, revokePage(who, toKeyRecord(row)))
         }),
       )
+      .get(
+        '/settings/developers/api-keys/:id/roll',
+        page(async (who, _request, params) => {
+          const row = await ownKey(who, params.id)
+          if (!row) return notFound(who)
+          return cannotRoll(who, toKeyRecord(row)) ?? htmlPage(200, rollPage(who, toKeyRecord(row)))
+        }),
+      )
+      .post(
+        '/settings/developers/api-keys/:id/roll',
+        action(async (who, form, _request, params) => {
+          const row = await ownKey(who, params.id)
+          if (!row) return notFound(who)
+          const key = toKeyRecord(row)
+          const blocked = cannotRoll(who, key)
+          if (blocked) return blocked
+          const grace = ROLL_GRACES.find((g) => String(g.seconds) === form.get('graceSeconds'))
+          if (!grace)
+            return htmlPage(400, rollPage(who, key, 'Choose how long the old key may keep working: now, 1 hour, 24 hours or 7 days.'))
+          try {
+            const rolled = await keys.roll(who.businessId, row.id, grace.seconds, byMember(who.email))
+            return redirect(`${keyPath(rolled.record.id)}?rolled=1`)
+          } catch (error) {
+            // Rolled (or revoked) meanwhile by someone else: the page now says so.
+            if (error instanceof ApiError && error.code === 'conflict') return redirect(keyPath(row.id))
+            throw error
+          }
+        }),
+        { parse: 'none' },
+      )
+      .post(
+        '/settings/developers/api-keys/:id/allow-origin',
+        action(async (who, form, _request, params) => {
+          const row = await ownKey(who, params.id)
+          if (!row) return notFound(who)
+          const blocked = cannotEdit(who, row)
+          if (blocked) return blocked
+          const origin = form.get('origin') ?? ''
+          const narrow = narrowestEntry(origin)
+          if (!narrow.ok)
+            return htmlPage(400, messagePage({ title: 'Origin not added', who, message: `Nothing was changed: ${narrow.reason}` }))
+          const back = `${keyPath(row.id)}?allowed=${encodeURIComponent(narrow.entry)}#refused-origins`
+          // Already there (a second click, or another member was faster): nothing to change.
+          if (row.allowedOrigins.includes(narrow.entry)) return redirect(back)
+          const changed = await changeKey(who, row, { allowedOrigins: [...row.allowedOrigins, narrow.entry] })
+          return changed ?? redirect(back)
+        }),
+        { parse: 'none' },
+      )
+      .post(
+        '/settings/developers/api-keys/:id/remove-scope',
+        action(async (who, form, _request, params) => {
+          const row = await ownKey(who, params.id)
+          if (!row) return notFound(who)
+          const blocked = cannotEdit(who, row)
+          if (blocked) return blocked
+          const scope = form.get('scope') ?? ''
+          const back = `${keyPath(row.id)}?removed=${encodeURIComponent(scope)}#scopes`
+          // Already gone (a second click): nothing to change.
+          if (!(row.scopes as string[]).includes(scope)) return redirect(back)
+          const scopes = row.scopes.filter((s) => s !== scope)
+          if (scopes.length === 0) {
+            return htmlPage(
+              400,
+              messagePage({
+                title: 'Scope not removed',
+                who,
+                message: `Nothing was changed: ${scope} is the key's only scope, and a key needs at least one. Revoke the key if it is not needed.`,
+              }),
+            )
+          }
+          return (await changeKey(who, row, { scopes })) ?? redirect(back)
+        }),
+        { parse: 'none' },
+      )
       .post(
         '/settings/developers/api-keys/:id/revoke',
         action(async (who, _form, _request, params) => {
@@ -392,6 +643,114 @@ export function dashboardRoutes({ db, keys, signInLimits, clientAddress, default
           return redirect(`${KEYS_PATH}?revoked=1`)
         }),
         { parse: 'none' },
+      )
+
+      // Business settings: the identity secret (contract section 12), owners only
+      .get(
+        '/settings/business',
+        page(async (who) => htmlPage(200, businessPage(who, { hasSecret: (await identitySecretOf(db, who.businessId)) !== null }))),
+      )
+      .post(
+        '/settings/business/identity-secret',
+        action(async (who) => {
+          const denied = ownersOnly(who, 'set or rotate the identity secret')
+          if (denied) return denied
+          const secret = await rollIdentitySecret(db, who.businessId)
+          // Rendered, not redirected: the secret exists in this answer only (no-store).
+          return htmlPage(201, businessPage(who, { hasSecret: true, secret }))
+        }),
+        { parse: 'none' },
+      )
+
+      // Members of the business: everyone sees them, owners add and remove them
+      .get(
+        '/settings/members',
+        page(async (who, _request, _params, url) =>
+          htmlPage(
+            200,
+            membersPage(who, {
+              members: await businessMembers(who),
+              flash: url.searchParams.has('removed')
+                ? html`<div class="alert success" role="status">The member was removed and signed out.</div>`
+                : undefined,
+            }),
+          ),
+        ),
+      )
+      .post(
+        '/settings/members',
+        action(async (who, form, request) => {
+          const denied = ownersOnly(who, 'add members')
+          if (denied) return denied
+          const email = normalizeEmail(form.get('email') ?? '').slice(0, 300)
+          const role: MemberRole = form.get('role') === 'owner' ? 'owner' : 'member'
+          const again = async (status: number, error: string) =>
+            htmlPage(status, membersPage(who, { members: await businessMembers(who), form: { email, role, error } }))
+          const problem = isStorableText(email) ? emailProblem(email) : 'That email address holds a character no address has.'
+          if (problem) return again(400, problem)
+          try {
+            const created = await members.create(who.businessId, { email, role }, byMember(who.email))
+            const link = created.signInLink!
+            return htmlPage(
+              201,
+              membersPage(who, {
+                members: await businessMembers(who),
+                link: { email, url: signInLinkUrl(publicOrigin(request), link.token), expiresAt: link.expiresAt },
+              }),
+            )
+          } catch (error) {
+            if (error instanceof ApiError && error.code === 'conflict') {
+              return again(
+                409,
+                `${email} is already a member, of ${who.businessName} or of another business; an email signs in to one business only.`,
+              )
+            }
+            throw error
+          }
+        }),
+        { parse: 'none' },
+      )
+      .post(
+        '/settings/members/:id/remove',
+        action(async (who, _form, _request, params) => {
+          const denied = ownersOnly(who, 'remove members')
+          if (denied) return denied
+          const id = params.id ?? ''
+          if (id === who.memberId) {
+            return htmlPage(
+              409,
+              messagePage({
+                title: 'Not removed',
+                who,
+                message: 'You cannot remove yourself: another owner can, or an operator through the admin API.',
+              }),
+            )
+          }
+          const gone = htmlPage(404, messagePage({ title: 'Member not found', who, message: `${who.businessName} has no such member.` }))
+          if (!isUuid(id)) return gone
+          try {
+            await members.remove(id, byMember(who.email), who.businessId)
+          } catch (error) {
+            if (error instanceof ApiError && error.code === 'not_found') return gone
+            throw error
+          }
+          return redirect(`${MEMBERS_PATH}?removed=1`)
+        }),
+        { parse: 'none' },
+      )
+
+      // The audit trail (contract section 10), of the business and of one key
+      .get(
+        '/settings/audit',
+        page(async (who, _request, _params, url) => trailPage(who, url)),
+      )
+      .get(
+        '/settings/developers/api-keys/:id/audit',
+        page(async (who, _request, params, url) => {
+          const row = await ownKey(who, params.id)
+          if (!row) return notFound(who)
+          return trailPage(who, url, toKeyRecord(row))
+        }),
       )
 
       // Helpers of the pages' script
@@ -408,6 +767,15 @@ export function dashboardRoutes({ db, keys, signInLimits, clientAddress, default
         }),
       )
   )
+}
+
+function rolledFlash(old: KeyRecord, now: Date): Html {
+  const ends = old.expiresAt ? new Date(old.expiresAt) : null
+  const until =
+    ends && ends.getTime() > now.getTime()
+      ? `The old key ${old.keyHint} keeps working until ${formatDateTime(ends)} (${relativeTime(ends, now)}).`
+      : `The old key ${old.keyHint} no longer works.`
+  return html`<div class="alert success" role="status">This is the new key. Put its snippet on your pages in place of the old one. ${until}</div>`
 }
 
 function asset(body: string, type: string): Response {
@@ -434,7 +802,7 @@ function linkGone(): Response {
  * and `/dashboard/../admin` resolves before it is judged.
  */
 function safeNext(next: string | null): string | null {
-  if (!next || !next.startsWith(`${COOKIE_PATH}/`) || next.startsWith('//') || /[\\\s]/.test(next)) return null
+  if (!next?.startsWith(`${COOKIE_PATH}/`) || next.startsWith('//') || /[\\\s]/.test(next)) return null
   let url: URL
   try {
     url = new URL(next, 'http://dashboard.invalid')

@@ -31,6 +31,29 @@ export function keyState(key: KeyRecord, now: Date): KeyState {
   return 'active'
 }
 
+/** The list's filter: replaced keys are apart from active ones even while their grace runs. */
+export const KEY_FILTERS = ['all', 'active', 'replaced', 'revoked', 'expired'] as const
+export type KeyFilter = (typeof KEY_FILTERS)[number]
+
+export function keyCategory(key: KeyRecord, now: Date): Exclude<KeyFilter, 'all'> {
+  if (key.revokedAt) return 'revoked'
+  if (key.replacedBy) return 'replaced'
+  return keyState(key, now)
+}
+
+/** Whether the dashboard offers to roll the key (contract section 9: the service says 409 otherwise). */
+export function canRoll(key: KeyRecord, now: Date): boolean {
+  return key.type === 'public' && keyCategory(key, now) === 'active'
+}
+
+/** Grace choices of the roll form, in seconds (contract section 9 allows 0 to 7 days). */
+export const ROLL_GRACES = [
+  { seconds: 0, label: 'Now', hint: 'the old key is refused at once' },
+  { seconds: 3600, label: '1 hour', hint: 'enough for a quick deploy' },
+  { seconds: 86_400, label: '24 hours', hint: 'the usual choice: a day to deploy the new key' },
+  { seconds: 604_800, label: '7 days', hint: 'for apps that take a release to update' },
+] as const
+
 export function keyPath(id: string, action = ''): string {
   return `${KEYS_PATH}/${id}${action ? `/${action}` : ''}`
 }
@@ -67,7 +90,11 @@ function list(items: readonly string[], empty: string): Html {
   return html`<ul class="plain">${items.map((i) => html`<li><code>${i}</code></li>`)}</ul>`
 }
 
-export function keyListPage(who: SignedIn, keys: KeyRecord[], now: Date, flash?: Html): Html {
+export function keyListPage(who: SignedIn, all: KeyRecord[], now: Date, flash?: Html, filter: KeyFilter = 'all'): Html {
+  const counts: Record<KeyFilter, number> = { all: all.length, active: 0, replaced: 0, revoked: 0, expired: 0 }
+  for (const key of all) counts[keyCategory(key, now)]++
+  const keys = filter === 'all' ? all : all.filter((key) => keyCategory(key, now) === filter)
+  const labels: Record<KeyFilter, string> = { all: 'All', active: 'Active', replaced: 'Replaced', revoked: 'Revoked', expired: 'Expired' }
   return layout({
     title: 'API keys',
     who,
@@ -79,9 +106,18 @@ export function keyListPage(who: SignedIn, keys: KeyRecord[], now: Date, flash?:
 <p class="lead">Public keys (<code>pk_</code>) go into web pages and apps and work only from their allowed origins.
 Private keys (<code>sk_</code>) are for servers: operators create them; you can see and revoke them here.</p>
 ${flash ?? null}
-${keys.length === 0
-  ? html`<div class="empty"><p>No keys yet. Create a public key to start sending events from your site.</p></div>`
-  : html`<div class="table-wrap" role="region" aria-labelledby="keys-caption" tabindex="0">
+${
+  all.length > 0
+    ? html`<nav class="filters" aria-label="Show keys">${KEY_FILTERS.map(
+        (f) =>
+          html`<a href="${f === 'all' ? KEYS_PATH : `${KEYS_PATH}?show=${f}`}"${f === filter ? html` aria-current="page"` : null}>${labels[f]} <span class="count">${counts[f]}</span></a>`,
+      )}</nav>`
+    : null
+}
+${
+  keys.length === 0
+    ? html`<div class="empty"><p>${all.length === 0 ? 'No keys yet. Create a public key to start sending events from your site.' : `No ${labels[filter].toLowerCase()} keys.`}</p></div>`
+    : html`<div class="table-wrap" role="region" aria-labelledby="keys-caption" tabindex="0">
 <table class="keys">
   <caption id="keys-caption" class="visually-hidden">API keys of ${who.businessName}</caption>
   <thead><tr>
@@ -100,15 +136,19 @@ ${keys.length === 0
     <td class="dates">${expiry(key, now, true)}</td>
     <td>${lastUsed(key, now)}</td>
     <td class="dates">${time(key.createdAt, formatDate(new Date(key.createdAt)))}<div class="muted small">by ${key.createdBy}</div></td>
-    <td class="dates">${stateBadge(state)}${key.revokedAt ? html`<div class="muted small">${time(key.revokedAt, formatDate(new Date(key.revokedAt)))}</div>` : null}${key.revokedAt
-      ? null
-      : html`<div class="actions">${key.type === 'public' ? html`<a href="${keyPath(key.id, 'edit')}">Edit<span class="visually-hidden"> ${key.name}</span></a>` : null}
-      <a class="danger-link" href="${keyPath(key.id, 'revoke')}">Revoke<span class="visually-hidden"> ${key.name}</span></a></div>`}</td>
+    <td class="dates">${stateBadge(state)}${key.replacedBy && !key.revokedAt ? html` <a class="badge replaced" href="${keyPath(key.replacedBy)}">Replaced</a>` : null}${key.originPolicy === 'report' && key.type === 'public' && !key.revokedAt ? html` <span class="badge report">Report only</span>` : null}${key.revokedAt ? html`<div class="muted small">${time(key.revokedAt, formatDate(new Date(key.revokedAt)))}</div>` : null}${
+      key.revokedAt
+        ? null
+        : html`<div class="actions">${key.type === 'public' ? html`<a href="${keyPath(key.id, 'edit')}">Edit<span class="visually-hidden"> ${key.name}</span></a>` : null}
+      ${canRoll(key, now) ? html`<a href="${keyPath(key.id, 'roll')}">Roll<span class="visually-hidden"> ${key.name}</span></a>` : null}
+      <a class="danger-link" href="${keyPath(key.id, 'revoke')}">Revoke<span class="visually-hidden"> ${key.name}</span></a></div>`
+    }</td>
   </tr>`
   })}
   </tbody>
 </table>
-</div>`}`,
+</div>`
+}`,
   })
 }
 
@@ -120,7 +160,19 @@ export interface OriginTest {
 export function keyPage(
   who: SignedIn,
   key: KeyRecord,
-  view: { now: Date; publicKey: string | null; serviceOrigin: string; created: boolean; test?: OriginTest; flash?: Html },
+  view: {
+    now: Date
+    publicKey: string | null
+    serviceOrigin: string
+    created: boolean
+    test?: OriginTest
+    flash?: Html
+    /** The key that replaced this one (section 9), and the one this key replaced. */
+    replacement?: KeyRecord | null
+    predecessor?: KeyRecord | null
+    /** Panels below the details: usage, scopes, the trail (built by their own views). */
+    more?: Html
+  },
 ): Html {
   const state = keyState(key, view.now)
   const usable = state === 'active'
@@ -132,15 +184,27 @@ export function keyPage(
   <h1>${key.name} <span class="badge ${key.type}">${key.type}</span> ${stateBadge(state)}</h1>
   <div class="button-row">
     ${key.type === 'public' && !key.revokedAt ? html`<a class="button" href="${keyPath(key.id, 'edit')}">Edit</a>` : null}
+    ${canRoll(key, view.now) ? html`<a class="button" href="${keyPath(key.id, 'roll')}">Roll key</a>` : null}
     ${key.revokedAt ? null : html`<a class="button danger" href="${keyPath(key.id, 'revoke')}">Revoke</a>`}
   </div>
 </div>
 ${view.flash ?? null}
-${view.created
-  ? html`<div class="alert success" role="status">Your public key is ready. Copy the key, or paste the tracking snippet into your site's pages.</div>`
-  : null}
-${view.publicKey && !key.revokedAt
-  ? html`<section class="panel" aria-labelledby="use-heading">
+${
+  view.created
+    ? html`<div class="alert success" role="status">Your public key is ready. Copy the key, or paste the tracking snippet into your site's pages.</div>`
+    : null
+}
+${key.replacedBy && !key.revokedAt ? replacedNotice(key, view.replacement ?? null, view.now) : null}
+${
+  key.type === 'public' && key.originPolicy === 'report' && !key.revokedAt
+    ? html`<div class="alert warning" role="note" id="report-only-banner"><p><strong>Report only.</strong> Requests from origins the allowed list does not allow are
+  served, not refused, and listed under <a href="#refused-origins">Refused origins</a>. When the list is right,
+  ${key.replacedBy ? 'turn it off on the new key' : html`<a href="${keyPath(key.id, 'edit')}">turn report-only off</a>`} to enforce it.</p></div>`
+    : null
+}
+${
+  view.publicKey && !key.revokedAt && !key.replacedBy
+    ? html`<section class="panel" aria-labelledby="use-heading">
   <h2 id="use-heading">Use this key</h2>
   <div class="field">
     <label for="key-value">Public key</label>
@@ -158,11 +222,15 @@ ${view.publicKey && !key.revokedAt
     </div>
   </div>
   <p class="copy-status" role="status" aria-live="polite"></p>
+  ${key.lastUsedAt === null ? firstRequestPanel(key) : null}
 </section>`
-  : null}
-${key.type === 'private'
-  ? html`<p class="notice">The full private key was shown once, to the operator who created it, and cannot be shown again. It ends in <code>${key.keyHint}</code>.</p>`
-  : null}
+    : null
+}
+${
+  key.type === 'private'
+    ? html`<p class="notice">The full private key was shown once, to the operator who created it, and cannot be shown again. It ends in <code>${key.keyHint}</code>.</p>`
+    : null
+}
 <section class="panel" aria-labelledby="details-heading">
   <h2 id="details-heading">Details</h2>
   <dl class="details">
@@ -173,10 +241,81 @@ ${key.type === 'private'
     <dt>Expires</dt><dd>${expiry(key, view.now)}</dd>
     <dt>Last used</dt><dd>${lastUsed(key, view.now)}</dd>
     <dt>Created</dt><dd>${time(key.createdAt, formatDateTime(new Date(key.createdAt)))} by ${key.createdBy}</dd>
+    ${
+      key.rolledFrom
+        ? html`<dt>Rolled from</dt><dd><a href="${keyPath(key.rolledFrom)}">${view.predecessor ? html`${view.predecessor.name} <code>${view.predecessor.keyHint}</code>` : 'the previous key'}</a></dd>`
+        : null
+    }
+    ${
+      key.replacedBy
+        ? html`<dt>Replaced by</dt><dd><a href="${keyPath(key.replacedBy)}">${view.replacement ? html`${view.replacement.name} <code>${view.replacement.keyHint}</code>` : 'the new key'}</a></dd>`
+        : null
+    }
     ${key.revokedAt ? html`<dt>Revoked</dt><dd>${time(key.revokedAt, formatDateTime(new Date(key.revokedAt)))}</dd>` : null}
   </dl>
 </section>
+${view.more ?? null}
 ${key.type === 'public' ? originTester(key, usable, state, view.test) : null}`,
+  })
+}
+
+/**
+ * On a key not used yet: a panel the pages' script keeps asking about the key (every few
+ * seconds, from this dashboard only) until its first accepted request, so a member who
+ * just pasted the snippet sees it work. Without the script, reloading the page does it.
+ */
+function firstRequestPanel(key: KeyRecord): Html {
+  return html`<div class="first-request waiting" id="first-request" data-first-request="${keyPath(key.id, 'first-request')}" role="status" aria-live="polite">
+  <p class="state"><span class="pulse" aria-hidden="true"></span> <strong>Waiting for the first request…</strong></p>
+  <p class="hint detail">Open a page of an allowed origin that has the snippet; this panel changes when the key's first request is accepted.</p>
+</div>`
+}
+
+/** On a rolled key: what replaced it, when it stops (or stopped), and whether it has gone quiet. */
+function replacedNotice(key: KeyRecord, replacement: KeyRecord | null, now: Date): Html {
+  const ends = key.expiresAt ? new Date(key.expiresAt) : null
+  const ended = ends !== null && ends.getTime() <= now.getTime()
+  const target = html`<a href="${keyPath(key.replacedBy!)}">${replacement ? html`${replacement.name} <code>${replacement.keyHint}</code>` : 'the new key'}</a>`
+  return html`<div class="alert ${ended ? 'ended' : 'warning'}" role="status" id="replaced-notice">
+  <p><strong>Replaced by ${target}.</strong>
+  ${
+    ends === null
+      ? null
+      : ended
+        ? html`It stopped working ${time(key.expiresAt!, formatDateTime(ends))} (${relativeTime(ends, now)}); requests made with it are refused as expired.`
+        : html`It keeps working until ${time(key.expiresAt!, formatDateTime(ends))} (${relativeTime(ends, now)}), then is refused as expired.`
+  }</p>
+  <p>Last used: ${key.lastUsedAt ? html`${time(key.lastUsedAt, formatDateTime(new Date(key.lastUsedAt)))} (${relativeTime(new Date(key.lastUsedAt), now)})` : 'never'}.
+  ${ended ? null : 'When it has gone quiet, every page has the new key; you can then revoke it to end it early.'}</p>
+</div>`
+}
+
+export function rollPage(who: SignedIn, key: KeyRecord, error?: string): Html {
+  return layout({
+    title: `Roll ${key.name}`,
+    who,
+    crumbs: keyCrumbs({ label: key.name, href: keyPath(key.id) }, { label: 'Roll' }),
+    content: html`<h1>Roll <q>${key.name}</q></h1>
+<p class="lead">Rolling creates a new key with the same name, origins, scopes and limits. The old key
+<code>${key.keyHint}</code> keeps working for the grace you choose, so that pages still embedding it are not broken
+while you deploy the new one; then it is refused as expired.</p>
+${error ? html`<div class="alert error" role="alert" id="roll-error">${error}</div>` : null}
+<form method="post" action="${keyPath(key.id, 'roll')}" class="stack key-form">
+  ${csrfField(who)}
+  <fieldset class="field">
+    <legend>How long may the old key keep working?</legend>
+    ${ROLL_GRACES.map(
+      (grace) => html`<div class="checkbox">
+      <input type="radio" id="grace-${grace.seconds}" name="graceSeconds" value="${grace.seconds}"${grace.seconds === 86_400 ? html` checked` : null}>
+      <label for="grace-${grace.seconds}">${grace.label} <span class="muted">— ${grace.hint}</span></label>
+    </div>`,
+    )}
+  </fieldset>
+  <div class="button-row">
+    <button type="submit" class="button primary">Roll key</button>
+    <a class="button" href="${keyPath(key.id)}">Cancel</a>
+  </div>
+</form>`,
   })
 }
 
@@ -198,7 +337,9 @@ function originTester(key: KeyRecord, usable: boolean, state: KeyState, test?: O
 
 function testerResult(test: OriginTest, usable: boolean, state: KeyState): Html {
   const shown = test.origin === '' ? 'a request without an Origin header' : test.origin
-  const caveat = usable ? null : html`<p class="small">Note: this key is ${state}, so every request is refused (401) whatever its origin.</p>`
+  const caveat = usable
+    ? null
+    : html`<p class="small">Note: this key is ${state}, so every request is refused (401) whatever its origin.</p>`
   return test.match.allowed
     ? html`<div class="result ok"><p><strong>Accepted.</strong> The entry <code>${test.match.entry}</code> matches <code>${shown}</code>.</p>${caveat}</div>`
     : html`<div class="result refused"><p><strong>Refused</strong> (403 origin_not_allowed). ${test.match.reason}</p>${caveat}</div>`
@@ -213,6 +354,8 @@ export interface KeyFormValues {
   /** Both empty: the service default. */
   rateLimitLimit: string
   rateLimitWindow: string
+  /** originPolicy "report" (contract section 11). */
+  reportOnly: boolean
 }
 
 export interface KeyFormErrors {
@@ -247,14 +390,18 @@ export function keyFormPage(
   return layout({
     title,
     who,
-    crumbs: keyCrumbs(...(editing ? [{ label: mode.key.name, href: keyPath(mode.key.id) }] : []), { label: editing ? 'Edit' : 'New public key' }),
+    crumbs: keyCrumbs(...(editing ? [{ label: mode.key.name, href: keyPath(mode.key.id) }] : []), {
+      label: editing ? 'Edit' : 'New public key',
+    }),
     content: html`<h1>${title}</h1>
-${summary.length
-  ? html`<div class="alert error" role="alert" tabindex="-1" id="error-summary">
+${
+  summary.length
+    ? html`<div class="alert error" role="alert" tabindex="-1" id="error-summary">
   <h2>The key was not ${editing ? 'saved' : 'created'}: ${summary.length === 1 ? 'one field needs' : `${summary.length} fields need`} a fix</h2>
   <ul>${summary.map((s) => html`<li><a href="${s.href}">${s.text}</a></li>`)}</ul>
 </div>`
-  : null}
+    : null
+}
 <form method="post" action="${action}" class="stack key-form" novalidate data-key-form>
   ${csrfField(who)}
   <div class="field${errors.name ? ' has-error' : ''}">
@@ -278,6 +425,14 @@ ${summary.length
     <textarea id="origins" name="origins" rows="4" required spellcheck="false" autocapitalize="off"
       data-origin-check="/dashboard/api/check-origins"
       aria-describedby="origins-hint origins-error"${errors.origins ? html` aria-invalid="true"` : null}>${values.origins}</textarea>
+  </div>
+  <div class="field">
+    <div class="checkbox">
+      <input type="checkbox" id="report-only" name="reportOnly"${values.reportOnly ? html` checked` : null} aria-describedby="report-only-hint">
+      <label for="report-only">Report only: log refused origins, do not refuse them</label>
+    </div>
+    <p class="hint" id="report-only-hint">For trying a list out on a live site: requests from origins the list does not allow are served,
+    and counted under the key's refused origins, where one click allows them. Scopes, endpoints and rate limits still apply.</p>
   </div>
   <fieldset class="field${errors.scopes ? ' has-error' : ''}"${errors.scopes ? html` aria-describedby="scopes-error"` : null}>
     <legend>Scopes <span class="hint-inline">(at least one)</span></legend>
@@ -347,5 +502,6 @@ export function formValuesOf(key: KeyRecord): KeyFormValues {
     expiresOn: key.expiresAt ? formatDate(new Date(key.expiresAt)) : '',
     rateLimitLimit: key.rateLimit ? String(key.rateLimit.limit) : '',
     rateLimitWindow: key.rateLimit ? String(key.rateLimit.windowSeconds) : '',
+    reportOnly: key.originPolicy === 'report',
   }
 }

@@ -46,7 +46,7 @@ export function createSignInThrottle(db: Db, limits: SignInLimits = DEFAULT_SIGN
      * make the count and the insert one step across instances. Answers the reservation's
      * id, or the refusal.
      */
-    async reserve(email: string, ip: string, now = new Date()): Promise<{ ok: true; id: string } | ThrottleDecision & { ok: false }> {
+    async reserve(email: string, ip: string, now = new Date()): Promise<{ ok: true; id: string } | (ThrottleDecision & { ok: false })> {
       const since = new Date(now.getTime() - limits.windowMs)
       const id = await db.transaction(async (tx) => {
         await tx.execute(sql`select pg_advisory_xact_lock(hashtext(${`sign-in email:${email}`}))`)
@@ -63,7 +63,10 @@ export function createSignInThrottle(db: Db, limits: SignInLimits = DEFAULT_SIGN
         return rows[0]?.id ?? null
       })
       if (id !== null) return { ok: true, id }
-      for (const [by, value, limit] of [['email', email, limits.perEmail], ['ip', ip, limits.perIp]] as const) {
+      for (const [by, value, limit] of [
+        ['email', email, limits.perEmail],
+        ['ip', ip, limits.perIp],
+      ] as const) {
         const until = await blockedUntil(by, value, limit, now)
         if (until !== null) return { ok: false, by, retryAfterSeconds: Math.max(1, Math.ceil((until - now.getTime()) / 1000)) }
       }

@@ -3,7 +3,7 @@ import { PASSWORD_MIN_LENGTH } from '../members/service.ts'
 import type { SignedIn } from './sessions.ts'
 
 export const KEYS_PATH = '/dashboard/settings/developers/api-keys'
-export const ASSET_VERSION = '2'
+export const ASSET_VERSION = '6'
 
 export interface Crumb {
   label: string
@@ -33,8 +33,9 @@ export function layout(page: { title: string; who?: SignedIn; crumbs?: Crumb[]; 
 <a class="skip-link" href="#main">Skip to content</a>
 <header class="topbar">
   <a class="brand" href="/dashboard">keygate</a>
-  ${who
-    ? html`<div class="account">
+  ${
+    who
+      ? html`<div class="account">
     <span class="business">${who.businessName}</span>
     <span class="who">${who.email} · ${who.role}</span>
     <form method="post" action="/dashboard/sign-out">
@@ -42,19 +43,28 @@ export function layout(page: { title: string; who?: SignedIn; crumbs?: Crumb[]; 
       <button type="submit" class="button small">Sign out</button>
     </form>
   </div>`
-    : null}
+      : null
+  }
 </header>
 <div class="${who ? 'shell' : 'shell single'}">
-  ${who
-    ? html`<nav class="sidenav" aria-label="Settings">
+  ${
+    who
+      ? html`<nav class="sidenav" aria-label="Settings">
     <p class="nav-heading">Settings</p>
     <p class="nav-group">Developers</p>
     <ul>
-      <li><a href="${KEYS_PATH}" aria-current="${page.crumbs?.at(-1)?.href === KEYS_PATH ? 'page' : 'true'}">API keys</a></li>
+      <li><a href="${KEYS_PATH}"${navCurrent(page.crumbs, KEYS_PATH)}>API keys</a></li>
       <li><a href="/docs">API reference</a></li>
     </ul>
+    <p class="nav-group">Business</p>
+    <ul>
+      <li><a href="/dashboard/settings/members"${navCurrent(page.crumbs, '/dashboard/settings/members')}>Members</a></li>
+      <li><a href="/dashboard/settings/audit"${navCurrent(page.crumbs, '/dashboard/settings/audit')}>Audit trail</a></li>
+      <li><a href="/dashboard/settings/business"${navCurrent(page.crumbs, '/dashboard/settings/business')}>Identity secret</a></li>
+    </ul>
   </nav>`
-    : null}
+      : null
+  }
   <main id="main" tabindex="-1">
     ${page.crumbs ? breadcrumb(page.crumbs) : null}
     ${page.content}
@@ -63,6 +73,12 @@ export function layout(page: { title: string; who?: SignedIn; crumbs?: Crumb[]; 
 </body>
 </html>
 `
+}
+
+/** The side navigation marks the section a page belongs to: `page` on the section itself, `true` below it. */
+function navCurrent(crumbs: Crumb[] | undefined, href: string): Html | null {
+  if (!crumbs?.some((c) => c.href === href)) return null
+  return crumbs.at(-1)?.href === href ? html` aria-current="page"` : html` aria-current="true"`
 }
 
 function breadcrumb(crumbs: Crumb[]): Html {
@@ -76,12 +92,7 @@ export function csrfField(who: SignedIn): Html {
   return html`<input type="hidden" name="csrf" value="${who.csrfToken}">`
 }
 
-export function signInPage(state: {
-  csrf: string
-  email?: string
-  next?: string
-  error?: string
-}): Html {
+export function signInPage(state: { csrf: string; email?: string; next?: string; error?: string }): Html {
   return layout({
     title: 'Sign in',
     content: html`<div class="narrow">
@@ -109,12 +120,7 @@ export function signInPage(state: {
   })
 }
 
-export function choosePasswordPage(state: {
-  token: string
-  email: string
-  businessName: string
-  error?: string
-}): Html {
+export function choosePasswordPage(state: { token: string; email: string; businessName: string; error?: string }): Html {
   return layout({
     title: 'Choose a password',
     content: html`<div class="narrow">

@@ -93,6 +93,7 @@ export function createMemberService(db: Db) {
       const [business] = await db.select({ id: businesses.id }).from(businesses).where(eq(businesses.id, businessId))
       if (!business) throw new ApiError('not_found', `No business with id ${businessId}.`)
       const passwordHash = input.password === undefined ? null : await Bun.password.hash(input.password)
+      // The member and its entry in the trail commit together (contract section 10).
       const row = await db.transaction(async (tx) => {
         const [inserted] = await tx
           .insert(members)
@@ -131,22 +132,30 @@ export function createMemberService(db: Db) {
       return toAdminPage(rows, page, toMemberRecord)
     },
 
-    /** Removes the member; their sessions and links go with them (ON DELETE CASCADE). */
-    async remove(memberId: string, by: ChangeAuthor): Promise<void> {
+    /**
+     * Removes the member; their sessions and links go with them (ON DELETE CASCADE), so they
+     * are signed out on their next request. `businessId` scopes the removal (the dashboard:
+     * another business's member is not found); null is the operator's view.
+     */
+    async remove(memberId: string, by: ChangeAuthor, businessId: string | null = null): Promise<MemberRecord> {
       const removed = await db.transaction(async (tx) => {
-        const [deleted] = await tx.delete(members).where(eq(members.id, memberId)).returning()
+        const [deleted] = await tx
+          .delete(members)
+          .where(and(eq(members.id, memberId), businessId ? eq(members.businessId, businessId) : undefined))
+          .returning()
         if (deleted) {
           await recordChange(tx, {
             businessId: deleted.businessId,
             action: 'member.removed',
             by,
-            memberId,
+            memberId: deleted.id,
             changes: { email: { from: deleted.email, to: null }, role: { from: deleted.role, to: null } },
           })
         }
         return deleted
       })
       if (!removed) throw new ApiError('not_found', `No member with id ${memberId}.`)
+      return toMemberRecord(removed)
     },
 
     /** A new one-time link, e.g. for a member who forgot their password. Older links stay valid until used or expired. */
@@ -163,11 +172,7 @@ export function createMemberService(db: Db) {
         .innerJoin(members, eq(members.id, memberSignInLinks.memberId))
         .innerJoin(businesses, eq(businesses.id, members.businessId))
         .where(
-          and(
-            eq(memberSignInLinks.tokenHash, hashToken(token)),
-            isNull(memberSignInLinks.usedAt),
-            gt(memberSignInLinks.expiresAt, now),
-          ),
+          and(eq(memberSignInLinks.tokenHash, hashToken(token)), isNull(memberSignInLinks.usedAt), gt(memberSignInLinks.expiresAt, now)),
         )
       return row ? { ...row.member, businessName: row.businessName } : null
     },
@@ -185,11 +190,7 @@ export function createMemberService(db: Db) {
           .update(memberSignInLinks)
           .set({ usedAt: now })
           .where(
-            and(
-              eq(memberSignInLinks.tokenHash, hashToken(token)),
-              isNull(memberSignInLinks.usedAt),
-              gt(memberSignInLinks.expiresAt, now),
-            ),
+            and(eq(memberSignInLinks.tokenHash, hashToken(token)), isNull(memberSignInLinks.usedAt), gt(memberSignInLinks.expiresAt, now)),
           )
           .returning({ memberId: memberSignInLinks.memberId })
         if (!link) return null
@@ -201,7 +202,10 @@ export function createMemberService(db: Db) {
 
     /** The member whose email and password these are, or null; costs the same either way. */
     async verifyPassword(email: string, password: string): Promise<MemberRow | null> {
-      const [row] = await db.select().from(members).where(eq(members.email, normalizeEmail(email)))
+      const [row] = await db
+        .select()
+        .from(members)
+        .where(eq(members.email, normalizeEmail(email)))
       if (!row?.passwordHash) {
         decoyHash ??= Bun.password.hash(randomToken())
         await Bun.password.verify(password, await decoyHash).catch(() => false)

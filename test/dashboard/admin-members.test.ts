@@ -59,7 +59,9 @@ describe('POST /admin/v0/businesses/:id/members', () => {
     const email = await admin(service, `/businesses/${businessId}/members`, { body: { email: 'not an email', role: 'member' } })
     expect(email.status).toBe(400)
     expect((await errorOf(email)).message).toContain('is not an email address')
-    const short = await admin(service, `/businesses/${businessId}/members`, { body: { email: 'a@example.com', password: 'short', role: 'member' } })
+    const short = await admin(service, `/businesses/${businessId}/members`, {
+      body: { email: 'a@example.com', password: 'short', role: 'member' },
+    })
     expect(short.status).toBe(400)
     expect((await errorOf(short)).message).toContain('password')
     expect(await (await db()).select().from(members)).toHaveLength(0)
@@ -125,5 +127,36 @@ describe('other member routes', () => {
     expect(await (await db()).select().from(members).where(eq(members.id, created.id))).toHaveLength(0)
     const page = await call(service, '/dashboard/settings/developers/api-keys', { headers: { cookie: session.cookie } })
     expect(page.status).toBe(303)
+  })
+})
+
+describe('members in the audit trail (contract section 10)', () => {
+  test('adding and removing a member through the admin API each write one entry, actor admin with the request id; a 409 writes none', async () => {
+    const service = await testService()
+    const businessId = await seedBusiness(service)
+    const added = await admin(service, `/businesses/${businessId}/members`, { body: { email: 'ada@example.com', role: 'member' } })
+    expect(added.status).toBe(201)
+    const { id } = (await added.json()) as { id: string }
+    expect((await admin(service, `/businesses/${businessId}/members`, { body: { email: 'ada@example.com', role: 'owner' } })).status).toBe(
+      409,
+    )
+    const removed = await admin(service, `/members/${id}`, { method: 'DELETE' })
+    expect(removed.status).toBe(204)
+    const trail = await admin(service, `/businesses/${businessId}/audit`)
+    const { data } = (await trail.json()) as { data: { action: string; actor: string; requestId: string; changes: unknown }[] }
+    expect(data).toEqual([
+      expect.objectContaining({
+        action: 'member.removed',
+        actor: 'admin',
+        requestId: removed.headers.get('x-request-id'),
+        changes: { email: { from: 'ada@example.com', to: null }, role: { from: 'member', to: null } },
+      }),
+      expect.objectContaining({
+        action: 'member.created',
+        actor: 'admin',
+        requestId: added.headers.get('x-request-id'),
+        changes: { email: { from: null, to: 'ada@example.com' }, role: { from: null, to: 'member' } },
+      }),
+    ])
   })
 })

@@ -95,11 +95,21 @@ describe.skipIf(chromiumMissing)('the dashboard in a browser', () => {
       await seedKey(service, businessId, { type: 'private', name: 'Order service', scopes: ['ANALYTICS_READ', 'AUDIENCE_PERSON_READ'] })
       const old = await seedKey(service, businessId, { name: 'Old landing page', allowedOrigins: ['acme-outdoor.com'] })
       await service.services.keys.revoke(businessId, old.record.id, TEST_AUTHOR)
-      const staging = await seedKey(service, businessId, { name: 'Staging shop', allowedOrigins: ['staging.acme-outdoor.com'], scopes: ['ANALYTICS_WRITE', 'AUDIENCE_PERSON_WRITE'] })
+      const staging = await seedKey(service, businessId, {
+        name: 'Staging shop',
+        allowedOrigins: ['staging.acme-outdoor.com'],
+        scopes: ['ANALYTICS_WRITE', 'AUDIENCE_PERSON_WRITE'],
+      })
       const db = (await testDatabase()).db
-      await db.update(apiKeys).set({ lastUsedAt: new Date(Date.now() - 3 * 60_000 - 5_000) }).where(eq(apiKeys.id, staging.record.id))
+      await db
+        .update(apiKeys)
+        .set({ lastUsedAt: new Date(Date.now() - 3 * 60_000 - 5_000) })
+        .where(eq(apiKeys.id, staging.record.id))
       const campaign = await seedKey(service, businessId, { name: 'Spring campaign', allowedOrigins: ['spring.acme-outdoor.com'] })
-      await db.update(apiKeys).set({ expiresAt: new Date(Date.now() - 86_400_000) }).where(eq(apiKeys.id, campaign.record.id))
+      await db
+        .update(apiKeys)
+        .set({ expiresAt: new Date(Date.now() - 86_400_000) })
+        .where(eq(apiKeys.id, campaign.record.id))
 
       const page = await newPage()
       await signInAs(page, 'ada@acme.example')
@@ -139,7 +149,11 @@ describe.skipIf(chromiumMissing)('the dashboard in a browser', () => {
       expect(copied).toMatch(/^pk_[A-Za-z0-9]{32}$/)
       expect(await page.getByLabel('Public key').inputValue()).toBe(copied)
       const [stored] = await db.select().from(apiKeys).where(eq(apiKeys.name, 'Marketing site'))
-      expect(stored).toMatchObject({ publicKey: copied, allowedOrigins: ['example.com', `localhost:${site.port}`], scopes: ['ANALYTICS_WRITE', 'BLOG_READ'] })
+      expect(stored).toMatchObject({
+        publicKey: copied,
+        allowedOrigins: ['example.com', `localhost:${site.port}`],
+        scopes: ['ANALYTICS_WRITE', 'BLOG_READ'],
+      })
       expect(await page.getByLabel('Tracking snippet').inputValue()).toBe(
         `<script async src="${dashboard}/sdk/v0.js" data-key="${copied}"></script>`,
       )

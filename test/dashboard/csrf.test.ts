@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'bun:test'
 import { eq } from 'drizzle-orm'
-import { apiKeys, memberSessions } from '../../db/schema/index.ts'
+import { apiKeys, auditEntries, businesses, members, memberSessions } from '../../db/schema/index.ts'
 import { testDatabase } from '../support/database.ts'
 import { seedBusiness, seedKey, testService } from '../support/service.ts'
 import { addMember, cookieFrom, hiddenValue, KEYS, memberOf, PASSWORD, postForm, signIn, signInForm } from './support.ts'
@@ -34,10 +34,15 @@ describe('CSRF protection of dashboard forms', () => {
   test('a post from another site is refused even with the right token', async () => {
     const service = await testService()
     const { session } = await memberOf(service)
-    const response = await postForm(service, KEYS, { ...newKey, csrf: session.csrf }, {
-      cookie: session.cookie,
-      headers: { origin: 'https://evil.example' },
-    })
+    const response = await postForm(
+      service,
+      KEYS,
+      { ...newKey, csrf: session.csrf },
+      {
+        cookie: session.cookie,
+        headers: { origin: 'https://evil.example' },
+      },
+    )
     expect(response.status).toBe(403)
     expect(await response.text()).toContain('https://evil.example')
     expect(await keyCount()).toBe(0)
@@ -46,10 +51,15 @@ describe('CSRF protection of dashboard forms', () => {
   test('a post the browser marks cross-site (no Origin sent) is refused', async () => {
     const service = await testService()
     const { session } = await memberOf(service)
-    const response = await postForm(service, KEYS, { ...newKey, csrf: session.csrf }, {
-      cookie: session.cookie,
-      headers: { origin: '', 'sec-fetch-site': 'cross-site' },
-    })
+    const response = await postForm(
+      service,
+      KEYS,
+      { ...newKey, csrf: session.csrf },
+      {
+        cookie: session.cookie,
+        headers: { origin: '', 'sec-fetch-site': 'cross-site' },
+      },
+    )
     expect(response.status).toBe(403)
     expect(await response.text()).toContain('came from a cross-site page')
     expect(await keyCount()).toBe(0)
@@ -103,5 +113,42 @@ describe('CSRF protection of dashboard forms', () => {
     )
     expect(response.status).toBe(403)
     expect(cookieFrom(response, 'keygate_session')).toBeNull()
+  })
+})
+
+describe("issue 10's forms keep the same CSRF protection", () => {
+  test('roll, allow, remove a scope, identity secret, add and remove a member: without the token, or from another site, 403 and nothing written', async () => {
+    const service = await testService()
+    const { businessId, session } = await memberOf(service)
+    const bo = await addMember(businessId, { email: 'bo@example.com', role: 'member' })
+    const key = await seedKey(service, businessId, { scopes: ['ANALYTICS_WRITE', 'BLOG_READ'] })
+    const db = (await testDatabase()).db
+    const snapshot = async () => ({
+      keys: await db.select().from(apiKeys),
+      trail: (await db.select().from(auditEntries)).length,
+      members: (await db.select().from(members)).length,
+      secret: (await db.select({ s: businesses.identitySecret }).from(businesses)).map((b) => b.s),
+    })
+    const before = await snapshot()
+    const forms: [string, Record<string, string>][] = [
+      [`${KEYS}/${key.record.id}/roll`, { graceSeconds: '0' }],
+      [`${KEYS}/${key.record.id}/allow-origin`, { origin: 'https://shop.example.net' }],
+      [`${KEYS}/${key.record.id}/remove-scope`, { scope: 'BLOG_READ' }],
+      ['/dashboard/settings/business/identity-secret', {}],
+      ['/dashboard/settings/members', { email: 'cy@example.com', role: 'owner' }],
+      [`/dashboard/settings/members/${bo.id}/remove`, {}],
+    ]
+    for (const [path, fields] of forms) {
+      const missing = await postForm(service, path, fields, { cookie: session.cookie })
+      expect({ path, status: missing.status }).toEqual({ path, status: 403 })
+      const crossSite = await postForm(
+        service,
+        path,
+        { ...fields, csrf: session.csrf },
+        { cookie: session.cookie, headers: { origin: 'https://evil.example' } },
+      )
+      expect({ path, status: crossSite.status }).toEqual({ path, status: 403 })
+    }
+    expect(await snapshot()).toEqual(before)
   })
 })

@@ -33,7 +33,10 @@ async function survives(send: () => Promise<Response>): Promise<void> {
 }
 
 function fuzz<T>(arbitrary: fc.Arbitrary<T>, send: (value: T) => Promise<Response>, numRuns = RUNS): Promise<void> {
-  return fc.assert(fc.asyncProperty(arbitrary, (value) => survives(() => send(value))), { numRuns })
+  return fc.assert(
+    fc.asyncProperty(arbitrary, (value) => survives(() => send(value))),
+    { numRuns },
+  )
 }
 
 /** Form fields: each either a plausible value or a hostile one, percent-encoded as sent. */
@@ -73,13 +76,27 @@ describe('hostile dashboard forms: never a 5xx, a refused form writes nothing', 
 
   test('new key', async () => {
     const w = await world()
-    const form = formOf({ csrf: w.session.csrf, name: 'Site', description: 'd', origins: 'example.com', scopes: 'ANALYTICS_WRITE', expiresOn: '2099-01-31' })
+    const form = formOf({
+      csrf: w.session.csrf,
+      name: 'Site',
+      description: 'd',
+      origins: 'example.com',
+      scopes: 'ANALYTICS_WRITE',
+      expiresOn: '2099-01-31',
+    })
     await fuzz(form, (body) => postRaw(w, KEYS, body, w.session.cookie))
   })
 
   test('edit key', async () => {
     const w = await world()
-    const form = formOf({ csrf: w.session.csrf, name: 'Site', description: 'd', origins: 'example.com', scopes: 'ANALYTICS_WRITE', expiresOn: '' })
+    const form = formOf({
+      csrf: w.session.csrf,
+      name: 'Site',
+      description: 'd',
+      origins: 'example.com',
+      scopes: 'ANALYTICS_WRITE',
+      expiresOn: '',
+    })
     await fuzz(form, (body) => postRaw(w, `${KEYS}/${w.keyId}/edit`, body, w.session.cookie))
   })
 
@@ -110,7 +127,13 @@ describe('hostile dashboard query parameters and cookies: never a 5xx', () => {
 
   test('session cookie', async () => {
     const w = await world()
-    const cookieValue = fc.string({ unit: fc.integer({ min: 0x21, max: 0xff }).filter((c) => c !== 0x3b).map((c) => String.fromCharCode(c)), maxLength: 100 })
+    const cookieValue = fc.string({
+      unit: fc
+        .integer({ min: 0x21, max: 0xff })
+        .filter((c) => c !== 0x3b)
+        .map((c) => String.fromCharCode(c)),
+      maxLength: 100,
+    })
     await fuzz(cookieValue, (value) => call(w.service, KEYS, { headers: { cookie: `keygate_session=${value}` } }))
   })
 })

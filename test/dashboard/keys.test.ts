@@ -22,7 +22,12 @@ function create(service: Awaited<ReturnType<typeof testService>>, session: Sessi
   return postForm(service, KEYS, { csrf: session.csrf, ...fields }, { cookie: session.cookie })
 }
 
-const VALID = { name: 'Marketing site', description: 'www and blog', origins: 'Example.com\n\nlocalhost:3000\n', scopes: ['ANALYTICS_WRITE', 'BLOG_READ'] }
+const VALID = {
+  name: 'Marketing site',
+  description: 'www and blog',
+  origins: 'Example.com\n\nlocalhost:3000\n',
+  scopes: ['ANALYTICS_WRITE', 'BLOG_READ'],
+}
 
 describe('the key list', () => {
   test('shows each key with its hint, scopes, origins, expiry, last use, creator and state, never a private key', async () => {
@@ -32,15 +37,35 @@ describe('the key list', () => {
     const priv = await seedKey(service, businessId, { name: 'Backend', type: 'private' })
     const old = await seedKey(service, businessId, { name: 'Old web' })
     const lapsed = await seedKey(service, businessId, { name: 'Lapsed' })
-    await (await db()).update(apiKeys).set({ lastUsedAt: new Date(Date.now() - 3 * 60_000 - 5000) }).where(eq(apiKeys.id, pub.record.id))
-    await (await db()).update(apiKeys).set({ expiresAt: new Date(Date.now() - 60_000) }).where(eq(apiKeys.id, lapsed.record.id))
+    await (await db())
+      .update(apiKeys)
+      .set({ lastUsedAt: new Date(Date.now() - 3 * 60_000 - 5000) })
+      .where(eq(apiKeys.id, pub.record.id))
+    await (await db())
+      .update(apiKeys)
+      .set({ expiresAt: new Date(Date.now() - 60_000) })
+      .where(eq(apiKeys.id, lapsed.record.id))
     await service.services.keys.revoke(businessId, old.record.id, TEST_AUTHOR)
 
     const response = await getPage(service, KEYS, session)
     expect(response.status).toBe(200)
     expect(response.headers.get('cache-control')).toBe('no-store')
     const page = await response.text()
-    for (const text of ['Web', 'Backend', 'Old web', 'Lapsed', pub.record.keyHint, priv.record.keyHint, 'ANALYTICS_WRITE', 'example.com', '3 minutes ago', 'never', 'by test', 'Revoked', 'expired']) {
+    for (const text of [
+      'Web',
+      'Backend',
+      'Old web',
+      'Lapsed',
+      pub.record.keyHint,
+      priv.record.keyHint,
+      'ANALYTICS_WRITE',
+      'example.com',
+      '3 minutes ago',
+      'never',
+      'by test',
+      'Revoked',
+      'expired',
+    ]) {
       expect(page).toContain(text)
     }
     expect(page).not.toContain(priv.key)
@@ -78,7 +103,9 @@ describe('creating a public key', () => {
     const page = await (await getPage(service, response.headers.get('location')!, session)).text()
     expect(page).toContain('Your public key is ready')
     expect(page).toContain(`value="${row.publicKey}"`)
-    expect(page).toContain(`&lt;script async src=&quot;http://localhost/sdk/v0.js&quot; data-key=&quot;${row.publicKey}&quot;&gt;&lt;/script&gt;`)
+    expect(page).toContain(
+      `&lt;script async src=&quot;http://localhost/sdk/v0.js&quot; data-key=&quot;${row.publicKey}&quot;&gt;&lt;/script&gt;`,
+    )
   })
 
   test('the new key works from an allowed origin', async () => {
@@ -162,7 +189,14 @@ describe('editing a key', () => {
     const response = await postForm(
       service,
       `${KEYS}/${record.id}/edit`,
-      { csrf: session.csrf, name: 'Shop', description: 'the shop', origins: 'shop.example.org', scopes: ['FLOW_TRIGGER'], expiresOn: '2099-01-01' },
+      {
+        csrf: session.csrf,
+        name: 'Shop',
+        description: 'the shop',
+        origins: 'shop.example.org',
+        scopes: ['FLOW_TRIGGER'],
+        expiresOn: '2099-01-01',
+      },
       { cookie: session.cookie },
     )
     expect(response.status).toBe(303)
@@ -180,13 +214,28 @@ describe('editing a key', () => {
     const form = await (await getPage(service, `${KEYS}/${record.id}/edit`, session)).text()
     expect(form).toContain('service default: 300 requests per 60 seconds')
     const fields = { csrf: session.csrf, name: 'Web', origins: 'example.com', scopes: 'ANALYTICS_WRITE' }
-    const saved = await postForm(service, `${KEYS}/${record.id}/edit`, { ...fields, rateLimitLimit: '120', rateLimitWindow: '60' }, { cookie: session.cookie })
+    const saved = await postForm(
+      service,
+      `${KEYS}/${record.id}/edit`,
+      { ...fields, rateLimitLimit: '120', rateLimitWindow: '60' },
+      { cookie: session.cookie },
+    )
     expect(saved.status).toBe(303)
     expect(await stored(record.id)).toMatchObject({ rateLimitLimit: 120, rateLimitWindowSeconds: 60 })
-    const half = await postForm(service, `${KEYS}/${record.id}/edit`, { ...fields, rateLimitLimit: '120', rateLimitWindow: '' }, { cookie: session.cookie })
+    const half = await postForm(
+      service,
+      `${KEYS}/${record.id}/edit`,
+      { ...fields, rateLimitLimit: '120', rateLimitWindow: '' },
+      { cookie: session.cookie },
+    )
     expect(half.status).toBe(400)
     expect(await half.text()).toContain('Enter whole numbers for both the requests and the seconds')
-    const cleared = await postForm(service, `${KEYS}/${record.id}/edit`, { ...fields, rateLimitLimit: '', rateLimitWindow: '' }, { cookie: session.cookie })
+    const cleared = await postForm(
+      service,
+      `${KEYS}/${record.id}/edit`,
+      { ...fields, rateLimitLimit: '', rateLimitWindow: '' },
+      { cookie: session.cookie },
+    )
     expect(cleared.status).toBe(303)
     expect(await stored(record.id)).toMatchObject({ rateLimitLimit: null, rateLimitWindowSeconds: null })
   })
@@ -216,7 +265,9 @@ describe('editing a key', () => {
       { cookie: session.cookie },
     )
     expect(response.status).toBe(400)
-    expect(await response.text()).toContain('&quot;example.com:8080&quot; has a port but no scheme; write &quot;https://example.com:8080&quot;')
+    expect(await response.text()).toContain(
+      '&quot;example.com:8080&quot; has a port but no scheme; write &quot;https://example.com:8080&quot;',
+    )
     expect((await stored(record.id)).allowedOrigins).toEqual(['example.com'])
   })
 
@@ -266,7 +317,9 @@ describe('the origin tester', () => {
     const service = await testService()
     const { businessId, session } = await memberOf(service)
     const { record } = await seedKey(service, businessId, { allowedOrigins: ['example.com', 'localhost:3000'] })
-    const page = await (await getPage(service, `${KEYS}/${record.id}?origin=${encodeURIComponent('https://shop.example.com')}`, session)).text()
+    const page = await (
+      await getPage(service, `${KEYS}/${record.id}?origin=${encodeURIComponent('https://shop.example.com')}`, session)
+    ).text()
     expect(page).toContain('<strong>Accepted.</strong> The entry <code>example.com</code> matches <code>https://shop.example.com</code>')
   })
 

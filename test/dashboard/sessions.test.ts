@@ -7,18 +7,7 @@ import { SESSION_IDLE_MS } from '../../src/dashboard/sessions.ts'
 import { hashToken } from '../../src/access/secrets.ts'
 import { testDatabase } from '../support/database.ts'
 import { TEST_AUTHOR, call, seedBusiness, testService } from '../support/service.ts'
-import {
-  addMember,
-  cookieFrom,
-  getPage,
-  hiddenValue,
-  KEYS,
-  PASSWORD,
-  postForm,
-  setCookieHeader,
-  signIn,
-  trySignIn,
-} from './support.ts'
+import { addMember, cookieFrom, getPage, hiddenValue, KEYS, PASSWORD, postForm, setCookieHeader, signIn, trySignIn } from './support.ts'
 
 const db = async () => (await testDatabase()).db
 
@@ -128,7 +117,10 @@ describe('dashboard sign-in', () => {
     const service = await testService()
     const member = await addMember(await seedBusiness(service))
     const session = await signIn(service)
-    await (await db()).update(memberSessions).set({ expiresAt: new Date(Date.now() - 1000) }).where(eq(memberSessions.memberId, member.id))
+    await (await db())
+      .update(memberSessions)
+      .set({ expiresAt: new Date(Date.now() - 1000) })
+      .where(eq(memberSessions.memberId, member.id))
     const response = await getPage(service, KEYS, session)
     expect(response.status).toBe(303)
     expect(response.headers.get('location')).toStartWith('/dashboard/sign-in')
@@ -174,14 +166,21 @@ describe('one-time sign-in links', () => {
   test('a link works once', async () => {
     const { service, token } = await memberWithLink()
     await postForm(service, '/dashboard/sign-in/link', { token, password: PASSWORD, confirm: PASSWORD })
-    const again = await postForm(service, '/dashboard/sign-in/link', { token, password: 'another long password', confirm: 'another long password' })
+    const again = await postForm(service, '/dashboard/sign-in/link', {
+      token,
+      password: 'another long password',
+      confirm: 'another long password',
+    })
     expect(again.status).toBe(410)
     expect((await call(service, `/dashboard/sign-in/link?token=${token}`)).status).toBe(410)
   })
 
   test('an expired link is refused', async () => {
     const { service, member, token } = await memberWithLink()
-    await (await db()).update(memberSignInLinks).set({ expiresAt: new Date(Date.now() - 1000) }).where(eq(memberSignInLinks.memberId, member.id))
+    await (await db())
+      .update(memberSignInLinks)
+      .set({ expiresAt: new Date(Date.now() - 1000) })
+      .where(eq(memberSignInLinks.memberId, member.id))
     expect((await call(service, `/dashboard/sign-in/link?token=${token}`)).status).toBe(410)
   })
 

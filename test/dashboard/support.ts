@@ -12,16 +12,17 @@ export interface Session {
   csrf: string
 }
 
-export async function addMember(
-  businessId: string,
-  options: { email?: string; password?: string; role?: MemberRole } = {},
-) {
+export async function addMember(businessId: string, options: { email?: string; password?: string; role?: MemberRole } = {}) {
   const members = createMemberService((await testDatabase()).db)
-  const created = await members.create(businessId, {
-    email: options.email ?? 'ada@example.com',
-    password: options.password ?? PASSWORD,
-    role: options.role ?? 'owner',
-  }, TEST_AUTHOR)
+  const created = await members.create(
+    businessId,
+    {
+      email: options.email ?? 'ada@example.com',
+      password: options.password ?? PASSWORD,
+      role: options.role ?? 'owner',
+    },
+    TEST_AUTHOR,
+  )
   return created.member
 }
 

@@ -71,7 +71,9 @@ describe('the throttle under concurrent guesses', () => {
     await addMember(await seedBusiness(await testService({ clientAddress: behindTrustedProxy })))
     const service = await testService({ clientAddress: behindTrustedProxy })
     const answers = await Promise.all(
-      Array.from({ length: 40 }, (_, i) => trySignIn(service, 'ada@example.com', `${WRONG} ${i}`, { 'x-forwarded-for': `203.0.113.${i + 1}` })),
+      Array.from({ length: 40 }, (_, i) =>
+        trySignIn(service, 'ada@example.com', `${WRONG} ${i}`, { 'x-forwarded-for': `203.0.113.${i + 1}` }),
+      ),
     )
     const statuses = answers.map((a) => a.status)
     // 401 is an attempt whose password was checked; each holds one counted row.

@@ -3,7 +3,7 @@ import type { AccessContext } from '../../access/plugin.ts'
 import type { RouteAccess } from '../../access/scopes.ts'
 import { isDatabaseUnavailable } from '../../../db/faults.ts'
 import type { AreaDeps } from '../deps.ts'
-import { decodePosition, pageSize, } from '../shared/paging.ts'
+import { decodePosition, pageSize } from '../shared/paging.ts'
 import {
   assertJsonSize,
   assertStorable,

@@ -1,0 +1,116 @@
+import type { AuditEntryRow, FieldChanges } from '../audit/trail.ts'
+import type { KeyRecord } from '../keys/service.ts'
+import { formatDateTime, relativeTime } from './format.ts'
+import { html, type Html } from './html.ts'
+import type { SignedIn } from './sessions.ts'
+import { keyCrumbs, KEYS_PATH, layout, type Crumb } from './views.ts'
+
+export const AUDIT_PATH = '/dashboard/settings/audit'
+
+const ACTIONS: Record<AuditEntryRow['action'], string> = {
+  'key.created': 'Key created',
+  'key.updated': 'Key changed',
+  'key.revoked': 'Key revoked',
+  'key.rolled': 'Key rolled',
+  'member.created': 'Member added',
+  'member.removed': 'Member removed',
+}
+
+const FIELDS: Record<string, string> = {
+  type: 'Type',
+  name: 'Name',
+  description: 'Description',
+  allowedOrigins: 'Allowed origins',
+  scopes: 'Scopes',
+  expiresAt: 'Expires',
+  rateLimit: 'Rate limit',
+  originPolicy: 'Origin policy',
+  replacedBy: 'Replaced by',
+  rolledFrom: 'Rolled from',
+  revokedAt: 'Revoked',
+  email: 'Email',
+  role: 'Role',
+}
+
+const ISO_INSTANT = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$/
+
+export function actorText(actor: string): string {
+  if (actor === 'admin') return 'an operator (admin API)'
+  return actor.startsWith('member:') ? actor.slice('member:'.length) : actor
+}
+
+/** A value of a change as a member reads it: lists, limits and times spelled out; nothing is "null". */
+function value(field: string, v: unknown, keys: Map<string, KeyRecord>): Html {
+  if (v === null || v === undefined || (Array.isArray(v) && v.length === 0)) return html`<span class="muted">none</span>`
+  if (Array.isArray(v)) return html`${v.map((item, i) => html`${i > 0 ? ' ' : ''}<code>${String(item)}</code>`)}`
+  if (field === 'rateLimit' && typeof v === 'object') {
+    const { limit, windowSeconds } = v as { limit: number; windowSeconds: number }
+    return html`${limit} per ${windowSeconds} s`
+  }
+  if ((field === 'replacedBy' || field === 'rolledFrom') && typeof v === 'string') {
+    const key = keys.get(v)
+    return html`<a href="${KEYS_PATH}/${v}">${key ? html`${key.name} <code>${key.keyHint}</code>` : 'a key'}</a>`
+  }
+  if (typeof v === 'string' && ISO_INSTANT.test(v)) return html`<time datetime="${v}">${formatDateTime(new Date(v))}</time>`
+  if (typeof v === 'string') return html`<code>${v}</code>`
+  return html`<code>${JSON.stringify(v)}</code>`
+}
+
+function changesTable(entry: AuditEntryRow, keys: Map<string, KeyRecord>): Html {
+  const changes = entry.changes as FieldChanges
+  const fields = Object.keys(changes)
+  if (fields.length === 0) return html``
+  const created = entry.action === 'key.created' || entry.action === 'member.created'
+  return html`<table class="changes">
+  <tbody>${fields.map((field) => {
+    const { from, to } = changes[field]!
+    return html`<tr><th scope="row">${FIELDS[field] ?? field}</th><td>${created ? null : html`<span class="from">${value(field, from, keys)}</span> <span class="arrow" aria-label="to">→</span> `}<span class="to">${value(field, to, keys)}</span></td></tr>`
+  })}</tbody>
+</table>`
+}
+
+/** The trail, newest first: when, who, what, and each changed field from → to. */
+export function auditList(entries: AuditEntryRow[], keys: Map<string, KeyRecord>, now: Date, showKey: boolean): Html {
+  if (entries.length === 0) return html`<p class="muted">No changes recorded yet.</p>`
+  return html`<ol class="trail">${entries.map((entry) => {
+    const key = entry.keyId ? keys.get(entry.keyId) : undefined
+    return html`<li class="entry" data-action="${entry.action}">
+  <div class="entry-head">
+    <strong>${ACTIONS[entry.action]}</strong>
+    ${showKey && entry.keyId ? html`<a href="${KEYS_PATH}/${entry.keyId}">${key ? html`${key.name} <code>${key.keyHint}</code>` : 'a key'}</a>` : null}
+    <span class="muted">by ${actorText(entry.actor)}</span>
+    <time datetime="${entry.at.toISOString()}" title="${formatDateTime(entry.at)}" class="muted small">${relativeTime(entry.at, now)} · ${formatDateTime(entry.at)}</time>
+  </div>
+  ${changesTable(entry, keys)}
+</li>`
+  })}</ol>`
+}
+
+export function auditPage(
+  who: SignedIn,
+  view: { entries: AuditEntryRow[]; keys: Map<string, KeyRecord>; now: Date; next: string | null; key?: KeyRecord; first: boolean },
+): Html {
+  const self = view.key ? `${KEYS_PATH}/${view.key.id}/audit` : AUDIT_PATH
+  const crumbs: Crumb[] = view.key
+    ? keyCrumbs({ label: view.key.name, href: `${KEYS_PATH}/${view.key.id}` }, { label: 'Audit trail' })
+    : [{ label: 'Settings' }, { label: 'Business' }, { label: 'Audit trail', href: AUDIT_PATH }]
+  return layout({
+    title: view.key ? `Audit trail of ${view.key.name}` : 'Audit trail',
+    who,
+    crumbs,
+    content: html`<h1>${view.key ? html`Audit trail of <q>${view.key.name}</q>` : 'Audit trail'}</h1>
+<p class="lead">Every change to ${view.key ? 'this key' : html`the keys and members of ${who.businessName}`}, newest first: who made it, when,
+and each changed field from its old value to its new one. Entries cannot be changed or deleted.</p>
+<section class="panel">${auditList(view.entries, view.keys, view.now, !view.key)}</section>
+<p class="button-row">${view.first ? null : html`<a class="button" href="${self}">Newest</a>`}${view.next ? html`<a class="button" href="${self}?cursor=${view.next}">Older</a>` : null}</p>`,
+  })
+}
+
+/** The last few changes of a key, on its page. */
+export function keyTrailPanel(key: KeyRecord, entries: AuditEntryRow[], keys: Map<string, KeyRecord>, now: Date, more: boolean): Html {
+  return html`<section class="panel" aria-labelledby="trail-heading" id="trail">
+  <h2 id="trail-heading">Changes</h2>
+  ${auditList(entries, keys, now, false)}
+  ${more ? html`<p><a href="${KEYS_PATH}/${key.id}/audit">The whole trail of this key</a></p>` : null}
+</section>`
+}

@@ -1,0 +1,75 @@
+import { html, type Html } from './html.ts'
+import type { SignedIn } from './sessions.ts'
+import { csrfField, layout } from './views.ts'
+
+export const BUSINESS_PATH = '/dashboard/settings/business'
+
+const NODE_EXAMPLE = `import { createHmac } from 'node:crypto'
+// user.id as your page sends it in externalId (or the lower-cased email)
+const identityHash = createHmac('sha256', process.env.KEYGATE_IDENTITY_SECRET)
+  .update(user.id).digest('hex')`
+
+/**
+ * The business's settings: the identity secret (contract section 12). The secret is shown
+ * once, in the answer that sets it; afterwards the page only says whether one is set.
+ */
+export function businessPage(who: SignedIn, view: { hasSecret: boolean; secret?: string; flash?: Html }): Html {
+  const owner = who.role === 'owner'
+  return layout({
+    title: 'Business settings',
+    who,
+    crumbs: [{ label: 'Settings' }, { label: 'Business' }, { label: 'Identity secret', href: BUSINESS_PATH }],
+    content: html`<h1>Identity secret</h1>
+<p class="lead">Your servers sign each signed-in person's identifier with this secret; pages send that
+<code>identityHash</code> with the person, and only then may a public key update a stored person
+(or, once a secret is set, remove one from a list).</p>
+${view.flash ?? null}
+${
+  view.secret
+    ? html`<section class="panel warning" aria-labelledby="secret-heading" id="new-secret">
+  <h2 id="secret-heading">Your new identity secret</h2>
+  <p><strong>Copy it now: it is shown only this once.</strong> Store it on your servers (an environment variable,
+  e.g. <code>KEYGATE_IDENTITY_SECRET</code>), never in a page.</p>
+  <label for="secret-value" class="visually-hidden">Identity secret</label>
+  <div class="copy-row">
+    <input id="secret-value" type="text" readonly value="${view.secret}" spellcheck="false" autocomplete="off">
+    <button type="button" class="button" data-copy="secret-value">Copy secret</button>
+  </div>
+  <p class="copy-status" role="status" aria-live="polite"></p>
+</section>`
+    : null
+}
+<section class="panel" aria-labelledby="status-heading">
+  <h2 id="status-heading">Status</h2>
+  <p id="secret-status">${
+    view.hasSecret
+      ? html`<span class="badge active">Set</span> ${who.businessName} has an identity secret. It is not shown again; rotate it to get a new one.`
+      : html`<span class="badge expired">Not set</span> Public keys of ${who.businessName} create people but never change stored ones.`
+  }</p>
+  ${
+    owner
+      ? html`<details class="allow">
+    <summary class="button${view.hasSecret ? '' : ' primary'}">${view.hasSecret ? 'Rotate the secret' : 'Set a secret'}</summary>
+    <div class="allow-preview">
+      <p>${
+        view.hasSecret
+          ? 'The current secret stops working at once: hashes your servers compute with it no longer verify until they use the new one.'
+          : 'A new secret is made and shown once. From then on, public-key removals from lists need a valid hash too.'
+      }</p>
+      <form method="post" action="${BUSINESS_PATH}/identity-secret">
+        ${csrfField(who)}
+        <button type="submit" class="button ${view.hasSecret ? 'danger' : 'primary'} small">${view.hasSecret ? 'Confirm: rotate the secret' : 'Confirm: set a secret'}</button>
+      </form>
+    </div>
+  </details>`
+      : html`<p class="muted">Only owners of the business set or rotate the secret.</p>`
+  }
+</section>
+<section class="panel" aria-labelledby="how-heading">
+  <h2 id="how-heading">Computing the hash on your server</h2>
+  <p class="hint">The lower-case hex HMAC-SHA256 of the person's <code>externalId</code> (or, without one, their lower-cased email):</p>
+  <pre class="code"><code>${NODE_EXAMPLE}</code></pre>
+  <p class="hint">Then, in the page: <code>keygate.identify({ externalId: user.id, identityHash })</code>.</p>
+</section>`,
+  })
+}

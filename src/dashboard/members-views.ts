@@ -1,0 +1,100 @@
+import type { MemberRecord, MemberRole } from '../members/service.ts'
+import { formatDate, formatDateTime } from './format.ts'
+import { html, type Html } from './html.ts'
+import type { SignedIn } from './sessions.ts'
+import { csrfField, layout } from './views.ts'
+
+export const MEMBERS_PATH = '/dashboard/settings/members'
+
+export interface AddMemberForm {
+  email: string
+  role: MemberRole
+  error?: string
+}
+
+/** The business's members; owners add (with a one-time sign-in link) and remove them. */
+export function membersPage(
+  who: SignedIn,
+  view: { members: MemberRecord[]; form?: AddMemberForm; link?: { email: string; url: string; expiresAt: Date }; flash?: Html },
+): Html {
+  const owner = who.role === 'owner'
+  const form = view.form ?? { email: '', role: 'member' }
+  return layout({
+    title: 'Members',
+    who,
+    crumbs: [{ label: 'Settings' }, { label: 'Business' }, { label: 'Members', href: MEMBERS_PATH }],
+    content: html`<h1>Members</h1>
+<p class="lead">People who sign in to manage ${who.businessName}'s keys. Members and owners create, edit, roll and revoke keys;
+owners also add and remove members and set the identity secret.</p>
+${view.flash ?? null}
+${
+  view.link
+    ? html`<section class="panel warning" aria-labelledby="link-heading" id="new-link">
+  <h2 id="link-heading">Send ${view.link.email} their sign-in link</h2>
+  <p><strong>Copy it now: it is shown only this once.</strong> It works once, until ${formatDateTime(view.link.expiresAt)};
+  on it they choose a password. Send it by a channel you trust.</p>
+  <label for="link-value" class="visually-hidden">Sign-in link</label>
+  <div class="copy-row">
+    <input id="link-value" type="text" readonly value="${view.link.url}" spellcheck="false" autocomplete="off">
+    <button type="button" class="button" data-copy="link-value">Copy link</button>
+  </div>
+  <p class="copy-status" role="status" aria-live="polite"></p>
+</section>`
+    : null
+}
+<div class="table-wrap" role="region" aria-labelledby="members-caption" tabindex="0">
+<table class="keys">
+  <caption id="members-caption" class="visually-hidden">Members of ${who.businessName}</caption>
+  <thead><tr><th scope="col">Email</th><th scope="col">Role</th><th scope="col">Password</th><th scope="col">Added</th>${owner ? html`<th scope="col"><span class="visually-hidden">Action</span></th>` : null}</tr></thead>
+  <tbody>${view.members.map(
+    (m) => html`<tr data-member-id="${m.id}">
+    <th scope="row">${m.email}${m.id === who.memberId ? html` <span class="muted small">(you)</span>` : null}</th>
+    <td><span class="badge ${m.role === 'owner' ? 'private' : 'public'}">${m.role}</span></td>
+    <td>${m.passwordSet ? 'set' : html`<span class="muted">not yet: invited</span>`}</td>
+    <td class="dates"><time datetime="${m.createdAt}">${formatDate(new Date(m.createdAt))}</time></td>
+    ${
+      owner
+        ? html`<td>${
+            m.id === who.memberId
+              ? html`<span class="muted small">Another owner can remove you.</span>`
+              : html`<details class="allow">
+      <summary class="button small">Remove<span class="visually-hidden"> ${m.email}</span></summary>
+      <div class="allow-preview">
+        <p>${m.email} is signed out at once and can no longer sign in to ${who.businessName}. Their keys' changes stay in the audit trail.</p>
+        <form method="post" action="${MEMBERS_PATH}/${m.id}/remove">
+          ${csrfField(who)}
+          <button type="submit" class="button danger small">Confirm: remove ${m.email}</button>
+        </form>
+      </div>
+    </details>`
+          }</td>`
+        : null
+    }
+  </tr>`,
+  )}</tbody>
+</table>
+</div>
+${
+  owner
+    ? html`<form method="post" action="${MEMBERS_PATH}" class="stack key-form add-member" novalidate>
+  <h2>Add a member</h2>
+  ${csrfField(who)}
+  ${form.error ? html`<div class="alert error" role="alert" id="member-error">${form.error}</div>` : null}
+  <div class="field${form.error ? ' has-error' : ''}">
+    <label for="member-email">Email</label>
+    <input id="member-email" name="email" type="email" required maxlength="254" value="${form.email}" autocomplete="off"${form.error ? html` aria-invalid="true" aria-describedby="member-error"` : null}>
+  </div>
+  <fieldset class="field">
+    <legend>Role</legend>
+    <div class="checkbox"><input type="radio" id="role-member" name="role" value="member"${form.role === 'member' ? html` checked` : null}>
+      <label for="role-member">Member <span class="muted">— manages keys</span></label></div>
+    <div class="checkbox"><input type="radio" id="role-owner" name="role" value="owner"${form.role === 'owner' ? html` checked` : null}>
+      <label for="role-owner">Owner <span class="muted">— also manages members and the identity secret</span></label></div>
+  </fieldset>
+  <p class="hint">They get a one-time sign-in link, shown here once, on which they choose a password.</p>
+  <div class="button-row"><button type="submit" class="button primary">Add member</button></div>
+</form>`
+    : html`<p class="muted">Only owners add and remove members.</p>`
+}`,
+  })
+}

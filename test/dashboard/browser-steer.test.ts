@@ -1,0 +1,359 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { mkdirSync, mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { eq } from 'drizzle-orm'
+import type { Browser, Page } from 'playwright-core'
+import { chromiumMissing, launchChromium } from '../support/chromium.ts'
+import { apiKeys, businesses, keyScopeUses } from '../../db/schema/index.ts'
+import type { Service } from '../../src/app.ts'
+import { testDatabase } from '../support/database.ts'
+import { call, seedBusiness, seedKey, testService } from '../support/service.ts'
+import { addMember, KEYS, PASSWORD } from './support.ts'
+
+/**
+ * Issue 10's dashboard views in a real headless Chromium against a loopback server: roll,
+ * usage chart, allowing a refused origin, removing an unused scope, the audit trail,
+ * report-only, the identity secret, the first-request panel and members.
+ */
+
+// As in browser.test.ts: `SCREENSHOTS=docs` refreshes the docs' screenshots.
+const SCREENSHOTS =
+  process.env.SCREENSHOTS === 'docs'
+    ? fileURLToPath(new URL('../../docs/screenshots/', import.meta.url))
+    : `${mkdtempSync(join(tmpdir(), 'keygate-screenshots-'))}/`
+const E2E_TIMEOUT = 120_000
+
+let service: Service
+let browser: Browser
+let dashboard: string
+
+beforeAll(async () => {
+  if (chromiumMissing) return
+  service = await testService()
+  service.app.listen({ port: 0, hostname: '127.0.0.1' })
+  dashboard = `http://localhost:${service.app.server!.port}`
+  browser = await launchChromium(30_000)
+  mkdirSync(SCREENSHOTS, { recursive: true })
+})
+
+afterAll(async () => {
+  await browser?.close().catch(() => {})
+  await service?.app.stop(true)
+  await service?.drain()
+})
+
+async function newPage(): Promise<Page> {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 860 } })
+  context.setDefaultTimeout(15_000)
+  return context.newPage()
+}
+
+async function signInAs(page: Page, email: string) {
+  await page.goto(`${dashboard}/dashboard`)
+  await page.getByLabel('Email').fill(email)
+  await page.getByLabel('Password').fill(PASSWORD)
+  await page.getByRole('button', { name: 'Sign in' }).click()
+  await page.waitForURL(`${dashboard}${KEYS}`)
+}
+
+const db = async () => (await testDatabase()).db
+
+describe.skipIf(chromiumMissing)('steering keys in a browser', () => {
+  test(
+    'a member rolls a public key with a day of grace; the old key says what replaced it and until when',
+    async () => {
+      const businessId = await seedBusiness(service, 'Acme Outdoor')
+      await addMember(businessId, { email: 'ada@acme.example' })
+      const old = await seedKey(service, businessId, { name: 'Marketing site', allowedOrigins: ['acme-outdoor.com'] })
+      await (await db())
+        .update(apiKeys)
+        .set({ lastUsedAt: new Date(Date.now() - 7 * 60_000) })
+        .where(eq(apiKeys.id, old.record.id))
+
+      const page = await newPage()
+      await signInAs(page, 'ada@acme.example')
+      await page.getByRole('link', { name: 'Marketing site', exact: true }).click()
+      await page.getByRole('link', { name: 'Roll key' }).click()
+      await page.waitForURL(/\/roll$/)
+      expect(await page.getByLabel(/24 hours/).isChecked()).toBe(true)
+      await page.getByLabel(/^7 days/).check()
+      await page.screenshot({ path: `${SCREENSHOTS}roll-key.png`, fullPage: true })
+      await page.getByRole('button', { name: 'Roll key' }).click()
+      await page.waitForURL(/\?rolled=1$/)
+
+      const [fresh] = await (await db()).select().from(apiKeys).where(eq(apiKeys.rolledFrom, old.record.id))
+      expect(await page.getByLabel('Public key').inputValue()).toBe(fresh!.publicKey!)
+      expect(await page.getByRole('status').first().textContent()).toContain('This is the new key')
+      await page.screenshot({ path: `${SCREENSHOTS}rolled-key.png`, fullPage: true })
+
+      await page
+        .locator('dd')
+        .getByRole('link', { name: `Marketing site ${old.record.keyHint}` })
+        .click()
+      await page.waitForURL(`${dashboard}${KEYS}/${old.record.id}`)
+      const notice = await page.locator('#replaced-notice').textContent()
+      expect(notice).toContain('Replaced by Marketing site')
+      expect(notice).toContain('It keeps working until')
+      expect(notice).toContain('(in 1 week)')
+      expect(notice).toContain('(7 minutes ago)')
+      expect(await page.getByLabel('Public key').count()).toBe(0)
+      await page.screenshot({ path: `${SCREENSHOTS}replaced-key.png`, fullPage: true })
+
+      await page.goto(`${dashboard}${KEYS}`)
+      await page
+        .getByRole('link', { name: /^Replaced/ })
+        .first()
+        .click()
+      await page.waitForURL(`${dashboard}${KEYS}?show=replaced`)
+      expect(await page.locator('tbody tr').count()).toBe(1)
+      await page.screenshot({ path: `${SCREENSHOTS}api-keys-replaced.png`, fullPage: true })
+      await page.context().close()
+    },
+    E2E_TIMEOUT,
+  )
+
+  test(
+    'a member reads the usage chart and allows a refused origin after previewing the list',
+    async () => {
+      const businessId = await seedBusiness(service, 'Acme Outdoor')
+      await addMember(businessId, { email: 'bo@acme.example', role: 'member' })
+      const site = await seedKey(service, businessId, {
+        name: 'Web shop',
+        allowedOrigins: ['acme-outdoor.com'],
+        scopes: ['ANALYTICS_WRITE', 'AUDIENCE_PERSON_WRITE'],
+      })
+      for (let i = 0; i < 14; i++) await call(service, '/api/v0/whoami', { key: site.key, origin: 'https://www.acme-outdoor.com' })
+      for (let i = 0; i < 5; i++) await call(service, '/api/v0/whoami', { key: site.key, origin: 'https://checkout.acme-pay.com:8443' })
+      await call(service, '/api/v0/whoami', { key: site.key, origin: 'https://scraper.example.org' })
+      await service.services.usage.flush()
+
+      const page = await newPage()
+      await signInAs(page, 'bo@acme.example')
+      await page.goto(`${dashboard}${KEYS}/${site.record.id}`)
+      expect(await page.locator('#usage-totals').textContent()).toMatch(/Accepted 14\s+Refused 6/)
+      expect(await page.locator('svg.chart .bar').count()).toBe(24)
+      // The current hour's bar holds both colours.
+      expect(await page.locator('svg.chart .bar').last().locator('rect[fill="#2f6fdb"]').count()).toBe(1)
+      expect(await page.locator('svg.chart .bar').last().locator('rect[fill="#c8372d"]').count()).toBe(1)
+      await page.locator('#usage').screenshot({ path: `${SCREENSHOTS}key-usage.png` })
+
+      await page.locator('summary', { hasText: 'Allow https://checkout.acme-pay.com:8443' }).click()
+      const preview = page.locator('.allow-preview').first()
+      await preview.waitFor()
+      expect(await preview.locator('li').allTextContents()).toEqual(['acme-outdoor.com', 'https://checkout.acme-pay.com:8443 new'])
+      await page.locator('#refused-origins').screenshot({ path: `${SCREENSHOTS}allow-origin.png` })
+      await preview.getByRole('button', { name: 'Confirm: allow https://checkout.acme-pay.com:8443' }).click()
+      await page.waitForURL(/\?allowed=/)
+      expect(await page.getByRole('status').first().textContent()).toContain(
+        'Added https://checkout.acme-pay.com:8443 to the allowed origins',
+      )
+      const [row] = await (await db()).select().from(apiKeys).where(eq(apiKeys.id, site.record.id))
+      expect(row!.allowedOrigins).toEqual(['acme-outdoor.com', 'https://checkout.acme-pay.com:8443'])
+      expect((await call(service, '/api/v0/whoami', { key: site.key, origin: 'https://checkout.acme-pay.com:8443' })).status).toBe(200)
+      await page.context().close()
+    },
+    E2E_TIMEOUT,
+  )
+
+  test(
+    'a member removes a scope unused for 30 days, after seeing the scopes it leaves',
+    async () => {
+      const businessId = await seedBusiness(service, 'Acme Outdoor')
+      await addMember(businessId, { email: 'cy@acme.example', role: 'member' })
+      const site = await seedKey(service, businessId, {
+        name: 'Blog widget',
+        allowedOrigins: ['acme-outdoor.com'],
+        scopes: ['ANALYTICS_WRITE', 'BLOG_READ', 'FLOW_TRIGGER'],
+      })
+      for (let i = 0; i < 3; i++)
+        await call(service, '/api/v0/analytics', { key: site.key, origin: 'https://acme-outdoor.com', body: { eventType: 'page_view' } })
+      await service.services.usage.flush()
+      // A key of two months, whose blog scope was last used 45 days ago.
+      await (await db())
+        .update(apiKeys)
+        .set({ createdAt: new Date(Date.now() - 60 * 86_400_000) })
+        .where(eq(apiKeys.id, site.record.id))
+      await (await db())
+        .insert(keyScopeUses)
+        .values({ keyId: site.record.id, scope: 'BLOG_READ', lastUsedAt: new Date(Date.now() - 45 * 86_400_000) })
+
+      const page = await newPage()
+      await signInAs(page, 'cy@acme.example')
+      await page.goto(`${dashboard}${KEYS}/${site.record.id}`)
+      const panel = page.locator('#scopes')
+      expect(await panel.locator('tr.unused th code').allTextContents()).toEqual(['BLOG_READ', 'FLOW_TRIGGER'])
+      await panel.locator('summary', { hasText: 'Remove FLOW_TRIGGER' }).click()
+      const preview = panel.locator('details[open] .allow-preview')
+      expect(await preview.locator('li.removed').textContent()).toContain('FLOW_TRIGGER')
+      await panel.screenshot({ path: `${SCREENSHOTS}unused-scopes.png` })
+      await preview.getByRole('button', { name: 'Confirm: remove FLOW_TRIGGER' }).click()
+      await page.waitForURL(/\?removed=FLOW_TRIGGER/)
+      expect(await page.getByRole('status').first().textContent()).toContain('Removed FLOW_TRIGGER')
+      const [row] = await (await db()).select().from(apiKeys).where(eq(apiKeys.id, site.record.id))
+      expect(row!.scopes).toEqual(['ANALYTICS_WRITE', 'BLOG_READ'])
+      await page.context().close()
+    },
+    E2E_TIMEOUT,
+  )
+
+  test(
+    'a member reads the audit trail of the business and of one key, newest first, fields from -> to',
+    async () => {
+      const businessId = await seedBusiness(service, 'Acme Outdoor')
+      await addMember(businessId, { email: 'di@acme.example', role: 'member' })
+      const site = await seedKey(service, businessId, {
+        name: 'Checkout',
+        allowedOrigins: ['acme-outdoor.com'],
+        scopes: ['ANALYTICS_WRITE', 'FLOW_TRIGGER'],
+      })
+      const keys = service.services.keys
+      await keys.update(
+        businessId,
+        site.record.id,
+        { allowedOrigins: ['acme-outdoor.com', 'https://pay.acme-outdoor.com:8443'], rateLimit: { limit: 120, windowSeconds: 60 } },
+        { actor: 'member:ann@acme.example' },
+      )
+      await keys.update(businessId, site.record.id, { scopes: ['ANALYTICS_WRITE'] }, { actor: 'admin' })
+
+      const page = await newPage()
+      await signInAs(page, 'di@acme.example')
+      await page.getByRole('link', { name: 'Audit trail' }).click()
+      await page.waitForURL(`${dashboard}/dashboard/settings/audit`)
+      const entries = page.locator('li.entry')
+      // Three key entries, then di's own addition to the business (by the operator).
+      expect(await entries.count()).toBe(4)
+      expect(await entries.last().textContent()).toContain('Member added')
+      expect(await entries.first().locator('.entry-head').textContent()).toContain('by an operator (admin API)')
+      expect(await entries.nth(1).locator('table.changes').textContent()).toMatch(/Rate limit\s*none\s*→\s*120 per 60 s/)
+      await page.screenshot({ path: `${SCREENSHOTS}audit-trail.png`, fullPage: true })
+
+      await entries
+        .first()
+        .getByRole('link', { name: /Checkout/ })
+        .click()
+      await page.waitForURL(`${dashboard}${KEYS}/${site.record.id}`)
+      expect(await page.locator('#trail li.entry').count()).toBe(3)
+      await page.context().close()
+    },
+    E2E_TIMEOUT,
+  )
+
+  test(
+    'a member turns report-only on in the key form and the key page carries the banner',
+    async () => {
+      const businessId = await seedBusiness(service, 'Acme Outdoor')
+      await addMember(businessId, { email: 'ed@acme.example', role: 'member' })
+      const site = await seedKey(service, businessId, { name: 'New landing page', allowedOrigins: ['acme-outdoor.com'] })
+
+      const page = await newPage()
+      await signInAs(page, 'ed@acme.example')
+      await page.goto(`${dashboard}${KEYS}/${site.record.id}/edit`)
+      await page.getByLabel('Report only: log refused origins, do not refuse them').check()
+      await page.getByRole('button', { name: 'Save changes' }).click()
+      await page.waitForURL(/\?saved=1$/)
+      expect(await page.locator('#report-only-banner').textContent()).toContain('Report only.')
+      expect((await call(service, '/api/v0/whoami', { key: site.key, origin: 'https://preview.acme-cdn.net' })).status).toBe(200)
+      await page.screenshot({ path: `${SCREENSHOTS}report-only.png` })
+      await page.context().close()
+    },
+    E2E_TIMEOUT,
+  )
+
+  test(
+    'an owner sets the identity secret, copies it once, and the page never shows it again',
+    async () => {
+      const businessId = await seedBusiness(service, 'Acme Outdoor')
+      await addMember(businessId, { email: 'fay@acme.example', role: 'owner' })
+
+      const page = await newPage()
+      await page.context().grantPermissions(['clipboard-read', 'clipboard-write'], { origin: dashboard })
+      await signInAs(page, 'fay@acme.example')
+      await page.getByRole('link', { name: 'Identity secret' }).click()
+      await page.waitForURL(`${dashboard}/dashboard/settings/business`)
+      expect(await page.locator('#secret-status').textContent()).toContain('Not set')
+      await page.locator('summary', { hasText: 'Set a secret' }).click()
+      await page.getByRole('button', { name: 'Confirm: set a secret' }).click()
+      await page.locator('#new-secret').waitFor()
+      const [row] = await (await db()).select({ secret: businesses.identitySecret }).from(businesses).where(eq(businesses.id, businessId))
+      expect(await page.getByLabel('Identity secret', { exact: true }).inputValue()).toBe(row!.secret!)
+      await page.getByRole('button', { name: 'Copy secret' }).click()
+      await page.getByText('copied to the clipboard').waitFor()
+      expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(row!.secret!)
+      await page.screenshot({ path: `${SCREENSHOTS}identity-secret.png`, fullPage: true })
+
+      await page.goto(`${dashboard}/dashboard/settings/business`)
+      expect(await page.content()).not.toContain(row!.secret!)
+      expect(await page.locator('#secret-status').textContent()).toContain('has an identity secret')
+      await page.context().close()
+    },
+    E2E_TIMEOUT,
+  )
+
+  test(
+    "a new key's page waits for the first request and says when it arrived, without a reload",
+    async () => {
+      const businessId = await seedBusiness(service, 'Acme Outdoor')
+      await addMember(businessId, { email: 'gus@acme.example', role: 'member' })
+      const site = await seedKey(service, businessId, { name: 'Fresh site', allowedOrigins: ['acme-outdoor.com'] })
+
+      const page = await newPage()
+      await signInAs(page, 'gus@acme.example')
+      await page.goto(`${dashboard}${KEYS}/${site.record.id}`)
+      expect(await page.locator('#first-request').textContent()).toContain('Waiting for the first request…')
+      await page.locator('#first-request').screenshot({ path: `${SCREENSHOTS}first-request-waiting.png` })
+
+      expect((await call(service, '/api/v0/whoami', { key: site.key, origin: 'https://www.acme-outdoor.com' })).status).toBe(200)
+      await page.locator('#first-request.received').waitFor()
+      const [row] = await (await db()).select().from(apiKeys).where(eq(apiKeys.id, site.record.id))
+      const stamp = `${row!.lastUsedAt!.toISOString().slice(0, 16).replace('T', ' ')} UTC`
+      expect(await page.locator('#first-request').textContent()).toContain(`First request received at ${stamp}.`)
+      expect(page.url()).toBe(`${dashboard}${KEYS}/${site.record.id}`)
+      await page.locator('section', { has: page.locator('#first-request') }).screenshot({ path: `${SCREENSHOTS}first-request.png` })
+      await page.context().close()
+    },
+    E2E_TIMEOUT,
+  )
+
+  test(
+    'an owner adds a member, who signs in through the link; removing them signs them out at once',
+    async () => {
+      const businessId = await seedBusiness(service, 'Acme Outdoor')
+      await addMember(businessId, { email: 'hal@acme.example', role: 'owner' })
+
+      const owner = await newPage()
+      await signInAs(owner, 'hal@acme.example')
+      await owner.getByRole('link', { name: 'Members' }).click()
+      await owner.waitForURL(`${dashboard}/dashboard/settings/members`)
+      await owner.getByLabel('Email').fill('ivy@acme.example')
+      await owner.locator('#role-member').check()
+      await owner.getByRole('button', { name: 'Add member' }).click()
+      await owner.locator('#new-link').waitFor()
+      const link = await owner.getByLabel('Sign-in link', { exact: true }).inputValue()
+      expect(link).toStartWith(`${dashboard}/dashboard/sign-in/link?token=`)
+      await owner.screenshot({ path: `${SCREENSHOTS}members.png`, fullPage: true })
+
+      // Ivy opens the link in her own browser, chooses a password and is in.
+      const ivy = await newPage()
+      await ivy.goto(link)
+      await ivy.getByLabel('New password').fill(PASSWORD)
+      await ivy.getByLabel('Repeat the password').fill(PASSWORD)
+      await ivy.getByRole('button', { name: 'Save password and sign in' }).click()
+      await ivy.waitForURL(`${dashboard}${KEYS}`)
+      expect(await ivy.locator('.who').textContent()).toBe('ivy@acme.example · member')
+
+      await owner.goto(`${dashboard}/dashboard/settings/members`)
+      await owner.locator('summary', { hasText: 'Remove ivy@acme.example' }).click()
+      await owner.getByRole('button', { name: 'Confirm: remove ivy@acme.example' }).click()
+      await owner.waitForURL(/\?removed=1$/)
+      expect(await owner.locator('tbody').textContent()).not.toContain('ivy@acme.example')
+
+      await ivy.reload()
+      expect(ivy.url()).toStartWith(`${dashboard}/dashboard/sign-in`)
+      await owner.context().close()
+      await ivy.context().close()
+    },
+    E2E_TIMEOUT,
+  )
+})
