@@ -139,7 +139,9 @@ export function scopesPanel(who: SignedIn, key: KeyRecord, report: UsageReport, 
   return html`<section class="panel" aria-labelledby="scopes-heading" id="scopes">
   <h2 id="scopes-heading">Scopes and their last use</h2>
   <p class="hint">${unused.length === 0
-    ? 'Every scope of this key was used in the last 30 days.'
+    ? report.scopes.some((s) => s.lastUsedAt === null)
+      ? 'This key is less than 30 days old: a scope it has not used by then will be offered for removal.'
+      : 'Every scope of this key was used in the last 30 days.'
     : html`A key should hold only what it uses: ${unused.length === 1 ? 'one scope was' : `${unused.length} scopes were`} not used in the last 30 days.`}</p>
   <div class="table-wrap"><table class="keys compact">
     <thead><tr><th scope="col">Scope</th><th scope="col">Last used</th><th scope="col"><span class="visually-hidden">Action</span></th></tr></thead>
