@@ -181,7 +181,7 @@ export function keyPage(
     who,
     crumbs: keyCrumbs({ label: key.name }),
     content: html`<div class="page-head">
-  <h1>${key.name} <span class="badge ${key.type}">${key.type}</span> ${stateBadge(state)}</h1>
+  <h1>${key.name} <span class="badge ${key.type}">${key.type}</span> ${stateBadge(state)}${key.replacedBy && !key.revokedAt ? html` <span class="badge replaced">Replaced</span>` : null}${key.type === 'public' && key.originPolicy === 'report' && !key.revokedAt ? html` <span class="badge report">Report only</span>` : null}</h1>
   <div class="button-row">
     ${key.type === 'public' && !key.revokedAt ? html`<a class="button" href="${keyPath(key.id, 'edit')}">Edit</a>` : null}
     ${canRoll(key, view.now) ? html`<a class="button" href="${keyPath(key.id, 'roll')}">Roll key</a>` : null}
@@ -474,7 +474,7 @@ ${
   })
 }
 
-export function revokePage(who: SignedIn, key: KeyRecord): Html {
+export function revokePage(who: SignedIn, key: KeyRecord, now = new Date()): Html {
   return layout({
     title: `Revoke ${key.name}`,
     who,
@@ -484,6 +484,12 @@ export function revokePage(who: SignedIn, key: KeyRecord): Html {
   <p>Every request made with <code>${key.keyHint}</code> will be refused at once (401 <code>invalid_api_key</code>),
   ${key.type === 'public' ? 'from every page that embeds it' : 'from every server that uses it'}. Revoking cannot be undone;
   the key's record and the data sent with it are kept.</p>
+  ${
+    canRoll(key, now)
+      ? html`<p>Replacing a leaked key? <a href="${keyPath(key.id, 'roll')}">Roll it instead</a>: a new key is made at once, and this one keeps
+  working for the grace you choose while your pages switch over.</p>`
+      : null
+  }
   <form method="post" action="${keyPath(key.id, 'revoke')}" class="button-row">
     ${csrfField(who)}
     <button type="submit" class="button danger">Revoke key</button>

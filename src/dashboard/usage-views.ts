@@ -146,7 +146,9 @@ export function scopesPanel(who: SignedIn, key: KeyRecord, report: UsageReport, 
   <h2 id="scopes-heading">Scopes and their last use</h2>
   <p class="hint">${
     unused.length === 0
-      ? 'No scope has gone unused for 30 days. A scope unused that long will be offered for removal here.'
+      ? report.scopes.some((s) => s.lastUsedAt === null)
+        ? 'This key is less than 30 days old: a scope it has not used by then will be offered for removal.'
+        : 'Every scope of this key was used in the last 30 days.'
       : html`A key should hold only what it uses: ${unused.length === 1 ? 'one scope was' : `${unused.length} scopes were`} not used in the last 30 days.`
   }</p>
   <div class="table-wrap"><table class="keys compact">

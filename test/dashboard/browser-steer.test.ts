@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url'
 import { eq } from 'drizzle-orm'
 import type { Browser, Page } from 'playwright-core'
 import { chromiumMissing, launchChromium } from '../support/chromium.ts'
-import { apiKeys, businesses, keyScopeUses } from '../../db/schema/index.ts'
+import { apiKeys, businesses, keyScopeUses, keyUsageDays, keyUsageHours } from '../../db/schema/index.ts'
 import type { Service } from '../../src/app.ts'
 import { testDatabase } from '../support/database.ts'
 import { call, seedBusiness, seedKey, testService } from '../support/service.ts'
@@ -128,16 +128,47 @@ describe.skipIf(chromiumMissing)('steering keys in a browser', () => {
       for (let i = 0; i < 5; i++) await call(service, '/api/v0/whoami', { key: site.key, origin: 'https://checkout.acme-pay.com:8443' })
       await call(service, '/api/v0/whoami', { key: site.key, origin: 'https://scraper.example.org' })
       await service.services.usage.flush()
+      // Earlier hours and days, as the recorder would have left them: a day's shape for the picture.
+      const HOUR = 3_600_000
+      const DAY = 24 * HOUR
+      const thisHour = Date.now() - (Date.now() % HOUR)
+      const today = Date.now() - (Date.now() % DAY)
+      const hours = Array.from({ length: 23 }, (_, i) => ({
+        at: new Date(thisHour - (i + 1) * HOUR),
+        accepted: 20 + ((i * 37) % 60),
+        refused: (i * 7) % 5,
+      }))
+      const days = Array.from({ length: 6 }, (_, i) => ({
+        at: new Date(today - (i + 1) * DAY),
+        accepted: 900 + ((i * 311) % 700),
+        refused: 10 + ((i * 13) % 40),
+      }))
+      const rows = (table: typeof hours) =>
+        table.flatMap((p) => [
+          { keyId: site.record.id, at: p.at, outcome: 'accepted', count: p.accepted },
+          ...(p.refused > 0 ? [{ keyId: site.record.id, at: p.at, outcome: 'origin_not_allowed', count: p.refused }] : []),
+        ])
+      await (await db()).insert(keyUsageHours).values(rows(hours))
+      await (await db()).insert(keyUsageDays).values(rows(days))
+      const sum = (table: typeof hours, field: 'accepted' | 'refused') => table.reduce((n, p) => n + p[field], 0)
 
       const page = await newPage()
       await signInAs(page, 'bo@acme.example')
       await page.goto(`${dashboard}${KEYS}/${site.record.id}`)
-      expect(await page.locator('#usage-totals').textContent()).toMatch(/Accepted 14\s+Refused 6/)
+      const dayTotals = new RegExp(`Accepted ${14 + sum(hours, 'accepted')}\\s+Refused ${6 + sum(hours, 'refused')}`)
+      expect(await page.locator('#usage-totals').textContent()).toMatch(dayTotals)
       expect(await page.locator('svg.chart .bar').count()).toBe(24)
       // The current hour's bar holds both colours.
       expect(await page.locator('svg.chart .bar').last().locator('rect[fill="#2f6fdb"]').count()).toBe(1)
       expect(await page.locator('svg.chart .bar').last().locator('rect[fill="#c8372d"]').count()).toBe(1)
       await page.locator('#usage').screenshot({ path: `${SCREENSHOTS}key-usage.png` })
+      await page.getByRole('link', { name: 'Last 7 days' }).click()
+      await page.waitForURL(/range=7d/)
+      expect(await page.locator('svg.chart .bar').count()).toBe(7)
+      const weekTotals = new RegExp(`Accepted ${14 + sum(days, 'accepted')}\\s+Refused ${6 + sum(days, 'refused')}`)
+      expect(await page.locator('#usage-totals').textContent()).toMatch(weekTotals)
+      await page.locator('#usage').screenshot({ path: `${SCREENSHOTS}key-usage-7d.png` })
+      await page.goto(`${dashboard}${KEYS}/${site.record.id}`)
 
       await page.locator('summary', { hasText: 'Allow https://checkout.acme-pay.com:8443' }).click()
       const preview = page.locator('.allow-preview').first()

@@ -100,6 +100,19 @@ describe('hostile dashboard forms: never a 5xx, a refused form writes nothing', 
     await fuzz(form, (body) => postRaw(w, `${KEYS}/${w.keyId}/edit`, body, w.session.cookie))
   })
 
+  test("issue 10's forms: roll, allow an origin, remove a scope, add a member, remove one", async () => {
+    const w = await world()
+    const forms: [string, Record<string, string>][] = [
+      [`${KEYS}/${w.keyId}/allow-origin`, { csrf: w.session.csrf, origin: 'https://shop.example.net' }],
+      [`${KEYS}/${w.keyId}/remove-scope`, { csrf: w.session.csrf, scope: 'BLOG_READ' }],
+      ['/dashboard/settings/members', { csrf: w.session.csrf, email: 'bo@example.com', role: 'member' }],
+      [`/dashboard/settings/members/${crypto.randomUUID()}/remove`, { csrf: w.session.csrf }],
+      // Last: a valid roll replaces the key, and later rolls of it are 409s.
+      [`${KEYS}/${w.keyId}/roll`, { csrf: w.session.csrf, graceSeconds: '3600' }],
+    ]
+    for (const [path, fields] of forms) await fuzz(formOf(fields), (body) => postRaw(w, path, body, w.session.cookie), Math.ceil(RUNS / 2))
+  })
+
   test('choose a password from a sign-in link', async () => {
     const w = await world()
     await fuzz(formOf({ token: 'x'.repeat(43), password: 'a long enough password', confirm: 'a long enough password' }), (body) =>
@@ -119,6 +132,13 @@ describe('hostile dashboard query parameters and cookies: never a 5xx', () => {
       `${KEYS}/${w.keyId}/origin-test?origin=`,
       '/dashboard/api/check-origins?entry=',
       `${KEYS}/`,
+      `${KEYS}?show=`,
+      `${KEYS}/${w.keyId}?range=`,
+      `${KEYS}/${w.keyId}?allowed=`,
+      `${KEYS}/${w.keyId}?removed=`,
+      `${KEYS}/${w.keyId}/audit?cursor=`,
+      '/dashboard/settings/audit?cursor=',
+      '/dashboard/settings/members?removed=',
     ]
     await fuzz(fc.tuple(fc.constantFrom(...pages), hostileQueryValue, fc.boolean()), ([page, value, signedIn]) =>
       call(w.service, `${page}${value}`, { headers: signedIn ? { cookie: w.session.cookie } : {} }),

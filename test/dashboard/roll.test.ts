@@ -174,3 +174,16 @@ describe('rolling a key in the dashboard', () => {
     expect(replacedOnly).toContain(`href="${KEYS}?show=replaced" aria-current="page"`)
   })
 })
+
+describe('the revoke page', () => {
+  test('offers rolling instead for an active public key, not for a private one', async () => {
+    const service = await testService()
+    const { businessId, session } = await memberOf(service)
+    const pub = await seedKey(service, businessId)
+    const priv = await seedKey(service, businessId, { type: 'private' })
+    expect(await (await getPage(service, `${KEYS}/${pub.record.id}/revoke`, session)).text()).toContain(
+      `<a href="${KEYS}/${pub.record.id}/roll">Roll it instead</a>`,
+    )
+    expect(await (await getPage(service, `${KEYS}/${priv.record.id}/revoke`, session)).text()).not.toContain('Roll it instead')
+  })
+})

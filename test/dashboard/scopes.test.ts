@@ -127,6 +127,7 @@ describe('unused scopes in the dashboard', () => {
     const page = await (await getPage(service, `${KEYS}/${fresh.record.id}`, session)).text()
     expect(unusedOf(page)).toEqual([])
     expect(page).toContain('not used yet')
+    expect(page).toContain('This key is less than 30 days old')
     expect(page).not.toContain('Confirm: remove')
     // Thirty-one days later, never used: both are offered.
     await (await db())

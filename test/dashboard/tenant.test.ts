@@ -28,7 +28,7 @@ describe("another business's keys", () => {
     expect(page).toContain('No keys yet')
   })
 
-  for (const path of ['', '/edit', '/revoke', '?origin=https%3A%2F%2Fbravo.com']) {
+  for (const path of ['', '/edit', '/revoke', '/roll', '/audit', '?origin=https%3A%2F%2Fbravo.com', '?range=7d']) {
     test(`answer 404 on GET ${KEYS}/:id${path}`, async () => {
       const { service, a, key, keyId } = await twoBusinesses()
       const response = await getPage(service, `${KEYS}/${keyId}${path}`, a.session)
@@ -40,11 +40,31 @@ describe("another business's keys", () => {
     })
   }
 
-  test('answer 404 on the origin tester endpoint', async () => {
+  for (const path of ['/origin-test?origin=https://bravo.com', '/first-request']) {
+    test(`answer 404 on the JSON endpoint ${path}`, async () => {
+      const { service, a, keyId } = await twoBusinesses()
+      const response = await getPage(service, `${KEYS}/${keyId}${path}`, a.session)
+      expect(response.status).toBe(404)
+      expect(await response.json()).toMatchObject({ error: { code: 'not_found' } })
+    })
+  }
+
+  test('answer 404 to a roll, an allow and a scope removal, and stay unchanged', async () => {
     const { service, a, keyId } = await twoBusinesses()
-    const response = await getPage(service, `${KEYS}/${keyId}/origin-test?origin=https://bravo.com`, a.session)
-    expect(response.status).toBe(404)
-    expect(await response.json()).toMatchObject({ error: { code: 'not_found' } })
+    for (const [action, fields] of [
+      ['roll', { graceSeconds: '0' }],
+      ['allow-origin', { origin: 'https://evil.example.org' }],
+      ['remove-scope', { scope: 'ANALYTICS_WRITE' }],
+    ] as const) {
+      const response = await postForm(
+        service,
+        `${KEYS}/${keyId}/${action}`,
+        { csrf: a.session.csrf, ...fields },
+        { cookie: a.session.cookie },
+      )
+      expect({ action, status: response.status }).toEqual({ action, status: 404 })
+    }
+    expect(await storedKey(keyId)).toMatchObject({ replacedBy: null, allowedOrigins: ['bravo.com'], scopes: ['ANALYTICS_WRITE'] })
   })
 
   test('answer 404 to an edit and stay unchanged', async () => {
