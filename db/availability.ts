@@ -12,8 +12,12 @@ export interface Availability {
   readonly up: boolean
   /** Throws DatabaseDownError while down. */
   admit(): void
-  /** Notes a failed statement; true when the failure means the database is unavailable. */
-  failed(error: unknown): boolean
+  /**
+   * Notes a failed statement; true when the failure means the database is unavailable.
+   * `startedAt`: when the statement was sent. One sent before the database last came back
+   * is news of the outage that ended, and does not start another.
+   */
+  failed(error: unknown, startedAt?: number): boolean
   onChange(listener: AvailabilityListener): void
   /**
    * Calls `abort` if the database is found down before the returned function is called:
@@ -34,6 +38,7 @@ export function watchAvailability(
   const listeners: AvailabilityListener[] = []
   const waiting = new Set<() => void>()
   let downSince: number | null = null
+  let backSince = Number.NEGATIVE_INFINITY
   let timer: ReturnType<typeof setTimeout> | null = null
   let closed = false
 
@@ -65,6 +70,7 @@ export function watchAvailability(
     if (downSince === null) return
     const downForMs = clock() - downSince
     downSince = null
+    backSince = clock()
     emit({ up: true, downForMs })
   }
 
@@ -75,8 +81,9 @@ export function watchAvailability(
     admit() {
       if (downSince !== null) throw new DatabaseDownError()
     },
-    failed(error) {
+    failed(error, startedAt) {
       if (!isDatabaseUnavailable(error)) return false
+      if (startedAt !== undefined && startedAt < backSince) return true
       // A statement the server itself cancelled (statement_timeout) says the server answers.
       const serverAnswered = causeCodes(error).includes(QUERY_CANCELED)
       if (downSince === null && !serverAnswered && !(error instanceof DatabaseDownError)) {

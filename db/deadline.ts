@@ -91,8 +91,10 @@ interface Work {
 
 function settleBy(work: Work, deadline: number, ms: number, availability: Availability | null): Promise<unknown> {
   return new Promise((resolve, reject) => {
+    // When the statement was sent: settleBy runs as it starts.
+    const startedAt = Date.now()
     const fail = (error: unknown) => {
-      availability?.failed(error)
+      availability?.failed(error, startedAt)
       reject(error)
     }
     try {
