@@ -1,12 +1,12 @@
 import { Elysia, t } from 'elysia'
 import type { Db } from '../../db/client.ts'
+import { isoTime, parseTime } from '../areas/shared/time.ts'
 import { ApiError } from '../errors.ts'
 import type { KeyService } from '../keys/service.ts'
 import { MAX_RANGE, USAGE_INTERVALS, usageReport, type UsageInterval } from '../usage/report.ts'
 import { IdParams } from './model.ts'
 
-const DateTime = (what: string) =>
-  t.Optional(t.String({ format: 'date-time', error: 'must be an ISO-8601 date-time, e.g. 2026-11-23T10:00:00Z', description: what }))
+const DateTime = (what: string) => t.Optional(isoTime(what))
 
 const UsageQuery = t.Object({
   from: DateTime('Start of the range (default: 24 hours before `to`).'),
@@ -64,8 +64,8 @@ export function usageRoutes({ db, keys }: { db: Db; keys: KeyService }) {
 /** The range a query asks for, checked: `from` before `to`, and no longer than that interval keeps. */
 export function usageRange(query: { from?: string; to?: string; interval?: UsageInterval }, now = Date.now()) {
   const interval = query.interval ?? 'hour'
-  const to = query.to ? Date.parse(query.to) : now
-  const from = query.from ? Date.parse(query.from) : to - 86_400_000
+  const to = query.to ? parseTime(query.to, 'to', 'query').getTime() : now
+  const from = query.from ? parseTime(query.from, 'from', 'query').getTime() : to - 86_400_000
   if (!(from < to)) throw new ApiError('invalid_request', 'Invalid query field "from": it must be before "to".')
   if (to - from > MAX_RANGE[interval]) {
     throw new ApiError(

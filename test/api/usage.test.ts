@@ -102,6 +102,9 @@ describe('usage per key', () => {
       ['?from=yesterday', 'from'],
       ['?from=2026-01-02T00:00:00Z&to=2026-01-01T00:00:00Z', 'from'],
       ['?interval=minute&from=2026-01-01T00:00:00Z&to=2026-02-01T00:00:00Z', 'from'],
+      ['?from=2026-02-30T00:00:00Z', 'from'],
+      ['?to=0001-01-01T00:00:00Z', 'to'],
+      ['?interval=day&from=9999-12-30T00:00:00Z&to=10000-01-01T00:00:00Z', 'to'],
     ] as const) {
       const response = await admin(service, `/keys/${id}/usage${query}`)
       expect({ query, status: response.status }).toEqual({ query, status: 400 })

@@ -4,17 +4,10 @@ import type { RouteAccess } from '../../access/scopes.ts'
 import { isDatabaseUnavailable } from '../../../db/faults.ts'
 import type { AreaDeps } from '../deps.ts'
 import { decodePosition, pageSize } from '../shared/paging.ts'
-import {
-  assertJsonSize,
-  assertStorable,
-  DATE_RANGE_TEXT,
-  fieldPath,
-  invalidField,
-  isAcceptedDate,
-  recordPath,
-} from '../shared/validation.ts'
+import { assertJsonSize, assertStorable, fieldPath, invalidField, recordPath } from '../shared/validation.ts'
+import { parseTime } from '../shared/time.ts'
 import { createGroupCommitter } from './group-commit.ts'
-import { Accepted, EARLIEST_TIMESTAMP, EventPage, EventQuery, MAX_FUTURE_MS, parseIsoTime, TrackBody, type TrackedEvent } from './model.ts'
+import { Accepted, EARLIEST_TIMESTAMP, EventPage, EventQuery, MAX_FUTURE_MS, TrackBody, type TrackedEvent } from './model.ts'
 import { insertEvents, listEvents, type EventRow } from './service.ts'
 
 export function analyticsRoutes({ db, access, onShutdown, reportIngest, ingest }: AreaDeps) {
@@ -117,14 +110,4 @@ function toEventRows(events: readonly Static<typeof TrackedEvent>[], batchKey: s
       received_at: received,
     }
   })
-}
-
-function parseTime(value: string, field: string, where: 'body' | 'query'): Date {
-  const time = parseIsoTime(value)
-  if (time === null) {
-    const reason = `${value} is not a real date-time; use an ISO-8601 date-time like "2026-01-31T12:00:00Z"`
-    throw invalidField(field, reason, where)
-  }
-  if (!isAcceptedDate(time)) throw invalidField(field, `${value} is outside the accepted range, ${DATE_RANGE_TEXT}`, where)
-  return time
 }

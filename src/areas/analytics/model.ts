@@ -1,5 +1,6 @@
 import { t } from 'elysia'
 import { CursorQuery, limitQuery, pageSchema } from '../shared/paging.ts'
+import { isoTime } from '../shared/time.ts'
 import { oneOrBatch, PropertyBag } from '../shared/validation.ts'
 
 export const MAX_EVENTS_PER_REQUEST = 500
@@ -13,33 +14,6 @@ export const EventType = t.String({
   error: 'must be 1-64 characters of letters, digits, "_", ".", ":" or "-", like "page_view"',
   description: 'What happened, 1-64 characters of [A-Za-z0-9_.:-]; page views use `page_view`.',
 })
-
-const ISO_TIME = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.\d{1,9})?(?:[Zz]|[+-](\d{2}):(\d{2}))$/
-
-/** An RFC 3339 date-time with a zone; parseIsoTime then refuses impossible ones (Feb 30). */
-export function isoTime(description: string) {
-  return t.String({
-    maxLength: 40,
-    pattern: ISO_TIME.source,
-    error: 'must be an ISO-8601 date-time with a time zone, like "2026-01-31T12:00:00Z"',
-    description,
-  })
-}
-
-/** The instant of an ISO_TIME string, or null when a part is out of range (JS would roll it over). */
-export function parseIsoTime(value: string): Date | null {
-  const parts = ISO_TIME.exec(value)
-  if (!parts) return null
-  const [year, month, day, hour, minute, second, offsetHours = 0, offsetMinutes = 0] = parts
-    .slice(1)
-    .map((part) => (part === undefined ? undefined : Number(part)))
-  const calendar = new Date(0)
-  calendar.setUTCFullYear(year!, month! - 1, day!)
-  const realDay = calendar.getUTCMonth() === month! - 1 && calendar.getUTCDate() === day
-  if (!realDay || hour! > 23 || minute! > 59 || second! > 59 || offsetHours > 23 || offsetMinutes > 59) return null
-  const time = new Date(value)
-  return Number.isNaN(time.getTime()) ? null : time
-}
 
 export const TrackedEvent = t.Object({
   eventType: EventType,
