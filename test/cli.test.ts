@@ -862,6 +862,13 @@ describe('cli: rolling, usage, the audit trail and the identity secret', () => {
     expect(text.code).toBe(0)
     expect(text.stdout).toContain('Save this key now')
     expect((await whoami(rolled.key)).status).toBe(401)
+    const other = await seedKey(service, businessId, { type: 'private', scopes: ['ANALYTICS_READ'] })
+    const beforeDefault = Date.now()
+    await cliJson(['keys', 'roll', other.record.id])
+    const graced = await cliJson<{ expiresAt: string }>(['keys', 'show', other.record.id])
+    // No --grace: the server's default of a day.
+    expect(Date.parse(graced.expiresAt) - beforeDefault).toBeGreaterThanOrEqual(86_400_000 - 1_000)
+    expect(Date.parse(graced.expiresAt) - beforeDefault).toBeLessThanOrEqual(86_400_000 + 60_000)
     const bad = await cli(['keys', 'roll', rolled.id, '--grace', 'soon'])
     expect(bad.code).toBe(2)
     expect(bad.stderr).toContain('--grace')

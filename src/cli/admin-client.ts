@@ -116,7 +116,9 @@ export function createAdminClient(baseUrl: string, token: string) {
     getKey: (keyId: string) => request<KeyRecord>('GET', `/keys/${id(keyId)}`),
     updateKey: (keyId: string, changes: KeyChanges) => request<KeyRecord>('PATCH', `/keys/${id(keyId)}`, changes),
     revokeKey: (keyId: string) => request<void>('DELETE', `/keys/${id(keyId)}`),
-    rollKey: (keyId: string, graceSeconds: number) => request<CreatedKey>('POST', `/keys/${id(keyId)}/roll`, { graceSeconds }),
+    /** Without `graceSeconds`, the server's default grace (a day). */
+    rollKey: (keyId: string, graceSeconds?: number) =>
+      request<CreatedKey>('POST', `/keys/${id(keyId)}/roll`, graceSeconds === undefined ? {} : { graceSeconds }),
     keyUsage: (keyId: string, interval: string) =>
       request<KeyUsage>(
         'GET',

@@ -214,8 +214,7 @@ export const commands: Command[] = [
     required: [],
     async run({ options, target, api }) {
       const grace = text(options, 'grace')
-      const graceSeconds = grace === undefined ? 86_400 : durationSeconds(grace)
-      const created = await api.rollKey(target!, graceSeconds)
+      const created = await api.rollKey(target!, grace === undefined ? undefined : durationSeconds(grace))
       const { key, ...record } = created
       const old = await api.getKey(target!)
       return {
