@@ -157,10 +157,13 @@ async function outage(mode: Exclude<ProxyMode, 'pass'>) {
   await waitUntil(async () => (await timed(faulty.base, requests(keys)['read: whoami']!)).status === 200, 'whoami to answer 200', 10_000)
   console.log(`  ${mode}: serving again ${(performance.now() - back).toFixed(0)} ms after the database came back`)
   await expectAllAnswer(faulty, keys, (name) => (name.startsWith('write: page') ? 202 : 200))
-  // The writes refused during the outage were not stored when it ended; the ones after were.
+  // The writes refused while the database was stopped were not stored; after a hang, the
+  // event batch sent before it may still commit once the database answers (one statement,
+  // docs/decisions.md). The ones sent after the outage were stored.
   await faulty.service.drain()
   const after = await stored()
-  expect(after.events).toBe(before.events + 1)
+  if (mode === 'down') expect(after.events).toBe(before.events + 1)
+  else expect([before.events + 1, before.events + 2]).toContain(after.events)
   expect(after.people).toBe(before.people)
 
   // The log: the outage once, the recovery once; no statement parameter, no key.

@@ -24,19 +24,18 @@ export interface EventRow {
  * bind parameters, and the same statement on postgres.js and PGlite.
  */
 export async function insertEvents(db: Db, rows: EventRow[]): Promise<void> {
-  // In a transaction although it is one statement: if the database hangs past the deadline,
-  // the requests are told 503, and db/deadline.ts then rolls the transaction back rather
-  // than letting the insert commit once the database answers again.
-  await db.transaction((tx) =>
-    tx.execute(sql`
+  // One statement, not a transaction: BEGIN and COMMIT round trips cost 30% of ingest
+  // throughput (bench/README.md). The price: a batch whose requests were told 503 because
+  // the database hung past the deadline may still commit when it answers again
+  // (docs/decisions.md, "Database faults").
+  await db.execute(sql`
     insert into analytics_events
       (business_id, key_id, origin, event_type, url, referrer, anonymous_id, person_id, properties, occurred_at, received_at)
     select business_id, key_id, origin, event_type, url, referrer, anonymous_id, person_id,
            coalesce(properties, '{}'::jsonb), occurred_at, received_at
     from jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) as e(
       business_id uuid, key_id uuid, origin text, event_type text, url text, referrer text,
-      anonymous_id text, person_id text, properties jsonb, occurred_at timestamptz, received_at timestamptz)`),
-  )
+      anonymous_id text, person_id text, properties jsonb, occurred_at timestamptz, received_at timestamptz)`)
 }
 
 export interface EventFilter {
