@@ -5,12 +5,14 @@ import { createKeyStore, type KeyStoreOptions } from './access/key-store.ts'
 import { createLastUsedRecorder } from './access/last-used.ts'
 import { createUsageRecorder } from './usage/recorder.ts'
 import { createAccessPlugin } from './access/plugin.ts'
+import { createGate } from './access/gate.ts'
 import { adminRoutes } from './admin/index.ts'
 import { dashboardRoutes } from './dashboard/index.ts'
 import { sdkRoutes } from './sdk/index.ts'
-import { apiAreas } from './areas/index.ts'
+import { apiAreas, hotAreas } from './areas/index.ts'
 import type { AreaDeps } from './areas/deps.ts'
 import { preflight } from './http/cors.ts'
+import { createDirectRoutes } from './http/direct-route.ts'
 import { createMethodTable, type RouteShape } from './http/routes.ts'
 import { errorHandling } from './http/errors.ts'
 import { healthRoutes } from './http/health.ts'
@@ -91,7 +93,7 @@ export function createApp(options: AppOptions) {
   const budgets = options.rateLimits ?? DEFAULT_RATE_LIMITS
   const clientAddress = options.clientAddress ?? createClientAddressOf(options.trustProxy ?? [])
   const limiter = createRateLimiter({ redisUrl: options.redisUrl, log: lineLogger(logger, 'warn') })
-  const access = createAccessPlugin({
+  const gate = createGate({
     keys: keyStore,
     lastUsed,
     now: options.now,
@@ -106,6 +108,7 @@ export function createApp(options: AppOptions) {
     onRefusal: (code) => metrics.authRefused(code),
     usage,
   })
+  const access = createAccessPlugin(gate)
   const requireAdmin = createAdminGuard(options.adminToken, {
     failures: createFailureBudget(budgets.adminAuthFailures),
     clientAddress,
@@ -117,10 +120,12 @@ export function createApp(options: AppOptions) {
     logRequests: options.logRequests ?? false,
     clientAddress,
   })
+  const direct = createDirectRoutes({ gate, logger, observe: observation.answered, server: () => app.server })
   const shutdownTasks: (() => Promise<void>)[] = []
   const area: AreaDeps = {
     db,
     access,
+    direct,
     onShutdown: (task) => void shutdownTasks.push(task),
     reportIngest: (source) => metrics.readIngest(source),
     ingest: {
@@ -146,7 +151,13 @@ export function createApp(options: AppOptions) {
     .use(sdkRoutes())
     .use(dashboardRoutes({ db, keys, clientAddress, defaultRateLimit: budgets.public }))
 
-  const app = new Elysia().use(observation.plugin).use(errorHandling(logger, methodsOf)).use(surfaces).use(apiAreas(area))
+  // The hot routes come before the global hooks, so none of them runs for those routes.
+  const app = new Elysia()
+    .use(hotAreas(area))
+    .use(observation.plugin)
+    .use(errorHandling(logger, methodsOf))
+    .use(surfaces)
+    .use(apiAreas(area))
 
   routes = app.routes
   observation.declareRoutes(routes)
@@ -154,7 +165,7 @@ export function createApp(options: AppOptions) {
 
   return {
     app,
-    services: { keys, keyStore, lastUsed, keyFeed, limiter, usage },
+    services: { keys, keyStore, lastUsed, keyFeed, limiter, usage, direct },
     logger,
     metrics,
     /** Writes what is buffered (events, lastUsedAt); call before closing the database. */

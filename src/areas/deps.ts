@@ -1,5 +1,6 @@
 import type { Db } from '../../db/client.ts'
 import type { createAccessPlugin } from '../access/plugin.ts'
+import type { DirectRoutes } from '../http/direct-route.ts'
 import type { IngestFigures } from '../observability/metrics.ts'
 
 /** What every area plugin receives from createApp. */
@@ -7,6 +8,11 @@ export interface AreaDeps {
   db: Db
   /** The access-chain plugin: `.use(deps.access)` gives routes the `access` option. */
   access: ReturnType<typeof createAccessPlugin>
+  /**
+   * Hot routes answered by one function (src/http/direct-route.ts). Such routes go to
+   * `hotAreas`, before the app's global hooks.
+   */
+  direct: DirectRoutes
   /** Registers work to finish before the database closes (buffered writes). */
   onShutdown(task: () => Promise<void>): void
   /** Where /metrics reads the ingest queue's figures (keygate_ingest_queue_rows, keygate_ingest_rows_total). */

@@ -1,5 +1,5 @@
 import { Elysia } from 'elysia'
-import { analyticsRoutes } from './analytics/index.ts'
+import { analyticsRoutes, trackRoutes } from './analytics/index.ts'
 import { audienceRoutes } from './audience/index.ts'
 import { blogRoutes } from './blog/index.ts'
 import type { AreaDeps } from './deps.ts'
@@ -7,10 +7,17 @@ import { flowRoutes } from './flow/index.ts'
 import { memoryRoutes } from './memory/index.ts'
 import { whoamiRoutes } from './whoami/index.ts'
 
-/** Every /api/v0 area. Each route declares its scope with the `access` option. */
+/**
+ * The hot /api/v0 routes, answered directly (src/http/direct-route.ts): createApp uses
+ * them before its global hooks, which they do the work of themselves.
+ */
+export function hotAreas(deps: AreaDeps) {
+  return new Elysia({ name: 'hot-areas' }).use(whoamiRoutes(deps)).use(trackRoutes(deps))
+}
+
+/** Every other /api/v0 area. Each route declares its scope with the `access` option. */
 export function apiAreas(deps: AreaDeps) {
   return new Elysia({ name: 'areas' })
-    .use(whoamiRoutes(deps))
     .use(analyticsRoutes(deps))
     .use(audienceRoutes(deps))
     .use(blogRoutes(deps))

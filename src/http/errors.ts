@@ -26,17 +26,7 @@ export function errorHandling(logger: Logger, methodsOf: MethodTable = () => [])
     else stampRequestId({ set })
     const headers = set.headers as Record<string, string>
     const requestId = headers['x-request-id']!
-    const failure = describe(code, error, request.method, path, methodsOf)
-    if (failure.code === 'internal_error') {
-      // The route as declared, not the path a client wrote (which may hold anything); the
-      // error without driver messages (which may quote SQL parameters).
-      logger.error('request failed', {
-        requestId,
-        method: methodLabel(request.method),
-        route: route || UNMATCHED_ROUTE,
-        ...errorFields(error),
-      })
-    }
+    const failure = explainFailure(logger, error, { code, method: request.method, path, route, requestId }, methodsOf)
     set.status = failure.status
     if (failure.headers) Object.assign(headers, failure.headers)
     headers['content-type'] = 'application/json'
@@ -44,7 +34,37 @@ export function errorHandling(logger: Logger, methodsOf: MethodTable = () => [])
   })
 }
 
-interface Failure {
+/** Where a failure happened, for its answer and, when it is our fault, the log. */
+export interface FailureSite {
+  /** Elysia's error code (NOT_FOUND, PARSE, ...), when Elysia raised it. */
+  code?: string | number
+  method: string
+  /** The path the client sent. */
+  path: string
+  /** The route as declared. */
+  route: string | undefined
+  requestId: string
+}
+
+/**
+ * The answer to a failure; a fault of ours is logged under the request id with the route
+ * as declared (not the path a client wrote, which may hold anything) and the error without
+ * driver messages (which may quote SQL parameters).
+ */
+export function explainFailure(logger: Logger, error: unknown, site: FailureSite, methodsOf: MethodTable = () => []): Failure {
+  const failure = describe(site.code ?? 'UNKNOWN', error, site.method, site.path, methodsOf)
+  if (failure.code === 'internal_error') {
+    logger.error('request failed', {
+      requestId: site.requestId,
+      method: methodLabel(site.method),
+      route: site.route || UNMATCHED_ROUTE,
+      ...errorFields(error),
+    })
+  }
+  return failure
+}
+
+export interface Failure {
   code: ErrorCode
   status: number
   message: string

@@ -1,4 +1,4 @@
-import { MAX_BODY_BYTES } from '../access/plugin.ts'
+import { MAX_BODY_BYTES } from './request-body.ts'
 
 /**
  * Options of the listening socket (src/index.ts; tests that listen use the same).

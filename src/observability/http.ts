@@ -36,27 +36,46 @@ export function requestObservation(deps: {
   // looked costly under wrk (bench/README.md); the app's own server is read instead.
   let server: () => Server | null = () => null
 
+  /** Counts one answer and, with `logRequests`, logs it. */
+  function answered(
+    request: Request,
+    route: string,
+    status: number,
+    startedAt: number,
+    requestId: string | undefined,
+    keyId: string | undefined,
+  ) {
+    const seconds = (performance.now() - startedAt) / 1000
+    metrics.recordRequest(request.method, route, status, seconds)
+    if (logRequests) {
+      logger.info('request', {
+        requestId,
+        method: methodLabel(request.method),
+        route,
+        status,
+        durationMs: Math.round(seconds * 1e6) / 1e3,
+        keyId,
+        client: clientAddress(request, server()),
+      })
+    }
+  }
+
   const plugin = new Elysia({ name: 'observability' })
     .onRequest(function startClock({ set }) {
       ;(set as Timed)[STARTED] = performance.now()
     })
     .mapResponse({ as: 'global' }, function observe({ request, route, set, responseValue }) {
       const timed = set as Timed
-      const seconds = (performance.now() - (timed[STARTED] ?? performance.now())) / 1000
-      const status = statusOf(responseValue, timed.status)
       const label = route !== undefined && declared.has(route) ? route : UNMATCHED_ROUTE
-      metrics.recordRequest(request.method, label, status, seconds)
-      if (logRequests) {
-        logger.info('request', {
-          requestId: timed.headers['x-request-id'] as string | undefined,
-          method: methodLabel(request.method),
-          route: label,
-          status,
-          durationMs: Math.round(seconds * 1e6) / 1e3,
-          keyId: decidedKeyId(set),
-          client: clientAddress(request, server()),
-        })
-      }
+      const status = statusOf(responseValue, timed.status)
+      answered(
+        request,
+        label,
+        status,
+        timed[STARTED] ?? performance.now(),
+        timed.headers['x-request-id'] as string | undefined,
+        decidedKeyId(set),
+      )
       // Elysia 1.4 drops the body of a NOT_FOUND answer when a global mapResponse returns
       // nothing; handing the value back keeps the error envelope (test/api/http.test.ts).
       if (route === undefined) return responseValue as Response | undefined
@@ -64,6 +83,8 @@ export function requestObservation(deps: {
 
   return {
     plugin,
+    /** For routes answered outside the hooks (src/http/direct-route.ts): `route` as declared. */
+    answered,
     /** Called once the app is built, with its final route list. */
     declareRoutes(routes: readonly { path: string }[]) {
       declared = new Set(routes.map((route) => route.path))

@@ -28,7 +28,7 @@ const service = await testService({
   rateLimits: { ...DEFAULT_RATE_LIMITS, apiAuthFailures: { limit: 1_000_000, windowSeconds: 60 } },
 })
 // Before the app answers anything: the witness joins each route when it is first composed.
-const reached = witnessHandlers(service.app)
+const reached = witnessHandlers(service)
 
 beforeEach(() => {
   skew = 0

@@ -27,9 +27,13 @@ async function privateKey(): Promise<string> {
   return seeded.key
 }
 
-const bodyRoutes = service.app.routes
-  .filter((r) => /^\/(api|admin)\/v0\//.test(r.path) && r.hooks.body)
-  .map((r) => ({ method: r.method, path: r.path, schema: r.hooks.body as TSchema }))
+const bodyRoutes = [
+  ...service.app.routes
+    .filter((r) => /^\/(api|admin)\/v0\//.test(r.path) && r.hooks.body)
+    .map((r) => ({ method: r.method, path: r.path, schema: r.hooks.body as TSchema })),
+  // Direct routes (src/http/direct-route.ts) check their body in the handler.
+  ...service.services.direct.routes.flatMap(({ spec }) => (spec.body ? [{ method: spec.method, path: spec.path, schema: spec.body }] : [])),
+]
 
 /** TypeBox's default phrasings (@sinclair/typebox/errors DefaultErrorFunction). */
 const TYPEBOX_WORDS = [

@@ -1,7 +1,8 @@
 import { Elysia, t } from 'elysia'
 import { createKeyStore, type KeyStoreOptions } from '../../src/access/key-store.ts'
 import { createLastUsedRecorder } from '../../src/access/last-used.ts'
-import { createAccessPlugin, type RateLimitDeps } from '../../src/access/plugin.ts'
+import { createAccessPlugin } from '../../src/access/plugin.ts'
+import { createGate, type RateLimitDeps } from '../../src/access/gate.ts'
 import { createClientAddressOf } from '../../src/access/client-address.ts'
 import { createFailureBudget, createRateLimiter } from '../../src/access/rate-limit/limiter.ts'
 import { DEFAULT_RATE_LIMITS } from '../../src/config.ts'
@@ -29,7 +30,7 @@ export async function chainApp(
     clientAddress: createClientAddressOf([]),
     ...options.rateLimits,
   }
-  const access = createAccessPlugin({ keys: keyStore, lastUsed, now: options.now, rateLimits })
+  const access = createAccessPlugin(createGate({ keys: keyStore, lastUsed, now: options.now, rateLimits }))
   const reached: string[] = []
   const app = new Elysia()
     .use(errorHandling(options.logger ?? silentLogger))

@@ -1,5 +1,6 @@
 import { Elysia, type Static } from 'elysia'
-import type { AccessContext } from '../../access/plugin.ts'
+import type { AccessContext } from '../../access/gate.ts'
+import { directRouteDetail } from '../../http/direct-route.ts'
 import type { RouteAccess } from '../../access/scopes.ts'
 import { isDatabaseUnavailable } from '../../../db/faults.ts'
 import type { AreaDeps } from '../deps.ts'
@@ -10,7 +11,12 @@ import { createGroupCommitter } from './group-commit.ts'
 import { Accepted, EARLIEST_TIMESTAMP, EventPage, EventQuery, MAX_FUTURE_MS, TrackBody, type TrackedEvent } from './model.ts'
 import { insertEvents, listEvents, type EventRow } from './service.ts'
 
-export function analyticsRoutes({ db, access, onShutdown, reportIngest, ingest }: AreaDeps) {
+/**
+ * POST /api/v0/analytics, the page-view route: a direct route (src/http/direct-route.ts),
+ * the service's hottest path. Events wait in a group commit (./group-commit.ts) so that
+ * concurrent requests share one insert.
+ */
+export function trackRoutes({ db, direct, onShutdown, reportIngest, ingest }: AreaDeps) {
   const writer = createGroupCommitter<EventRow>({
     insert: (rows) => insertEvents(db, rows),
     maxQueuedRows: ingest?.maxQueuedRows,
@@ -22,54 +28,53 @@ export function analyticsRoutes({ db, access, onShutdown, reportIngest, ingest }
   const trackAccess: RouteAccess = { scope: 'ANALYTICS_WRITE', public: true, admit: (key) => writer.admit(key.businessId) }
   reportIngest?.(() => ({ queuedRows: writer.stats.queuedRows, committedRows: writer.stats.rows }))
 
-  return new Elysia({ name: 'area/analytics', prefix: '/api/v0' })
-    .use(access)
-    .post(
-      '/analytics',
-      async ({ body, access, status, request }) => {
-        const rows = 'events' in body ? toEventRows(body.events, 'events', access) : toEventRows([body], null, access)
-        await writer.write(access.key.businessId, rows, request.signal)
-        return status(202, { accepted: rows.length })
+  const spec = { method: 'POST', path: '/api/v0/analytics', access: trackAccess, body: TrackBody.schema } as const
+  const answer = direct.answer(spec, async (access, body, request) => {
+    TrackBody.transform({ body })
+    const track = body as Static<typeof TrackBody.schema>
+    const rows = 'events' in track ? toEventRows(track.events, 'events', access) : toEventRows([track], null, access)
+    await writer.write(access.key.businessId, rows, request.signal)
+    return { status: 202, body: { accepted: rows.length } satisfies typeof Accepted.static }
+  })
+  return new Elysia({ name: 'area/analytics/track' }).post(spec.path, ({ request }) => answer(request), {
+    response: { 202: Accepted },
+    detail: directRouteDetail(spec, {
+      summary: 'Track one event, or a batch of up to 500 as {"events": [...]}',
+      description: 'Answers 202 once every event of the request is committed; a batch is stored whole or not at all.',
+      tags: ['analytics'],
+    }),
+  })
+}
+
+/** GET /api/v0/analytics: a business's events, for servers. */
+export function analyticsRoutes({ db, access }: AreaDeps) {
+  return new Elysia({ name: 'area/analytics', prefix: '/api/v0' }).use(access).get(
+    '/analytics',
+    async ({ query, access: { key } }) => {
+      const from = query.from === undefined ? undefined : parseTime(query.from, 'from', 'query')
+      const to = query.to === undefined ? undefined : parseTime(query.to, 'to', 'query')
+      if (from && to && from >= to) {
+        throw invalidField('to', `must be later than "from" (${query.from}); the range is from <= time < to`, 'query')
+      }
+      const limit = pageSize(query.limit, 100)
+      return listEvents(db, key.businessId, {
+        type: query.type,
+        from,
+        to,
+        after: decodePosition(query.cursor),
+        limit,
+      })
+    },
+    {
+      access: { scope: 'ANALYTICS_READ', public: false },
+      query: EventQuery,
+      response: EventPage,
+      detail: {
+        summary: 'List events, newest first, by type and time range, in cursor pages',
+        tags: ['analytics'],
       },
-      {
-        access: trackAccess,
-        body: TrackBody.schema,
-        transform: TrackBody.transform,
-        response: { 202: Accepted },
-        detail: {
-          summary: 'Track one event, or a batch of up to 500 as {"events": [...]}',
-          description: 'Answers 202 once every event of the request is committed; a batch is stored whole or not at all.',
-          tags: ['analytics'],
-        },
-      },
-    )
-    .get(
-      '/analytics',
-      async ({ query, access: { key } }) => {
-        const from = query.from === undefined ? undefined : parseTime(query.from, 'from', 'query')
-        const to = query.to === undefined ? undefined : parseTime(query.to, 'to', 'query')
-        if (from && to && from >= to) {
-          throw invalidField('to', `must be later than "from" (${query.from}); the range is from <= time < to`, 'query')
-        }
-        const limit = pageSize(query.limit, 100)
-        return listEvents(db, key.businessId, {
-          type: query.type,
-          from,
-          to,
-          after: decodePosition(query.cursor),
-          limit,
-        })
-      },
-      {
-        access: { scope: 'ANALYTICS_READ', public: false },
-        query: EventQuery,
-        response: EventPage,
-        detail: {
-          summary: 'List events, newest first, by type and time range, in cursor pages',
-          tags: ['analytics'],
-        },
-      },
-    )
+    },
+  )
 }
 
 /**

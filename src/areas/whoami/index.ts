@@ -1,5 +1,7 @@
 import { Elysia, t } from 'elysia'
+import type { RouteAccess } from '../../access/scopes.ts'
 import { ScopeName } from '../../access/scopes.ts'
+import { directRouteDetail, type DirectRouteSpec } from '../../http/direct-route.ts'
 import type { AreaDeps } from '../deps.ts'
 
 const ClientContext = t.Object({
@@ -12,23 +14,28 @@ const ClientContext = t.Object({
   expiresAt: t.Nullable(t.String()),
 })
 
-/** GET /api/v0/whoami: the client context, for debugging a key's configuration. */
-export function whoamiRoutes({ access }: AreaDeps) {
-  return new Elysia({ name: 'area/whoami', prefix: '/api/v0' }).use(access).get(
-    '/whoami',
-    ({ access: { key, origin } }) => ({
+const ANY_KEY: RouteAccess = { scope: null, public: true }
+const WHOAMI: DirectRouteSpec = { method: 'GET', path: '/api/v0/whoami', access: ANY_KEY, body: null }
+
+/**
+ * GET /api/v0/whoami: the client context, for debugging a key's configuration. Pages call
+ * it to check their key, so it is a direct route (src/http/direct-route.ts).
+ */
+export function whoamiRoutes({ direct }: AreaDeps) {
+  const answer = direct.answer(WHOAMI, ({ key, origin }) => ({
+    status: 200,
+    body: {
       businessId: key.businessId,
       keyType: key.type,
       origin,
-      allowedOrigins: [...key.allowedOrigins],
+      allowedOrigins: key.allowedOrigins,
       keyId: key.id,
-      scopes: [...key.scopeList],
+      scopes: key.scopeList,
       expiresAt: key.expiresAt === null ? null : new Date(key.expiresAt).toISOString(),
-    }),
-    {
-      access: { scope: null, public: true },
-      response: ClientContext,
-      detail: { summary: 'The client context of the calling key', tags: ['keys'] },
     },
-  )
+  }))
+  return new Elysia({ name: 'area/whoami' }).get(WHOAMI.path, ({ request }) => answer(request), {
+    response: ClientContext,
+    detail: directRouteDetail(WHOAMI, { summary: 'The client context of the calling key', tags: ['keys'] }),
+  })
 }

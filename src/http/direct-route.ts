@@ -1,0 +1,184 @@
+import type { TSchema } from '@sinclair/typebox'
+import type { PeerSource } from '../access/client-address.ts'
+import type { AccessContext, Gate } from '../access/gate.ts'
+import { accessDetail } from '../access/plugin.ts'
+import type { RouteAccess } from '../access/scopes.ts'
+import { errorBody } from '../errors.ts'
+import type { Logger } from '../observability/log.ts'
+import { explainFailure } from './errors.ts'
+import { readApiBody } from './request-body.ts'
+import { stampApiAnswer } from './request-context.ts'
+
+/** A direct route's success: its status and JSON body. */
+export interface DirectAnswer {
+  status: number
+  body: unknown
+}
+
+/** What a direct route's handler gets: the granted caller and, for routes that take one, the parsed body. */
+export type DirectHandler = (access: AccessContext, body: unknown, request: Request) => DirectAnswer | Promise<DirectAnswer>
+
+export interface DirectRouteSpec {
+  method: 'GET' | 'POST'
+  /** The full path, as declared (it is also the metrics label). */
+  path: string
+  access: RouteAccess
+  /**
+   * The body's schema, for the reference: the body is read after the key checks and
+   * `access.admit`, as the `access` macro does, and the handler checks it. null: no body.
+   */
+  body: TSchema | null
+}
+
+/** A declared direct route; `handler` may be wrapped (test/support/witness.ts watches it). */
+export interface DirectRoute {
+  readonly spec: DirectRouteSpec
+  handler: DirectHandler
+}
+
+/** Told of every answered direct request (metrics, the request log), as src/observability/http.ts is of the rest. */
+export type AnswerObserver = (
+  request: Request,
+  route: string,
+  status: number,
+  startedAt: number,
+  requestId: string,
+  keyId: string | undefined,
+) => void
+
+export interface DirectRouteDeps {
+  gate: Gate
+  logger: Logger
+  observe: AnswerObserver
+  /** The listening server (the TCP peer for budgets); null under `app.handle`. */
+  server: () => PeerSource | null
+}
+
+type Headers = Record<string, string>
+
+/** Per request: what the answer needs whatever path it takes. */
+interface Exchange {
+  request: Request
+  startedAt: number
+  headers: Headers
+  access: AccessContext | undefined
+}
+
+/**
+ * An /api/v0 route answered by one function instead of Elysia's hook pipeline, for the
+ * hot public routes (page views, whoami). Each Elysia hook, the context it builds and the
+ * answer mapping cost microseconds per request, which at these routes' rates is most of
+ * the service's CPU (bench/README.md, issue 11). It runs the same gate as the `access`
+ * macro (src/access/gate.ts), the same body reading, the same failure answers
+ * (src/http/errors.ts) and the same observation, in the same order: key checks and
+ * budgets, the route's `admit`, the body, the handler; usage counted under the final
+ * status. The route is still declared in Elysia (src/http/direct-routes.ts), so the
+ * route table, the reference and `app.handle` see it, and tests run against this code.
+ */
+export function directRoute(deps: DirectRouteDeps, route: DirectRoute): (request: Request) => Response | Promise<Response> {
+  const { gate, logger, observe } = deps
+  const { spec } = route
+  const rule = spec.access
+
+  function finish(exchange: Exchange, status: number, errorCode: string | undefined): void {
+    if (exchange.access !== undefined) gate.answered(exchange.access, rule, status, errorCode)
+    observe(exchange.request, spec.path, status, exchange.startedAt, exchange.headers['x-request-id']!, exchange.access?.key.id)
+  }
+
+  function respond(exchange: Exchange, answer: DirectAnswer): Response {
+    exchange.headers['content-type'] = 'application/json;charset=utf-8'
+    const response = new Response(JSON.stringify(answer.body), { status: answer.status, headers: exchange.headers })
+    finish(exchange, answer.status, undefined)
+    return response
+  }
+
+  function fail(exchange: Exchange, error: unknown): Response {
+    const { request, headers } = exchange
+    const requestId = headers['x-request-id']!
+    const failure = explainFailure(logger, error, { method: request.method, path: spec.path, route: spec.path, requestId })
+    if (failure.headers) Object.assign(headers, failure.headers)
+    headers['content-type'] = 'application/json'
+    const response = new Response(JSON.stringify(errorBody(failure.code, failure.message, requestId)), {
+      status: failure.status,
+      headers,
+    })
+    finish(exchange, failure.status, failure.code)
+    return response
+  }
+
+  function run(exchange: Exchange, access: AccessContext): Response | Promise<Response> {
+    exchange.access = access
+    try {
+      let answer: DirectAnswer | Promise<DirectAnswer>
+      if (spec.body !== null) {
+        rule.admit?.(access.key)
+        const body = readApiBody(exchange.request)
+        answer =
+          body === null
+            ? route.handler(access, null, exchange.request)
+            : body.then((parsed) => route.handler(access, parsed, exchange.request))
+      } else answer = route.handler(access, null, exchange.request)
+      if (answer instanceof Promise) {
+        return answer.then(
+          (settled) => respond(exchange, settled),
+          (error: unknown) => fail(exchange, error),
+        )
+      }
+      return respond(exchange, answer)
+    } catch (error) {
+      return fail(exchange, error)
+    }
+  }
+
+  return function answerDirectly(request: Request): Response | Promise<Response> {
+    const startedAt = performance.now()
+    const origin = request.headers.get('origin')
+    const exchange: Exchange = { request, startedAt, headers: {}, access: undefined }
+    stampApiAnswer(exchange, origin)
+    try {
+      const admitted = gate.admit({ request, path: spec.path, server: deps.server(), origin, headers: exchange.headers }, rule)
+      if (admitted instanceof Promise) {
+        return admitted.then(
+          (access) => run(exchange, access),
+          (error: unknown) => fail(exchange, error),
+        )
+      }
+      return run(exchange, admitted)
+    } catch (error) {
+      return fail(exchange, error)
+    }
+  }
+}
+
+/**
+ * The direct routes of one app: each answer function for its Elysia route, and the list,
+ * so tests can find every route and body the hooks do not show.
+ */
+export function createDirectRoutes(deps: DirectRouteDeps) {
+  const routes: DirectRoute[] = []
+  return {
+    routes: routes as readonly DirectRoute[],
+    /** The answer function to declare as the Elysia route's handler. */
+    answer(spec: DirectRouteSpec, handler: DirectHandler): (request: Request) => Response | Promise<Response> {
+      const route: DirectRoute = { spec, handler }
+      routes.push(route)
+      return directRoute(deps, route)
+    },
+  }
+}
+
+export type DirectRoutes = ReturnType<typeof createDirectRoutes>
+
+/**
+ * The Elysia route options of a direct route: its access rule and body in the reference,
+ * and no hooks. The body is declared in `detail` rather than as the route's `body`:
+ * Elysia would then parse and check it itself, before the key checks.
+ */
+export function directRouteDetail(spec: DirectRouteSpec, detail: { summary: string; description?: string; tags: string[] }) {
+  const { description, ...rest } = detail
+  return {
+    ...accessDetail(spec.access, description),
+    ...rest,
+    ...(spec.body === null ? {} : { requestBody: { required: true, content: { 'application/json': { schema: spec.body } } } }),
+  }
+}

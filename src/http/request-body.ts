@@ -1,0 +1,44 @@
+import { ApiError } from '../errors.ts'
+import { parseJsonBody } from './json-body.ts'
+
+export const MAX_BODY_BYTES = 1024 * 1024
+
+/**
+ * The body of an /api/v0 request, after the key checks (an anonymous caller learns nothing)
+ * and before parsing: 413 over 1 MiB, 415 for anything but JSON. A body without a
+ * Content-Length (chunked) is read only up to the limit. src/http/json-body.ts parses it,
+ * refusing deep nesting before JSON.parse and strings PostgreSQL cannot store. No body at
+ * all is null.
+ */
+export function readApiBody(request: Request): null | Promise<unknown> {
+  if (request.body === null) return null
+  const length = request.headers.get('content-length')
+  if (length !== null && Number(length) > MAX_BODY_BYTES) throw tooLarge(`${length} bytes`)
+  if (length === '0') return null
+  const type = request.headers.get('content-type')
+  if (type === null || !/^application\/json\s*(;|$)/i.test(type)) {
+    throw new ApiError(
+      'unsupported_media_type',
+      `The body was sent as ${type ?? 'no Content-Type'}; send JSON with the header "Content-Type: application/json".`,
+    )
+  }
+  return length === null ? readJsonWithin(request.body, MAX_BODY_BYTES) : request.text().then(parseJsonBody)
+}
+
+async function readJsonWithin(stream: ReadableStream<Uint8Array>, limit: number): Promise<unknown> {
+  const chunks: Uint8Array[] = []
+  let size = 0
+  for await (const chunk of stream) {
+    size += chunk.byteLength
+    if (size > limit) throw tooLarge('more than that')
+    chunks.push(chunk)
+  }
+  return parseJsonBody(Buffer.concat(chunks).toString('utf8'))
+}
+
+function tooLarge(seen: string): ApiError {
+  return new ApiError(
+    'payload_too_large',
+    `The body has ${seen}; the limit is ${MAX_BODY_BYTES} bytes (1 MiB). Send fewer events or records per request.`,
+  )
+}
