@@ -114,7 +114,7 @@ export async function startService(options: { env?: Record<string, string>; cwd?
     { DATABASE_URL: databaseUrl, PORT: '0', ADMIN_TOKEN: adminToken, ...options.env },
     options.cwd,
   )
-  return { ...service, admin: adminClient(service.base, adminToken) }
+  return { ...service, adminToken, admin: adminClient(service.base, adminToken) }
 }
 
 /** The origin the benchmark keys allow; requests send an Origin under it. */

@@ -151,8 +151,9 @@ export function createApp(options: AppOptions) {
     .use(sdkRoutes())
     .use(dashboardRoutes({ db, keys, clientAddress, defaultRateLimit: budgets.public }))
 
-  // The hot routes come before the global hooks, so none of them runs for those routes.
-  const app = new Elysia()
+  // The hot routes come before the global hooks, so none of them runs for those routes;
+  // the listening server calls them without Elysia's per-request wrapper.
+  const app = new Elysia({ serve: { routes: direct.served as never } })
     .use(hotAreas(area))
     .use(observation.plugin)
     .use(errorHandling(logger, methodsOf))

@@ -156,13 +156,22 @@ export function directRoute(deps: DirectRouteDeps, route: DirectRoute): (request
  */
 export function createDirectRoutes(deps: DirectRouteDeps) {
   const routes: DirectRoute[] = []
+  const served: Record<string, Record<string, (request: Request) => Response | Promise<Response>>> = {}
   return {
     routes: routes as readonly DirectRoute[],
+    /**
+     * For Bun.serve's `routes` (the app's `serve` option): the listening server calls each
+     * answer function itself, without Elysia's per-request context (about 0.5 µs). Under
+     * `app.handle` the Elysia route calls the same function.
+     */
+    served: served as Readonly<typeof served>,
     /** The answer function to declare as the Elysia route's handler. */
     answer(spec: DirectRouteSpec, handler: DirectHandler): (request: Request) => Response | Promise<Response> {
       const route: DirectRoute = { spec, handler }
       routes.push(route)
-      return directRoute(deps, route)
+      const answer = directRoute(deps, route)
+      served[spec.path] = { ...served[spec.path], [spec.method]: answer }
+      return answer
     },
   }
 }

@@ -1,0 +1,145 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'bun:test'
+import { eq } from 'drizzle-orm'
+import { analyticsEvents, apiKeys } from '../../db/schema/index.ts'
+import type { Service } from '../../src/app.ts'
+import { SERVER_OPTIONS } from '../../src/http/server-options.ts'
+import { testDatabase } from '../support/database.ts'
+import { call, seedBusiness, seedKey, testService } from '../support/service.ts'
+
+// The hot routes (src/http/direct-route.ts) are served by Bun's router straight to their
+// answer function, while `app.handle` reaches the same function through Elysia's route.
+// Every other test calls `app.handle`; this one checks that the listening server gives
+// the same answers, counts them the same way, and leaves the rest of each path to Elysia.
+
+const ORIGIN = 'https://www.example.com'
+let service: Service
+let base: string
+let key: string
+let businessId: string
+
+beforeAll(async () => {
+  service = await testService()
+  service.app.listen({ hostname: '127.0.0.1', port: 0, ...SERVER_OPTIONS })
+  base = `http://127.0.0.1:${service.app.server!.port}`
+})
+
+// Every test starts on empty tables (test/support/preload.ts).
+beforeEach(async () => {
+  businessId = await seedBusiness(service)
+  key = (await seedKey(service, businessId)).key
+})
+
+afterAll(async () => {
+  await service.app.stop(true)
+})
+
+/** The answer without what differs per request. */
+async function comparable(response: Response) {
+  const headers = Object.fromEntries([...response.headers].filter(([name]) => !['x-request-id', 'date', 'content-length'].includes(name)))
+  const body = (await response.json()) as Record<string, unknown>
+  const error = body.error as { requestId?: string } | undefined
+  if (error) expect(error.requestId).toBe(response.headers.get('x-request-id')!)
+  return { status: response.status, headers, body: error ? { ...error, requestId: undefined } : body }
+}
+
+function overSocket(path: string, init: { method?: string; key?: string | null; origin?: string; body?: string } = {}) {
+  const headers: Record<string, string> = {}
+  if (init.key) headers.authorization = `Bearer ${init.key}`
+  if (init.origin) headers.origin = init.origin
+  if (init.body !== undefined) headers['content-type'] = 'application/json'
+  return fetch(`${base}${path}`, { method: init.method ?? 'GET', headers, body: init.body })
+}
+
+describe('the listening server answers the hot routes as app.handle does', () => {
+  const cases: {
+    name: string
+    status: number
+    path: string
+    method?: string
+    key?: 'valid' | 'unknown' | null
+    origin?: string
+    body?: string
+  }[] = [
+    { name: 'whoami granted', status: 200, path: '/api/v0/whoami', key: 'valid', origin: ORIGIN },
+    { name: 'whoami without a key', status: 401, path: '/api/v0/whoami', key: null, origin: ORIGIN },
+    { name: 'whoami with an unknown key', status: 401, path: '/api/v0/whoami', key: 'unknown', origin: ORIGIN },
+    {
+      name: 'whoami from an origin the key does not allow',
+      status: 403,
+      path: '/api/v0/whoami',
+      key: 'valid',
+      origin: 'https://evil.example.net',
+    },
+    {
+      name: 'a page view',
+      status: 202,
+      path: '/api/v0/analytics',
+      method: 'POST',
+      key: 'valid',
+      origin: ORIGIN,
+      body: '{"eventType":"page_view"}',
+    },
+    {
+      name: 'a page view with a misspelt field',
+      status: 400,
+      path: '/api/v0/analytics',
+      method: 'POST',
+      key: 'valid',
+      origin: ORIGIN,
+      body: '{"eventTyp":"page_view"}',
+    },
+    {
+      name: 'a page view that is not JSON',
+      status: 400,
+      path: '/api/v0/analytics',
+      method: 'POST',
+      key: 'valid',
+      origin: ORIGIN,
+      body: '{',
+    },
+    { name: 'a method the path does not take', status: 405, path: '/api/v0/whoami', method: 'PUT', key: 'valid', origin: ORIGIN },
+  ]
+
+  for (const c of cases) {
+    test(c.name, async () => {
+      const sent = { ...c, key: c.key === 'valid' ? key : c.key === 'unknown' ? `pk_${'0'.repeat(32)}` : null }
+      const served = await comparable(await overSocket(c.path, sent))
+      const handled = await comparable(await call(service, c.path, { ...sent, body: c.body }))
+      expect(served).toEqual(handled)
+      expect(served.status).toBe(c.status)
+    })
+  }
+})
+
+test('a request served directly is counted, used and stored like any other', async () => {
+  const before = service.metrics.render()
+  const count = (text: string, route: string, method: string, status: number) =>
+    Number(
+      text.match(
+        new RegExp(`^keygate_http_requests_total\\{route="${route}",method="${method}",status="${status}"\\} (\\d+)$`, 'm'),
+      )?.[1] ?? 0,
+    )
+  const whoami = await overSocket('/api/v0/whoami', { key, origin: ORIGIN })
+  expect(whoami.status).toBe(200)
+  const tracked = await overSocket('/api/v0/analytics', { method: 'POST', key, origin: ORIGIN, body: '{"eventType":"served_directly"}' })
+  expect(tracked.status).toBe(202)
+  const after = service.metrics.render()
+  expect(count(after, '/api/v0/whoami', 'GET', 200)).toBe(count(before, '/api/v0/whoami', 'GET', 200) + 1)
+  expect(count(after, '/api/v0/analytics', 'POST', 202)).toBe(count(before, '/api/v0/analytics', 'POST', 202) + 1)
+
+  const { db } = await testDatabase()
+  const stored = await db.select().from(analyticsEvents).where(eq(analyticsEvents.eventType, 'served_directly'))
+  expect(stored.map((row) => [row.businessId, row.origin])).toEqual([[businessId, ORIGIN]])
+  await service.services.lastUsed.flush()
+  const [row] = await db.select({ lastUsedAt: apiKeys.lastUsedAt }).from(apiKeys).where(eq(apiKeys.businessId, businessId))
+  expect(row!.lastUsedAt).not.toBeNull()
+})
+
+test('the preflight of a hot route is still answered by Elysia', async () => {
+  const response = await fetch(`${base}/api/v0/analytics`, {
+    method: 'OPTIONS',
+    headers: { origin: ORIGIN, 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization, content-type' },
+  })
+  expect(response.status).toBe(204)
+  expect(response.headers.get('access-control-allow-methods')).toContain('POST')
+})
