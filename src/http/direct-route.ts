@@ -9,11 +9,8 @@ import { explainFailure } from './errors.ts'
 import { readApiBody } from './request-body.ts'
 import { stampApiAnswer } from './request-context.ts'
 
-/** A direct route's success: its status and JSON body. */
-export interface DirectAnswer {
-  status: number
-  body: unknown
-}
+/** A direct route's success: its status and JSON body, as a value or already serialized. */
+export type DirectAnswer = { status: number; body: unknown } | { status: number; json: string }
 
 /** What a direct route's handler gets: the granted caller and, for routes that take one, the parsed body. */
 export type DirectHandler = (access: AccessContext, body: unknown, request: Request) => DirectAnswer | Promise<DirectAnswer>
@@ -87,7 +84,8 @@ export function directRoute(deps: DirectRouteDeps, route: DirectRoute): (request
 
   function respond(exchange: Exchange, answer: DirectAnswer): Response {
     exchange.headers['content-type'] = 'application/json;charset=utf-8'
-    const response = new Response(JSON.stringify(answer.body), { status: answer.status, headers: exchange.headers })
+    const json = 'json' in answer ? answer.json : JSON.stringify(answer.body)
+    const response = new Response(json, { status: answer.status, headers: exchange.headers })
     finish(exchange, answer.status, undefined)
     return response
   }

@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'bun:test'
-import { call, seedBusiness, seedKey, testService } from '../support/service.ts'
+import { call, seedBusiness, seedKey, TEST_AUTHOR, testService } from '../support/service.ts'
 
 describe('GET /api/v0/whoami', () => {
   test('answers the client context of a public key from an allowed origin', async () => {
@@ -24,5 +24,25 @@ describe('GET /api/v0/whoami', () => {
     const response = await call(service, '/api/v0/whoami', { key })
     expect(response.status).toBe(200)
     expect(await response.json()).toMatchObject({ businessId, keyType: 'private', origin: null, allowedOrigins: [] })
+  })
+
+  test('each origin gets its own answer, and a key changed since shows its new settings', async () => {
+    const service = await testService()
+    const businessId = await seedBusiness(service)
+    const { key, record } = await seedKey(service, businessId, { allowedOrigins: ['example.com'], scopes: ['ANALYTICS_WRITE'] })
+    const ask = async (origin: string) => (await (await call(service, '/api/v0/whoami', { key, origin })).json()) as Record<string, unknown>
+    expect(await ask('https://www.example.com')).toMatchObject({ origin: 'https://www.example.com', scopes: ['ANALYTICS_WRITE'] })
+    expect(await ask('https://shop.example.com')).toMatchObject({ origin: 'https://shop.example.com' })
+    await service.services.keys.update(
+      businessId,
+      record.id,
+      { allowedOrigins: ['example.com', 'example.org'], scopes: ['ANALYTICS_WRITE', 'BLOG_READ'] },
+      TEST_AUTHOR,
+    )
+    expect(await ask('https://www.example.com')).toMatchObject({
+      origin: 'https://www.example.com',
+      allowedOrigins: ['example.com', 'example.org'],
+      scopes: ['ANALYTICS_WRITE', 'BLOG_READ'],
+    })
   })
 })

@@ -1,6 +1,6 @@
 import { Elysia, t } from 'elysia'
-import type { RouteAccess } from '../../access/scopes.ts'
-import { ScopeName } from '../../access/scopes.ts'
+import type { ActiveKey } from '../../access/key-store.ts'
+import { type RouteAccess, ScopeName } from '../../access/scopes.ts'
 import { directRouteDetail, type DirectRouteSpec } from '../../http/direct-route.ts'
 import type { AreaDeps } from '../deps.ts'
 
@@ -17,25 +17,42 @@ const ClientContext = t.Object({
 const ANY_KEY: RouteAccess = { scope: null, public: true }
 const WHOAMI: DirectRouteSpec = { method: 'GET', path: '/api/v0/whoami', access: ANY_KEY, body: null }
 
+/** Origins remembered per key: a key used from more pages than this starts over. */
+const MAX_ORIGINS_PER_KEY = 16
+
 /**
  * GET /api/v0/whoami: the client context, for debugging a key's configuration. Pages call
- * it to check their key, so it is a direct route (src/http/direct-route.ts).
+ * it to check their key, so it is a direct route (src/http/direct-route.ts), and its
+ * answer, which depends only on the key and the Origin, is serialized once per pair. A
+ * key's cache entry is replaced when the key changes, so the memo never outlives it.
  */
 export function whoamiRoutes({ direct }: AreaDeps) {
-  const answer = direct.answer(WHOAMI, ({ key, origin }) => ({
-    status: 200,
-    body: {
-      businessId: key.businessId,
-      keyType: key.type,
-      origin,
-      allowedOrigins: key.allowedOrigins,
-      keyId: key.id,
-      scopes: key.scopeList,
-      expiresAt: key.expiresAt === null ? null : new Date(key.expiresAt).toISOString(),
-    },
-  }))
+  const serialized = new WeakMap<ActiveKey, Map<string | null, string>>()
+  const answer = direct.answer(WHOAMI, ({ key, origin }) => {
+    let byOrigin = serialized.get(key)
+    if (byOrigin === undefined) serialized.set(key, (byOrigin = new Map()))
+    let json = byOrigin.get(origin)
+    if (json === undefined) {
+      if (byOrigin.size >= MAX_ORIGINS_PER_KEY) byOrigin.clear()
+      json = JSON.stringify(clientContext(key, origin))
+      byOrigin.set(origin, json)
+    }
+    return { status: 200, json }
+  })
   return new Elysia({ name: 'area/whoami' }).get(WHOAMI.path, ({ request }) => answer(request), {
     response: ClientContext,
     detail: directRouteDetail(WHOAMI, { summary: 'The client context of the calling key', tags: ['keys'] }),
   })
+}
+
+function clientContext(key: ActiveKey, origin: string | null): typeof ClientContext.static {
+  return {
+    businessId: key.businessId,
+    keyType: key.type,
+    origin,
+    allowedOrigins: [...key.allowedOrigins],
+    keyId: key.id,
+    scopes: [...key.scopeList],
+    expiresAt: key.expiresAt === null ? null : new Date(key.expiresAt).toISOString(),
+  }
 }
