@@ -6,7 +6,7 @@ import { createLastUsedRecorder } from './access/last-used.ts'
 import { createUsageRecorder } from './usage/recorder.ts'
 import { createAccessPlugin } from './access/plugin.ts'
 import { adminRoutes } from './admin/index.ts'
-import { dashboardRoutes } from './dashboard/index.ts'
+import { DASHBOARD_PREFIX, dashboardRoutes } from './dashboard/index.ts'
 import { sdkRoutes } from './sdk/index.ts'
 import { apiAreas } from './areas/index.ts'
 import type { AreaDeps } from './areas/deps.ts'
@@ -146,7 +146,7 @@ export function createApp(options: AppOptions) {
     .use(sdkRoutes())
     .use(dashboardRoutes({ db, keys, clientAddress, defaultRateLimit: budgets.public }))
 
-  const app = new Elysia().use(observation.plugin).use(errorHandling(logger, methodsOf)).use(surfaces).use(apiAreas(area))
+  const app = new Elysia().use(observation.plugin).use(errorHandling(logger, methodsOf, { pagesPrefix: `${DASHBOARD_PREFIX}/` })).use(surfaces).use(apiAreas(area))
 
   routes = app.routes
   observation.declareRoutes(routes)
