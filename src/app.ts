@@ -146,7 +146,11 @@ export function createApp(options: AppOptions) {
     .use(sdkRoutes())
     .use(dashboardRoutes({ db, keys, clientAddress, defaultRateLimit: budgets.public }))
 
-  const app = new Elysia().use(observation.plugin).use(errorHandling(logger, methodsOf, { pagesPrefix: `${DASHBOARD_PREFIX}/` })).use(surfaces).use(apiAreas(area))
+  const app = new Elysia()
+    .use(observation.plugin)
+    .use(errorHandling(logger, methodsOf, { pagesPrefix: `${DASHBOARD_PREFIX}/` }))
+    .use(surfaces)
+    .use(apiAreas(area))
 
   routes = app.routes
   observation.declareRoutes(routes)

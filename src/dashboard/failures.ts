@@ -24,7 +24,17 @@ export const NO_SUCH_PAGE: Missing = { title: 'Page not found', page: () => 'The
  * the API's envelope, with the request id of the answer.
  */
 export function renderFailures(missing: Missing) {
-  return function renderDashboardFailure({ code, error, set, request }: { code: unknown; error: unknown; set: AnswerSet; request: Request }) {
+  return function renderDashboardFailure({
+    code,
+    error,
+    set,
+    request,
+  }: {
+    code: unknown
+    error: unknown
+    set: AnswerSet
+    request: Request
+  }) {
     if (code !== 'VALIDATION' || !(error instanceof ValidationError)) return
     const visit = visitOf(set)
     const asJson = visit?.rule === 'json'
@@ -40,7 +50,10 @@ export function renderFailures(missing: Missing) {
     const field = (error.valueError?.path ?? '').replace(/^\//, '').slice(0, 100) || 'body'
     const message = `Nothing was changed: the ${where}'s field "${field}" is not one this page sends (sent twice, or too long)`
     if (asJson) return envelope(set, new ApiError('invalid_request', `${message}.`))
-    return htmlPage(400, messagePage({ title: 'Request refused', who: member, message: `${message}. Go back, reload the page and try again.` }))
+    return htmlPage(
+      400,
+      messagePage({ title: 'Request refused', who: member, message: `${message}. Go back, reload the page and try again.` }),
+    )
   }
 }
 

@@ -98,6 +98,13 @@ export function keysPlugin(deps: {
     }
   }
 
+  /** The member's key if it may be changed here (public, not revoked); else the page saying why not. */
+  async function editableKey(member: SignedIn, id: string): Promise<ApiKeyRow | Response> {
+    const row = await ownKeys.find(member, id)
+    if (!row) return keyNotFound(member)
+    return cannotEdit(member, row) ?? row
+  }
+
   return (
     new Elysia({ name: 'dashboard/keys' })
       .use(deps.member)
@@ -164,7 +171,8 @@ export function keysPlugin(deps: {
           const byId = new Map(all.map((k) => [k.id, k]))
           // Said only when true, so that a crafted link cannot make the page claim a change.
           const allowed = key.allowedOrigins.find((e) => e === query.allowed)
-          const removed = query.removed !== undefined && isScope(query.removed) && !key.scopes.includes(query.removed) ? query.removed : null
+          const removed =
+            query.removed !== undefined && isScope(query.removed) && !key.scopes.includes(query.removed) ? query.removed : null
           return htmlPage(
             200,
             keyPage(member, key, {
@@ -207,10 +215,8 @@ export function keysPlugin(deps: {
       .post(
         `${KEYS}/:id/edit`,
         async ({ member, params, body }) => {
-          const row = await ownKeys.find(member, params.id)
-          if (!row) return keyNotFound(member)
-          const blocked = cannotEdit(member, row)
-          if (blocked) return blocked
+          const row = await editableKey(member, params.id)
+          if (row instanceof Response) return row
           const now = new Date()
           const key = toKeyRecord(row)
           const values = readKeyForm(body)
@@ -272,10 +278,7 @@ export function keysPlugin(deps: {
           if (blocked) return blocked
           const grace = ROLL_GRACES.find((g) => String(g.seconds) === body.graceSeconds)
           if (!grace) {
-            return htmlPage(
-              400,
-              rollPage(member, key, 'Choose how long the old key may keep working: now, 1 hour, 24 hours or 7 days.'),
-            )
+            return htmlPage(400, rollPage(member, key, 'Choose how long the old key may keep working: now, 1 hour, 24 hours or 7 days.'))
           }
           try {
             const rolled = await keys.roll(member.businessId, row.id, grace.seconds, byMember(member.email))
@@ -291,16 +294,11 @@ export function keysPlugin(deps: {
       .post(
         `${KEYS}/:id/allow-origin`,
         async ({ member, params, body }) => {
-          const row = await ownKeys.find(member, params.id)
-          if (!row) return keyNotFound(member)
-          const blocked = cannotEdit(member, row)
-          if (blocked) return blocked
+          const row = await editableKey(member, params.id)
+          if (row instanceof Response) return row
           const narrow = narrowestEntry(body.origin ?? '')
           if (!narrow.ok) {
-            return htmlPage(
-              400,
-              messagePage({ title: 'Origin not added', who: member, message: `Nothing was changed: ${narrow.reason}` }),
-            )
+            return htmlPage(400, messagePage({ title: 'Origin not added', who: member, message: `Nothing was changed: ${narrow.reason}` }))
           }
           const back = `${keyPath(row.id)}?allowed=${encodeURIComponent(narrow.entry)}#refused-origins`
           // Already there (a second click, or another member was faster): nothing to change.
@@ -312,10 +310,8 @@ export function keysPlugin(deps: {
       .post(
         `${KEYS}/:id/remove-scope`,
         async ({ member, params, body }) => {
-          const row = await ownKeys.find(member, params.id)
-          if (!row) return keyNotFound(member)
-          const blocked = cannotEdit(member, row)
-          if (blocked) return blocked
+          const row = await editableKey(member, params.id)
+          if (row instanceof Response) return row
           const scope = body.scope ?? ''
           const back = `${keyPath(row.id)}?removed=${encodeURIComponent(scope)}#scopes`
           // Already gone (a second click): nothing to change.

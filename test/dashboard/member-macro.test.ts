@@ -25,7 +25,7 @@ describe("the pages' JSON helpers answer errors in the API's envelope", () => {
     '/dashboard/api/check-origins?entry=example.com',
   ]
 
-  test('signed out: 401 unauthorized, its requestId the answer\'s X-Request-Id', async () => {
+  test("signed out: 401 unauthorized, its requestId the answer's X-Request-Id", async () => {
     const { service, keyId } = await keyWorld()
     for (const path of helpers(keyId)) {
       const response = await getPage(service, path)
@@ -82,9 +82,14 @@ describe('pages: who is signed in is decided before the path is validated', () =
   test('a form a browser cannot have sent (a field twice) is a 400 page and changes nothing', async () => {
     const { service, session, keyId } = await keyWorld()
     const before = await stored()
-    const response = await postForm(service, `${KEYS}/${keyId}/edit`, { csrf: session.csrf, name: ['One', 'Two'], origins: 'example.com' }, {
-      cookie: session.cookie,
-    })
+    const response = await postForm(
+      service,
+      `${KEYS}/${keyId}/edit`,
+      { csrf: session.csrf, name: ['One', 'Two'], origins: 'example.com' },
+      {
+        cookie: session.cookie,
+      },
+    )
     expect(response.status).toBe(400)
     expect(await response.text()).toContain('Nothing was changed: the form&#39;s field &quot;name&quot;')
     expect(await stored()).toEqual(before)
