@@ -1,3 +1,4 @@
+import { t } from 'elysia'
 import { PUBLIC_KEY_SCOPES } from '../access/scopes.ts'
 import type { FieldProblem, KeySettingsInput } from '../keys/rules.ts'
 import type { KeyFormErrors, KeyFormValues } from './key-views.ts'
@@ -10,17 +11,45 @@ export function originLines(text: string): string[] {
     .filter((line) => line !== '')
 }
 
-export function readKeyForm(form: URLSearchParams): KeyFormValues {
+/**
+ * One field of a form body (parsed by Elysia's urlencoded parser): optional, as a browser
+ * leaves out what is unchecked, and bounded, so a huge field is refused before any rule.
+ */
+export const FormField = t.Optional(t.String({ maxLength: 64 * 1024 }))
+/** A field a form repeats (checkboxes): one value arrives as a string, several as a list. */
+export const RepeatedFormField = t.Optional(t.Union([FormField, t.Array(t.String({ maxLength: 1000 }), { maxItems: 100 })]))
+
+/** A form whose only field is the session's token (the `member` macro checks it). */
+export const TokenOnlyForm = t.Object({ csrf: FormField })
+
+export const KeyForm = t.Object({
+  csrf: FormField,
+  name: FormField,
+  description: FormField,
+  origins: FormField,
+  scopes: RepeatedFormField,
+  expiresOn: FormField,
+  rateLimitLimit: FormField,
+  rateLimitWindow: FormField,
+  reportOnly: FormField,
+})
+
+export function readKeyForm(form: typeof KeyForm.static): KeyFormValues {
   return {
-    name: form.get('name') ?? '',
-    description: form.get('description') ?? '',
-    origins: form.get('origins') ?? '',
-    scopes: form.getAll('scopes'),
-    expiresOn: (form.get('expiresOn') ?? '').trim(),
-    rateLimitLimit: (form.get('rateLimitLimit') ?? '').trim(),
-    rateLimitWindow: (form.get('rateLimitWindow') ?? '').trim(),
-    reportOnly: form.get('reportOnly') === 'on',
+    name: form.name ?? '',
+    description: form.description ?? '',
+    origins: form.origins ?? '',
+    scopes: listOf(form.scopes),
+    expiresOn: (form.expiresOn ?? '').trim(),
+    rateLimitLimit: (form.rateLimitLimit ?? '').trim(),
+    rateLimitWindow: (form.rateLimitWindow ?? '').trim(),
+    reportOnly: form.reportOnly === 'on',
   }
+}
+
+/** The values of a repeated field, in the order sent. */
+export function listOf(value: string | string[] | undefined): string[] {
+  return value === undefined ? [] : typeof value === 'string' ? [value] : value
 }
 
 /** The two rate-limit fields: both empty is the service default (null). */

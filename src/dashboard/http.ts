@@ -53,14 +53,6 @@ export function crossSiteReason(request: Request): string | null {
   return null
 }
 
-/** Form fields of an urlencoded POST body (at most 64 KiB); other bodies read as empty. */
-export async function readForm(request: Request): Promise<URLSearchParams> {
-  const type = request.headers.get('content-type') ?? ''
-  if (!type.toLowerCase().startsWith('application/x-www-form-urlencoded')) return new URLSearchParams()
-  const text = await request.text()
-  return new URLSearchParams(text.length > 64 * 1024 ? '' : text)
-}
-
 const CONTENT_SECURITY_POLICY = [
   "default-src 'none'",
   "script-src 'self'",
@@ -95,11 +87,4 @@ export function redirect(location: string, cookies: string[] = [], status = 303)
   const headers = new Headers({ location, 'cache-control': 'no-store' })
   for (const cookie of cookies) headers.append('set-cookie', cookie)
   return new Response(null, { status, headers })
-}
-
-export function json(status: number, body: unknown): Response {
-  return new Response(JSON.stringify(body), {
-    status,
-    headers: { 'content-type': 'application/json', 'cache-control': 'no-store' },
-  })
 }

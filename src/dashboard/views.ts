@@ -3,6 +3,7 @@ import { PASSWORD_MIN_LENGTH } from '../members/service.ts'
 import type { SignedIn } from './sessions.ts'
 
 export const KEYS_PATH = '/dashboard/settings/developers/api-keys'
+export const SIGN_IN_PATH = '/dashboard/sign-in'
 export const ASSET_VERSION = '6'
 
 export interface Crumb {

@@ -19,8 +19,11 @@ const VARIANT_PATHS: Record<string, string> = {
  * src/errors.ts; a 500 says nothing of its cause (no stack, no SQL), which goes to the
  * log under the request id instead.
  */
-export function errorHandling(logger: Logger, methodsOf: MethodTable = () => []) {
+export function errorHandling(logger: Logger, methodsOf: MethodTable = () => [], options: { pagesPrefix?: string } = {}) {
+  const { pagesPrefix } = options
   return new Elysia({ name: 'error-handling' }).onError({ as: 'global' }, function renderError({ code, error, set, request, path, route }) {
+    // Server-rendered pages answer a bad id or form with a page of their own (src/dashboard/failures.ts).
+    if (code === 'VALIDATION' && pagesPrefix !== undefined && path.startsWith(pagesPrefix)) return
     // A failure before any route hook (an unknown path, say) is not stamped yet.
     if (path.startsWith(API_PREFIX)) stampApiAnswer(set, request.headers.get('origin'))
     else stampRequestId({ set })

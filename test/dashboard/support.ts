@@ -68,8 +68,9 @@ export function postForm(
   return call(service, path, { method: 'POST', body: body.toString(), headers })
 }
 
+/** A GET as a browser sends it: a redirect's `#fragment` stays in the browser, never in the request. */
 export function getPage(service: Service, path: string, session?: Session | { cookie: string }, headers: Record<string, string> = {}) {
-  return call(service, path, { headers: { ...(session ? { cookie: session.cookie } : {}), ...headers } })
+  return call(service, path.replace(/#.*$/, ''), { headers: { ...(session ? { cookie: session.cookie } : {}), ...headers } })
 }
 
 /** The sign-in form's token and cookie, as a browser gets them. */

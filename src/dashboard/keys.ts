@@ -1,0 +1,420 @@
+import { Elysia, t } from 'elysia'
+import type { Db } from '../../db/client.ts'
+import { compileOriginMatcher, parseAllowedOrigin } from '../access/origin.ts'
+import { isScope } from '../access/scopes.ts'
+import { byMember } from '../audit/trail.ts'
+import { listChanges } from '../audit/trail.ts'
+import { ApiError } from '../errors.ts'
+import { publicOrigin } from '../http/public-origin.ts'
+import { checkKeySettings, type KeySettingsInput } from '../keys/rules.ts'
+import { toKeyRecord, type ApiKeyRow, type KeyRecord, type KeyService } from '../keys/service.ts'
+import { usageReport } from '../usage/report.ts'
+import { keyTrailPanel } from './audit-views.ts'
+import { renderFailures } from './failures.ts'
+import { formatDateTime, relativeTime } from './format.ts'
+import { FormField, formErrorsOf, KeyForm, keySettingsOf, readKeyForm, TokenOnlyForm } from './forms.ts'
+import { html, type Html } from './html.ts'
+import { htmlPage, redirect } from './http.ts'
+import {
+  canRoll,
+  formValuesOf,
+  KEY_FILTERS,
+  keyFormPage,
+  keyListPage,
+  keyPage,
+  keyPath,
+  keyState,
+  revokePage,
+  ROLL_GRACES,
+  rollPage,
+  type KeyFilter,
+  type KeyFormValues,
+} from './key-views.ts'
+import type { memberMacro } from './member.ts'
+import { narrowestEntry } from './narrowest.ts'
+import { KeyParams, keyNotFound, MISSING_KEY, type OwnKeys } from './own-keys.ts'
+import type { SignedIn } from './sessions.ts'
+import { refusedOriginsPanel, scopesPanel, usagePanel, usageWindow, type UsageRange } from './usage-views.ts'
+import { KEYS_PATH, messagePage } from './views.ts'
+
+/** Entries of the trail on a key's page. */
+const KEY_TRAIL = 5
+const NEW_KEY_DEFAULTS: KeyFormValues = {
+  name: '',
+  description: '',
+  origins: '',
+  scopes: ['ANALYTICS_WRITE'],
+  expiresOn: '',
+  rateLimitLimit: '',
+  rateLimitWindow: '',
+  reportOnly: false,
+}
+
+const KEYS = '/settings/developers/api-keys'
+
+/** The key page's flags and choices; anything else in them shows the page as plain. */
+const KeyPageQuery = t.Object({
+  origin: FormField,
+  range: FormField,
+  allowed: FormField,
+  removed: FormField,
+  created: FormField,
+  saved: FormField,
+  rolled: FormField,
+})
+
+/**
+ * Settings > Developers > API keys: the list, creating, showing (usage chart, refused
+ * origins, unused scopes, trail), editing, rolling and revoking public keys, the one-click
+ * "allow" and "remove a scope", and the JSON helpers of the pages' script. Private keys
+ * are shown and revoked here; operators create and change them (contract section 7).
+ */
+export function keysPlugin(deps: {
+  db: Db
+  keys: KeyService
+  ownKeys: OwnKeys
+  member: ReturnType<typeof memberMacro>
+  /** RATE_LIMIT_PUBLIC, shown on the key form (the dashboard manages public keys). */
+  defaultRateLimit: { limit: number; windowSeconds: number }
+}) {
+  const { db, keys, ownKeys, defaultRateLimit } = deps
+
+  /**
+   * A one-field change from a button (allow an origin, remove a scope), through the same
+   * key service as the edit form: validated by the same rules and recorded in the trail.
+   * Null when it was made; else the page that says why not.
+   */
+  async function changeKey(member: SignedIn, row: ApiKeyRow, input: KeySettingsInput): Promise<Response | null> {
+    try {
+      await keys.update(member.businessId, row.id, input, byMember(member.email))
+      return null
+    } catch (error) {
+      if (!(error instanceof ApiError)) throw error
+      if (error.code === 'conflict') return cannotEdit(member, { ...row, revokedAt: new Date() })
+      if (error.code === 'invalid_request') {
+        return htmlPage(400, messagePage({ title: 'Key not changed', who: member, message: `Nothing was changed: ${error.message}` }))
+      }
+      throw error
+    }
+  }
+
+  /** The member's key if it may be changed here (public, not revoked); else the page saying why not. */
+  async function editableKey(member: SignedIn, id: string): Promise<ApiKeyRow | Response> {
+    const row = await ownKeys.find(member, id)
+    if (!row) return keyNotFound(member)
+    return cannotEdit(member, row) ?? row
+  }
+
+  return (
+    new Elysia({ name: 'dashboard/keys' })
+      .use(deps.member)
+      .onError(renderFailures(MISSING_KEY))
+      .get(
+        KEYS,
+        async ({ member, query }) => {
+          const flash =
+            query.revoked !== undefined
+              ? html`<div class="alert success" role="status">The key was revoked: requests made with it are now refused.</div>`
+              : undefined
+          const filter: KeyFilter = KEY_FILTERS.find((f) => f === query.show) ?? 'all'
+          return htmlPage(200, keyListPage(member, await keys.list(member.businessId), new Date(), flash, filter))
+        },
+        { member: 'page', query: t.Object({ revoked: FormField, show: FormField }) },
+      )
+      .get(
+        `${KEYS}/new`,
+        ({ member }) => htmlPage(200, keyFormPage(member, { kind: 'create' }, NEW_KEY_DEFAULTS, {}, new Date(), defaultRateLimit)),
+        { member: 'page' },
+      )
+      .post(
+        KEYS,
+        async ({ member, body }) => {
+          const now = new Date()
+          const values = readKeyForm(body)
+          const { input, problems } = keySettingsOf(values)
+          const checked = checkKeySettings('public', input, now)
+          const all = [...problems, ...(checked.ok ? [] : checked.problems)]
+          if (all.length > 0) {
+            return htmlPage(
+              400,
+              keyFormPage(member, { kind: 'create' }, values, formErrorsOf(all, values.expiresOn), now, defaultRateLimit),
+            )
+          }
+          const created = await keys.create(
+            member.businessId,
+            { ...input, type: 'public', createdBy: member.email },
+            byMember(member.email),
+            now,
+          )
+          return redirect(`${keyPath(created.record.id)}?created=1`)
+        },
+        { member: 'form', parse: 'urlencoded', body: KeyForm },
+      )
+      .get(
+        `${KEYS}/:id`,
+        async ({ member, params, query, request }) => {
+          const row = await ownKeys.find(member, params.id)
+          if (!row) return keyNotFound(member)
+          const origin = query.origin?.trim() ?? ''
+          const key = toKeyRecord(row)
+          const now = new Date()
+          const [replacement, predecessor] = await Promise.all([
+            ownKeys.record(member, key.replacedBy),
+            ownKeys.record(member, key.rolledFrom),
+          ])
+          const range: UsageRange = query.range === '7d' ? '7d' : '24h'
+          const [report, trail, all] = await Promise.all([
+            usageReport(db, row, usageWindow(range, now.getTime())),
+            listChanges(db, { businessId: member.businessId, keyId: row.id, after: null, limit: KEY_TRAIL + 1 }),
+            keys.list(member.businessId),
+          ])
+          const byId = new Map(all.map((k) => [k.id, k]))
+          // Said only when true, so that a crafted link cannot make the page claim a change.
+          const allowed = key.allowedOrigins.find((e) => e === query.allowed)
+          const removed =
+            query.removed !== undefined && isScope(query.removed) && !key.scopes.includes(query.removed) ? query.removed : null
+          return htmlPage(
+            200,
+            keyPage(member, key, {
+              now,
+              publicKey: row.publicKey,
+              serviceOrigin: publicOrigin(request),
+              created: query.created !== undefined,
+              replacement,
+              predecessor,
+              more: html`${usagePanel(key, report, range)}${key.type === 'public' ? refusedOriginsPanel(member, key, report, now, range) : null}${key.revokedAt ? null : scopesPanel(member, key, report, now)}${keyTrailPanel(key, trail.slice(0, KEY_TRAIL), byId, now, trail.length > KEY_TRAIL)}`,
+              flash: allowed
+                ? html`<div class="alert success" role="status">Added <code>${allowed}</code> to the allowed origins. It applies from the key's next request.</div>`
+                : removed
+                  ? html`<div class="alert success" role="status">Removed <code>${removed}</code> from the key's scopes. It applies from the key's next request.</div>`
+                  : query.saved !== undefined
+                    ? html`<div class="alert success" role="status">Changes saved. They apply from the key's next request.</div>`
+                    : query.rolled !== undefined && predecessor
+                      ? rolledFlash(predecessor, now)
+                      : undefined,
+              test:
+                query.origin === undefined ? undefined : { origin, match: compileOriginMatcher(row.allowedOrigins).match(origin || null) },
+            }),
+          )
+        },
+        { member: 'page', params: KeyParams, query: KeyPageQuery },
+      )
+      .get(
+        `${KEYS}/:id/edit`,
+        async ({ member, params }) => {
+          const row = await ownKeys.find(member, params.id)
+          if (!row) return keyNotFound(member)
+          const key = toKeyRecord(row)
+          return (
+            cannotEdit(member, row) ??
+            htmlPage(200, keyFormPage(member, { kind: 'edit', key }, formValuesOf(key), {}, new Date(), defaultRateLimit))
+          )
+        },
+        { member: 'page', params: KeyParams },
+      )
+      .post(
+        `${KEYS}/:id/edit`,
+        async ({ member, params, body }) => {
+          const row = await editableKey(member, params.id)
+          if (row instanceof Response) return row
+          const now = new Date()
+          const key = toKeyRecord(row)
+          const values = readKeyForm(body)
+          const { input, problems } = keySettingsOf(values, key)
+          const checked = checkKeySettings('public', input, now)
+          const all = [...problems, ...(checked.ok ? [] : checked.problems)]
+          if (all.length > 0) {
+            return htmlPage(
+              400,
+              keyFormPage(member, { kind: 'edit', key }, values, formErrorsOf(all, values.expiresOn), now, defaultRateLimit),
+            )
+          }
+          try {
+            await keys.update(member.businessId, row.id, input, byMember(member.email), now)
+          } catch (error) {
+            if (error instanceof ApiError && error.code === 'conflict') return cannotEdit(member, { ...row, revokedAt: now })!
+            throw error
+          }
+          return redirect(`${keyPath(row.id)}?saved=1`)
+        },
+        { member: 'form', parse: 'urlencoded', params: KeyParams, body: KeyForm },
+      )
+      .get(
+        `${KEYS}/:id/revoke`,
+        async ({ member, params }) => {
+          const row = await ownKeys.find(member, params.id)
+          if (!row) return keyNotFound(member)
+          if (row.revokedAt) return redirect(keyPath(row.id))
+          return htmlPage(200, revokePage(member, toKeyRecord(row)))
+        },
+        { member: 'page', params: KeyParams },
+      )
+      .post(
+        `${KEYS}/:id/revoke`,
+        async ({ member, params }) => {
+          const row = await ownKeys.find(member, params.id)
+          if (!row) return keyNotFound(member)
+          await keys.revoke(member.businessId, row.id, byMember(member.email))
+          return redirect(`${KEYS_PATH}?revoked=1`)
+        },
+        { member: 'form', parse: 'urlencoded', params: KeyParams, body: TokenOnlyForm },
+      )
+      .get(
+        `${KEYS}/:id/roll`,
+        async ({ member, params }) => {
+          const row = await ownKeys.find(member, params.id)
+          if (!row) return keyNotFound(member)
+          return cannotRoll(member, toKeyRecord(row)) ?? htmlPage(200, rollPage(member, toKeyRecord(row)))
+        },
+        { member: 'page', params: KeyParams },
+      )
+      .post(
+        `${KEYS}/:id/roll`,
+        async ({ member, params, body }) => {
+          const row = await ownKeys.find(member, params.id)
+          if (!row) return keyNotFound(member)
+          const key = toKeyRecord(row)
+          const blocked = cannotRoll(member, key)
+          if (blocked) return blocked
+          const grace = ROLL_GRACES.find((g) => String(g.seconds) === body.graceSeconds)
+          if (!grace) {
+            return htmlPage(400, rollPage(member, key, 'Choose how long the old key may keep working: now, 1 hour, 24 hours or 7 days.'))
+          }
+          try {
+            const rolled = await keys.roll(member.businessId, row.id, grace.seconds, byMember(member.email))
+            return redirect(`${keyPath(rolled.record.id)}?rolled=1`)
+          } catch (error) {
+            // Rolled (or revoked) meanwhile by someone else: the page now says so.
+            if (error instanceof ApiError && error.code === 'conflict') return redirect(keyPath(row.id))
+            throw error
+          }
+        },
+        { member: 'form', parse: 'urlencoded', params: KeyParams, body: t.Object({ csrf: FormField, graceSeconds: FormField }) },
+      )
+      .post(
+        `${KEYS}/:id/allow-origin`,
+        async ({ member, params, body }) => {
+          const row = await editableKey(member, params.id)
+          if (row instanceof Response) return row
+          const narrow = narrowestEntry(body.origin ?? '')
+          if (!narrow.ok) {
+            return htmlPage(400, messagePage({ title: 'Origin not added', who: member, message: `Nothing was changed: ${narrow.reason}` }))
+          }
+          const back = `${keyPath(row.id)}?allowed=${encodeURIComponent(narrow.entry)}#refused-origins`
+          // Already there (a second click, or another member was faster): nothing to change.
+          if (row.allowedOrigins.includes(narrow.entry)) return redirect(back)
+          return (await changeKey(member, row, { allowedOrigins: [...row.allowedOrigins, narrow.entry] })) ?? redirect(back)
+        },
+        { member: 'form', parse: 'urlencoded', params: KeyParams, body: t.Object({ csrf: FormField, origin: FormField }) },
+      )
+      .post(
+        `${KEYS}/:id/remove-scope`,
+        async ({ member, params, body }) => {
+          const row = await editableKey(member, params.id)
+          if (row instanceof Response) return row
+          const scope = body.scope ?? ''
+          const back = `${keyPath(row.id)}?removed=${encodeURIComponent(scope)}#scopes`
+          // Already gone (a second click): nothing to change.
+          if (!(row.scopes as string[]).includes(scope)) return redirect(back)
+          const scopes = row.scopes.filter((s) => s !== scope)
+          if (scopes.length === 0) {
+            return htmlPage(
+              400,
+              messagePage({
+                title: 'Scope not removed',
+                who: member,
+                message: `Nothing was changed: ${scope} is the key's only scope, and a key needs at least one. Revoke the key if it is not needed.`,
+              }),
+            )
+          }
+          return (await changeKey(member, row, { scopes })) ?? redirect(back)
+        },
+        { member: 'form', parse: 'urlencoded', params: KeyParams, body: t.Object({ csrf: FormField, scope: FormField }) },
+      )
+
+      // Helpers of the pages' script: JSON, errors in the API's envelope
+      .get(
+        `${KEYS}/:id/origin-test`,
+        async ({ member, params, query }) => {
+          const row = await ownKeys.require(member, params.id)
+          const origin = (query.origin ?? '').trim()
+          const match = compileOriginMatcher(row.allowedOrigins).match(origin || null)
+          return noStore({ origin, ...match, keyState: keyState(toKeyRecord(row), new Date()) })
+        },
+        { member: 'json', params: KeyParams, query: t.Object({ origin: FormField }) },
+      )
+      .get(
+        `${KEYS}/:id/first-request`,
+        async ({ member, params }) => {
+          const row = await ownKeys.require(member, params.id)
+          const receivedAt = row.lastUsedAt?.toISOString() ?? null
+          // Until one is accepted, the latest refused origin says why the site's requests fail.
+          const refused = receivedAt
+            ? null
+            : ((await usageReport(db, row, usageWindow('24h', Date.now()))).refusedOrigins
+                .filter((o) => !o.reported)
+                .sort((a, b) => b.lastSeenAt.localeCompare(a.lastSeenAt))[0] ?? null)
+          return noStore({ receivedAt, refused: refused && { origin: refused.origin, lastSeenAt: refused.lastSeenAt } })
+        },
+        { member: 'json', params: KeyParams },
+      )
+      .get(
+        '/api/check-origins',
+        ({ query }) =>
+          noStore({
+            results: (query.entry ?? []).slice(0, 100).map((value) => {
+              const parsed = parseAllowedOrigin(value)
+              return parsed.ok ? { value, ok: true, entry: parsed.entry } : { value, ok: false, reason: parsed.reason }
+            }),
+          }),
+        { member: 'json', query: t.Object({ entry: t.Optional(t.Array(t.String({ maxLength: 1000 }), { maxItems: 1000 })) }) },
+      )
+  )
+}
+
+/** JSON for the pages' script; it may show a key's settings, so it is never cached. */
+function noStore<T>(body: T): Response {
+  return Response.json(body, { headers: { 'cache-control': 'no-store' } })
+}
+
+function cannotEdit(member: SignedIn, key: ApiKeyRow): Response | null {
+  if (key.revokedAt) {
+    return htmlPage(
+      409,
+      messagePage({ title: 'Key revoked', who: member, message: 'A revoked key cannot be changed; create a new key instead.' }),
+    )
+  }
+  if (key.type === 'private') {
+    return htmlPage(
+      409,
+      messagePage({
+        title: 'Private key',
+        who: member,
+        message: 'Private keys are created and changed by operators through the admin API; here they can be revoked.',
+      }),
+    )
+  }
+  return null
+}
+
+function cannotRoll(member: SignedIn, key: KeyRecord): Response | null {
+  if (canRoll(key, new Date())) return null
+  const why =
+    key.type === 'private'
+      ? 'Private keys are rolled by operators through the admin API or the CLI (keys roll ID --grace 1h).'
+      : key.revokedAt
+        ? 'A revoked key cannot be rolled; create a new key instead.'
+        : key.replacedBy
+          ? 'This key was already rolled; roll the key that replaced it instead.'
+          : 'An expired key cannot be rolled; create a new key instead.'
+  return htmlPage(409, messagePage({ title: 'Key cannot be rolled', who: member, message: why }))
+}
+
+function rolledFlash(old: KeyRecord, now: Date): Html {
+  const ends = old.expiresAt ? new Date(old.expiresAt) : null
+  const until =
+    ends && ends.getTime() > now.getTime()
+      ? `The old key ${old.keyHint} keeps working until ${formatDateTime(ends)} (${relativeTime(ends, now)}).`
+      : `The old key ${old.keyHint} no longer works.`
+  return html`<div class="alert success" role="status">This is the new key. Put its snippet on your pages in place of the old one. ${until}</div>`
+}

@@ -1,0 +1,106 @@
+import { Elysia, t } from 'elysia'
+import { isStorableText } from '../areas/shared/validation.ts'
+import { byMember } from '../audit/trail.ts'
+import { ApiError } from '../errors.ts'
+import { publicOrigin } from '../http/public-origin.ts'
+import { Uuid } from '../http/uuid.ts'
+import { emailProblem, normalizeEmail, signInLinkUrl, type MemberRecord, type MemberRole, type MemberService } from '../members/service.ts'
+import { renderFailures, type Missing } from './failures.ts'
+import { FormField, TokenOnlyForm } from './forms.ts'
+import { html } from './html.ts'
+import { htmlPage, redirect } from './http.ts'
+import type { memberMacro } from './member.ts'
+import { MEMBERS_PATH, membersPage } from './members-views.ts'
+import type { SignedIn } from './sessions.ts'
+import { messagePage } from './views.ts'
+
+const MISSING_MEMBER: Missing = {
+  title: 'Member not found',
+  page: (member) => `${member.businessName} has no such member.`,
+  json: 'No member with that id in your business.',
+}
+
+/** The members of the business: everyone sees them, owners add and remove them. */
+export function membersPlugin(deps: { members: MemberService; member: ReturnType<typeof memberMacro> }) {
+  const { members } = deps
+
+  async function businessMembers(member: SignedIn): Promise<MemberRecord[]> {
+    return (await members.list(member.businessId, { limit: 1000, after: null, order: 'oldest' })).data
+  }
+
+  const memberGone = (member: SignedIn) =>
+    htmlPage(404, messagePage({ title: MISSING_MEMBER.title, who: member, message: MISSING_MEMBER.page(member) }))
+
+  return new Elysia({ name: 'dashboard/members' })
+    .use(deps.member)
+    .onError(renderFailures(MISSING_MEMBER))
+    .get(
+      '/settings/members',
+      async ({ member, query }) =>
+        htmlPage(
+          200,
+          membersPage(member, {
+            members: await businessMembers(member),
+            flash:
+              query.removed !== undefined
+                ? html`<div class="alert success" role="status">The member was removed and signed out.</div>`
+                : undefined,
+          }),
+        ),
+      { member: 'page', query: t.Object({ removed: FormField }) },
+    )
+    .post(
+      '/settings/members',
+      async ({ member, body, request }) => {
+        const email = normalizeEmail(body.email ?? '').slice(0, 300)
+        const role: MemberRole = body.role === 'owner' ? 'owner' : 'member'
+        const again = async (status: number, error: string) =>
+          htmlPage(status, membersPage(member, { members: await businessMembers(member), form: { email, role, error } }))
+        const problem = isStorableText(email) ? emailProblem(email) : 'That email address holds a character no address has.'
+        if (problem) return again(400, problem)
+        try {
+          const created = await members.create(member.businessId, { email, role }, byMember(member.email))
+          const link = created.signInLink!
+          return htmlPage(
+            201,
+            membersPage(member, {
+              members: await businessMembers(member),
+              link: { email, url: signInLinkUrl(publicOrigin(request), link.token), expiresAt: link.expiresAt },
+            }),
+          )
+        } catch (error) {
+          if (error instanceof ApiError && error.code === 'conflict') {
+            return again(
+              409,
+              `${email} is already a member, of ${member.businessName} or of another business; an email signs in to one business only.`,
+            )
+          }
+          throw error
+        }
+      },
+      { member: { ownersTo: 'add members' }, parse: 'urlencoded', body: t.Object({ csrf: FormField, email: FormField, role: FormField }) },
+    )
+    .post(
+      '/settings/members/:id/remove',
+      async ({ member, params }) => {
+        if (params.id === member.memberId) {
+          return htmlPage(
+            409,
+            messagePage({
+              title: 'Not removed',
+              who: member,
+              message: 'You cannot remove yourself: another owner can, or an operator through the admin API.',
+            }),
+          )
+        }
+        try {
+          await members.remove(params.id, byMember(member.email), member.businessId)
+        } catch (error) {
+          if (error instanceof ApiError && error.code === 'not_found') return memberGone(member)
+          throw error
+        }
+        return redirect(`${MEMBERS_PATH}?removed=1`)
+      },
+      { member: { ownersTo: 'remove members' }, parse: 'urlencoded', params: t.Object({ id: Uuid }), body: TokenOnlyForm },
+    )
+}

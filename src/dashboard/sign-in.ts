@@ -1,0 +1,196 @@
+import { Elysia, t } from 'elysia'
+import type { ClientAddressOf } from '../access/client-address.ts'
+import { randomToken, sameSecret } from '../access/secrets.ts'
+import { isStorableText } from '../areas/shared/validation.ts'
+import { normalizeEmail, passwordProblem, PASSWORD_MAX_LENGTH, type MemberService } from '../members/service.ts'
+import { NO_SUCH_PAGE, renderFailures } from './failures.ts'
+import { FormField, TokenOnlyForm } from './forms.ts'
+import {
+  clearCookie,
+  COOKIE_PATH,
+  crossSiteReason,
+  htmlPage,
+  readCookie,
+  redirect,
+  SESSION_COOKIE,
+  setCookie,
+  SIGN_IN_CSRF_COOKIE,
+} from './http.ts'
+import type { memberMacro } from './member.ts'
+import { SESSION_MAX_MS, type SessionStore } from './sessions.ts'
+import type { SignInThrottle } from './throttle.ts'
+import { choosePasswordPage, KEYS_PATH, messagePage, SIGN_IN_PATH, signInPage } from './views.ts'
+
+const SignInForm = t.Object({ csrf: FormField, email: FormField, password: FormField, next: FormField })
+const ChoosePasswordForm = t.Object({ token: FormField, password: FormField, confirm: FormField })
+
+/**
+ * Signing in and out (docs/dashboard.md): the password form, the one-time link on which a
+ * new member chooses a password, and sign-out. The sign-in form has no session yet, so it
+ * carries a double-submit token of its own (login CSRF); the link's token is its secret.
+ */
+export function signInPlugin(deps: {
+  member: ReturnType<typeof memberMacro>
+  members: MemberService
+  sessions: SessionStore
+  throttle: SignInThrottle
+  clientAddress: ClientAddressOf
+}) {
+  const { members, sessions, throttle, clientAddress } = deps
+
+  /** The sign-in form's double-submit token: reused while its cookie lives, so two tabs both work. */
+  function signInForm(
+    request: Request,
+    status: number,
+    state: { email?: string; next?: string; error?: string },
+    headers?: Record<string, string>,
+  ) {
+    const existing = readCookie(request, SIGN_IN_CSRF_COOKIE)
+    const csrf = existing && /^[A-Za-z0-9_-]{43}$/.test(existing) ? existing : randomToken()
+    const response = htmlPage(status, signInPage({ csrf, ...state }), [setCookie(request, SIGN_IN_CSRF_COOKIE, csrf, 3600)])
+    for (const [name, value] of Object.entries(headers ?? {})) response.headers.set(name, value)
+    return response
+  }
+
+  async function startSession(request: Request, memberId: string, location: string): Promise<Response> {
+    const session = await sessions.create(memberId)
+    return redirect(location, [
+      setCookie(request, SESSION_COOKIE, session.token, Math.floor(SESSION_MAX_MS / 1000)),
+      clearCookie(request, SIGN_IN_CSRF_COOKIE),
+    ])
+  }
+
+  return new Elysia({ name: 'dashboard/sign-in' })
+    .use(deps.member)
+    .onError(renderFailures(NO_SUCH_PAGE))
+    .get(
+      '/sign-in',
+      async ({ request, query }) => {
+        const next = safeNext(query.next)
+        const token = readCookie(request, SESSION_COOKIE)
+        if (token && (await sessions.authenticate(token))) return redirect(next ?? KEYS_PATH)
+        return signInForm(request, 200, { next: next ?? undefined })
+      },
+      { query: t.Object({ next: FormField }) },
+    )
+    .post(
+      '/sign-in',
+      async ({ request, server, body }) => {
+        const email = normalizeEmail(body.email ?? '').slice(0, 254)
+        const password = (body.password ?? '').slice(0, PASSWORD_MAX_LENGTH + 1)
+        const next = safeNext(body.next) ?? undefined
+        const cookieToken = readCookie(request, SIGN_IN_CSRF_COOKIE)
+        if (crossSiteReason(request) || !cookieToken || !body.csrf || !sameSecret(cookieToken, body.csrf)) {
+          return signInForm(request, 403, {
+            email,
+            next,
+            error: 'The sign-in form expired or came from another site. Please sign in again.',
+          })
+        }
+        // U+0000 cannot reach the throttle's or the members' queries (PostgreSQL refuses it:
+        // a 500); no member has such an address, and no password is tried for it.
+        if (!isStorableText(email)) {
+          return signInForm(request, 400, { next, error: 'That email address holds a character no address has. Check it and try again.' })
+        }
+        const throttled = await throttle.reserve(email, clientAddress(request, server))
+        if (!throttled.ok) {
+          const minutes = Math.ceil(throttled.retryAfterSeconds / 60)
+          const subject = throttled.by === 'email' ? 'for this email' : 'from your network'
+          return signInForm(
+            request,
+            429,
+            {
+              email,
+              next,
+              error: `Too many failed sign-ins ${subject}. Wait ${minutes} minute${minutes === 1 ? '' : 's'} and try again; an operator can send you a new sign-in link if you forgot your password.`,
+            },
+            { 'retry-after': String(throttled.retryAfterSeconds) },
+          )
+        }
+        const member = email && password ? await members.verifyPassword(email, password) : null
+        if (!member) {
+          await throttle.settleFailure()
+          return signInForm(request, 401, {
+            email,
+            next,
+            error: 'That email and password do not match a member. Check both and try again.',
+          })
+        }
+        await throttle.settleSuccess(throttled.id, email)
+        return startSession(request, member.id, next ?? KEYS_PATH)
+      },
+      { parse: 'urlencoded', body: SignInForm },
+    )
+    .post(
+      '/sign-out',
+      async ({ request }) => {
+        const token = readCookie(request, SESSION_COOKIE)
+        if (token) await sessions.destroy(token)
+        return redirect(SIGN_IN_PATH, [clearCookie(request, SESSION_COOKIE)])
+      },
+      { member: 'form', parse: 'urlencoded', body: TokenOnlyForm },
+    )
+    .get(
+      '/sign-in/link',
+      async ({ query }) => {
+        const token = query.token ?? ''
+        const member = token ? await members.findByLink(token) : null
+        if (!member) return linkGone()
+        return htmlPage(200, choosePasswordPage({ token, email: member.email, businessName: member.businessName }))
+      },
+      { query: t.Object({ token: FormField }) },
+    )
+    .post(
+      '/sign-in/link',
+      async ({ request, body }) => {
+        // No session yet: the link's token is the secret, and the origin checks still apply.
+        if (crossSiteReason(request)) {
+          return htmlPage(
+            403,
+            messagePage({ title: 'Form refused', message: 'The form came from another site; open your sign-in link again.' }),
+          )
+        }
+        const token = body.token ?? ''
+        const member = token ? await members.findByLink(token) : null
+        if (!member) return linkGone()
+        const password = body.password ?? ''
+        const problem =
+          passwordProblem(password) ?? (password === body.confirm ? null : 'The two passwords differ; type the same password twice.')
+        if (problem) {
+          return htmlPage(400, choosePasswordPage({ token, email: member.email, businessName: member.businessName, error: problem }))
+        }
+        const redeemed = await members.redeemLink(token, password)
+        if (!redeemed) return linkGone()
+        return startSession(request, redeemed.id, KEYS_PATH)
+      },
+      { parse: 'urlencoded', body: ChoosePasswordForm },
+    )
+}
+
+function linkGone(): Response {
+  return htmlPage(
+    410,
+    messagePage({
+      title: 'Sign-in link expired',
+      message: 'This sign-in link has expired or was already used. Sign in with your password, or ask an operator for a new link.',
+    }),
+  )
+}
+
+/**
+ * Only a dashboard path of this site: never another site (an open redirect) nor `//host`.
+ * The path is resolved against a placeholder origin and re-serialized, so what reaches the
+ * Location header is percent-encoded ASCII (a raw `€` there made Response throw: a 500),
+ * and `/dashboard/../admin` resolves before it is judged.
+ */
+function safeNext(next: string | undefined): string | null {
+  if (!next?.startsWith(`${COOKIE_PATH}/`) || next.startsWith('//') || /[\\\s]/.test(next)) return null
+  let url: URL
+  try {
+    url = new URL(next, 'http://dashboard.invalid')
+  } catch {
+    return null
+  }
+  if (url.origin !== 'http://dashboard.invalid' || !url.pathname.startsWith(`${COOKIE_PATH}/`)) return null
+  return url.pathname + url.search
+}
