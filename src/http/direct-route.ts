@@ -7,7 +7,7 @@ import { errorBody } from '../errors.ts'
 import type { Logger } from '../observability/log.ts'
 import { explainFailure } from './errors.ts'
 import { readApiBody } from './request-body.ts'
-import { stampApiAnswer } from './request-context.ts'
+import { apiSuccessHeaders, nextRequestId, stampApiAnswer } from './request-context.ts'
 
 /** A direct route's success: its status and JSON body, as a value or already serialized. */
 export type DirectAnswer = { status: number; body: unknown } | { status: number; json: string }
@@ -57,7 +57,10 @@ type Headers = Record<string, string>
 interface Exchange {
   request: Request
   startedAt: number
-  headers: Headers
+  origin: string | null
+  requestId: string
+  /** What the gate adds (a private key's RateLimit-* headers). */
+  extra: Headers
   access: AccessContext | undefined
 }
 
@@ -79,20 +82,23 @@ export function directRoute(deps: DirectRouteDeps, route: DirectRoute): (request
 
   function finish(exchange: Exchange, status: number, errorCode: string | undefined): void {
     if (exchange.access !== undefined) gate.answered(exchange.access, rule, status, errorCode)
-    observe(exchange.request, spec.path, status, exchange.startedAt, exchange.headers['x-request-id']!, exchange.access?.key.id)
+    observe(exchange.request, spec.path, status, exchange.startedAt, exchange.requestId, exchange.access?.key.id)
   }
 
   function respond(exchange: Exchange, answer: DirectAnswer): Response {
-    exchange.headers['content-type'] = 'application/json;charset=utf-8'
     const json = 'json' in answer ? answer.json : JSON.stringify(answer.body)
-    const response = new Response(json, { status: answer.status, headers: exchange.headers })
+    const response = new Response(json, { status: answer.status, headers: apiSuccessHeaders(exchange.origin) })
+    const headers = response.headers
+    headers.set('x-request-id', exchange.requestId)
+    for (const name in exchange.extra) headers.set(name, exchange.extra[name]!)
     finish(exchange, answer.status, undefined)
     return response
   }
 
   function fail(exchange: Exchange, error: unknown): Response {
-    const { request, headers } = exchange
-    const requestId = headers['x-request-id']!
+    const { request, requestId } = exchange
+    const headers: Headers = { 'x-request-id': requestId, ...exchange.extra }
+    stampApiAnswer({ headers }, exchange.origin)
     const failure = explainFailure(logger, error, { method: request.method, path: spec.path, route: spec.path, requestId })
     if (failure.headers) Object.assign(headers, failure.headers)
     headers['content-type'] = 'application/json'
@@ -131,10 +137,9 @@ export function directRoute(deps: DirectRouteDeps, route: DirectRoute): (request
   return function answerDirectly(request: Request): Response | Promise<Response> {
     const startedAt = performance.now()
     const origin = request.headers.get('origin')
-    const exchange: Exchange = { request, startedAt, headers: {}, access: undefined }
-    stampApiAnswer(exchange, origin)
+    const exchange: Exchange = { request, startedAt, origin, requestId: nextRequestId(), extra: {}, access: undefined }
     try {
-      const admitted = gate.admit({ request, path: spec.path, server: deps.server(), origin, headers: exchange.headers }, rule)
+      const admitted = gate.admit({ request, path: spec.path, server: deps.server(), origin, headers: exchange.extra }, rule)
       if (admitted instanceof Promise) {
         return admitted.then(
           (access) => run(exchange, access),

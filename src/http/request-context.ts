@@ -32,9 +32,30 @@ export function stampRequestId({ set }: { set: HeaderSet }): void {
 export function stampApiAnswer(set: HeaderSet, origin: string | null): void {
   const headers = set.headers
   headers['x-request-id'] ??= nextRequestId()
-  if (origin !== null) {
-    headers['access-control-allow-origin'] = origin
-    headers['access-control-expose-headers'] = EXPOSED_HEADERS
-    headers.vary = 'Origin'
+  if (origin !== null) Object.assign(headers, corsHeaders(origin))
+}
+
+function corsHeaders(origin: string): Record<string, string> {
+  return { 'access-control-allow-origin': origin, 'access-control-expose-headers': EXPOSED_HEADERS, vary: 'Origin' }
+}
+
+/** Origins whose answer headers are kept built; past this many the set starts over. */
+const MAX_TEMPLATES = 256
+const templates = new Map<string | null, Headers>()
+
+/**
+ * The headers of a JSON success on an API route, without its request id, built once per
+ * Origin: a Response copies a Headers object much faster than it builds one from a plain
+ * object (about 4,500 instructions less per answer, measured with callgrind; see
+ * bench/README.md). The caller sets X-Request-Id on the answer's own copy.
+ */
+export function apiSuccessHeaders(origin: string | null): Headers {
+  let headers = templates.get(origin)
+  if (headers === undefined) {
+    if (templates.size >= MAX_TEMPLATES) templates.clear()
+    headers = new Headers(origin === null ? {} : corsHeaders(origin))
+    headers.set('content-type', 'application/json;charset=utf-8')
+    templates.set(origin, headers)
   }
+  return headers
 }

@@ -111,6 +111,20 @@ describe('the listening server answers the hot routes as app.handle does', () =>
   }
 })
 
+test("a private key's answer carries its RateLimit headers, served or handled", async () => {
+  const privateKey = (await seedKey(service, businessId, { type: 'private', rateLimit: { limit: 50, windowSeconds: 60 } })).key
+  const served = await overSocket('/api/v0/whoami', { key: privateKey })
+  const handled = await call(service, '/api/v0/whoami', { key: privateKey })
+  for (const response of [served, handled]) {
+    expect(response.status).toBe(200)
+    expect(response.headers.get('ratelimit-limit')).toBe('50')
+    expect(response.headers.get('x-request-id')).toMatch(/^req_/)
+    expect(response.headers.get('access-control-allow-origin')).toBeNull()
+  }
+  expect(served.headers.get('ratelimit-remaining')).toBe('49')
+  expect(handled.headers.get('ratelimit-remaining')).toBe('48')
+})
+
 test('a request served directly is counted, used and stored like any other', async () => {
   const before = service.metrics.render()
   const count = (text: string, route: string, method: string, status: number) =>
