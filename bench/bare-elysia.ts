@@ -1,6 +1,7 @@
 import { Elysia } from 'elysia'
+import { TrackBody } from '../src/areas/analytics/model.ts'
 
-// The baseline of bench/whoami.ts: the same path on a bare Elysia app, with no key chain,
+// The baseline of bench/whoami.ts: the same paths on a bare Elysia app, with no key chain,
 // no CORS and no database, answering a JSON body of the same shape as the real whoami.
 const answer = {
   businessId: '00000000-0000-4000-8000-000000000000',
@@ -9,5 +10,12 @@ const answer = {
   allowedOrigins: ['example.com'],
 }
 
-const app = new Elysia().get('/api/v0/whoami', () => answer).listen(Number(process.env.PORT ?? 3001))
+// The baseline of `BENCH_ROUTE=track`: the page-view route's own TypeBox body (validated by
+// Elysia) answered 202 with the same shape, without a key chain or a database.
+const app = new Elysia()
+  .get('/api/v0/whoami', () => answer)
+  .post('/api/v0/analytics', ({ body, status }) => status(202, { accepted: 'events' in body ? body.events.length : 1 }), {
+    body: TrackBody.schema,
+  })
+  .listen(Number(process.env.PORT ?? 3001))
 console.log(`bare elysia listening on http://localhost:${app.server!.port}`)

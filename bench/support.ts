@@ -107,10 +107,10 @@ export async function ensureDatabase(url: string): Promise<void> {
  * The service on core 0, on `databaseUrl` (which must exist: see ensureDatabase), with an
  * admin token of this run's for its admin API; `cwd` runs another checkout's src/index.ts.
  */
-export async function startService(options: { env?: Record<string, string>; cwd?: string } = {}) {
+export async function startService(options: { env?: Record<string, string>; cwd?: string; entry?: string } = {}) {
   const adminToken = `bench-${crypto.randomUUID()}`
   const service = await startServer(
-    onCore(0, [process.execPath, 'src/index.ts']),
+    onCore(0, [process.execPath, options.entry ?? 'src/index.ts']),
     { DATABASE_URL: databaseUrl, PORT: '0', ADMIN_TOKEN: adminToken, ...options.env },
     options.cwd,
   )

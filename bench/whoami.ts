@@ -27,6 +27,33 @@ import {
   wrkVersion,
 } from './support.ts'
 
+/**
+ * BENCH_ROUTE=track measures the page-view route instead: POST /api/v0/analytics with one
+ * event, through the service with its event store replaced by one that keeps nothing
+ * (bench/service-without-store.ts: the chain's share, which is what the bare route can be
+ * compared with), against the bare route with the same TypeBox body answering 202.
+ */
+const TRACK = process.env.BENCH_ROUTE === 'track'
+const ROUTE = TRACK
+  ? {
+      path: '/api/v0/analytics',
+      method: 'POST',
+      body: '{"eventType":"page_view","url":"https://www.example.com/pricing","anonymousId":"visitor-1"}',
+      status: 202,
+      answer: '"accepted":1',
+      name: '`POST /api/v0/analytics`, 1 event',
+      label: 'keygate page view: key chain + origin + CORS + body, event store off',
+    }
+  : {
+      path: '/api/v0/whoami',
+      method: 'GET',
+      body: undefined,
+      status: 200,
+      answer: '"keyType":"public"',
+      name: '`GET /api/v0/whoami`',
+      label: 'keygate whoami: key chain + origin + CORS, PostgreSQL',
+    }
+
 const CONNECTIONS = 64
 const WARMUP_SECONDS = 3
 const DURATION_SECONDS = 10
@@ -66,7 +93,7 @@ async function main(): Promise<number> {
     return 1
   }
   await ensureDatabase(databaseUrl)
-  const service = await startService()
+  const service = await startService(TRACK ? { entry: 'bench/service-without-store.ts' } : {})
   // A budget that never refuses (1000000 a second), so the limiter counts every request but refuses none.
   const key = await service.admin.createKey(await service.admin.createBusiness('bench'), 'bench', {
     rateLimit: { limit: 1_000_000, windowSeconds: 1 },
@@ -74,25 +101,26 @@ async function main(): Promise<number> {
   const bare = await startServer(onCore(0, [process.execPath, 'bench/bare-elysia.ts']), { PORT: '0' })
 
   // The same request to both: the bare route ignores the headers.
-  const headers = { authorization: `Bearer ${key}`, origin: ORIGIN }
+  const headers: Record<string, string> = { authorization: `Bearer ${key}`, origin: ORIGIN }
+  if (TRACK) headers['content-type'] = 'application/json'
   const targets: Target[] = [
     {
-      label: 'keygate whoami: key chain + origin + CORS, PostgreSQL',
+      label: ROUTE.label,
       process: service.process,
-      url: `${service.base}/api/v0/whoami`,
+      url: `${service.base}${ROUTE.path}`,
       headers,
     },
-    { label: 'bare Elysia route', process: bare.process, url: `${bare.base}/api/v0/whoami`, headers },
+    { label: 'bare Elysia route', process: bare.process, url: `${bare.base}${ROUTE.path}`, headers },
   ]
   // Variants share the database (and so the key) of the service above.
   const compareTree = process.env.COMPARE_TREE
   if (compareTree) {
     const other = await startService({ cwd: compareTree })
-    targets.push({ label: `keygate whoami at ${compareTree}`, process: other.process, url: `${other.base}/api/v0/whoami`, headers })
+    targets.push({ label: `keygate at ${compareTree}`, process: other.process, url: `${other.base}${ROUTE.path}`, headers })
   }
   if (process.env.COMPARE_LOG_REQUESTS === '1') {
     const logging = await startService({ env: { LOG_REQUESTS: '1' } })
-    targets.push({ label: 'keygate whoami with LOG_REQUESTS=1', process: logging.process, url: `${logging.base}/api/v0/whoami`, headers })
+    targets.push({ label: 'keygate with LOG_REQUESTS=1', process: logging.process, url: `${logging.base}${ROUTE.path}`, headers })
   }
 
   const context = [
@@ -142,7 +170,7 @@ async function main(): Promise<number> {
   const [keygate, baseline] = summaries
   const ratio = keygate!.requestsPerSecond / baseline!.requestsPerSecond
   const table = [
-    '| Server, `GET /api/v0/whoami` | req/s (median) | p99 (median) | CPU per request | req/s of each run | failed answers |',
+    `| Server, ${ROUTE.name} | req/s (median) | p99 (median) | CPU per request | req/s of each run | failed answers |`,
     '|---|---|---|---|---|---|',
     ...targets.map((target, i) => {
       const summary = summaries[i]!
@@ -156,7 +184,9 @@ async function main(): Promise<number> {
     '',
     ...table,
     '',
-    `whoami with auth and CORS / bare Elysia route: ${ratio.toFixed(2)}`,
+    `${TRACK ? 'page view' : 'whoami'} with auth and CORS / bare Elysia route: ${ratio.toFixed(2)}; p99: ${(
+      keygate!.p99Us / baseline!.p99Us
+    ).toFixed(2)}x the bare route's`,
     ...(keygate!.cpuUsPerRequest !== null && baseline!.cpuUsPerRequest !== null
       ? [
           `CPU per request, bare Elysia route / whoami: ${(baseline!.cpuUsPerRequest / keygate!.cpuUsPerRequest).toFixed(2)}` +
@@ -167,9 +197,9 @@ async function main(): Promise<number> {
       const variant = summaries[i + 2]!
       const cpu =
         variant.cpuUsPerRequest !== null && keygate!.cpuUsPerRequest !== null
-          ? `, CPU per request ${(variant.cpuUsPerRequest - keygate!.cpuUsPerRequest).toFixed(1)} µs against keygate whoami`
+          ? `, CPU per request ${(variant.cpuUsPerRequest - keygate!.cpuUsPerRequest).toFixed(1)} µs against keygate`
           : ''
-      return `${target.label} / keygate whoami: ${(variant.requestsPerSecond / keygate!.requestsPerSecond).toFixed(2)} req/s${cpu}`
+      return `${target.label} / keygate: ${(variant.requestsPerSecond / keygate!.requestsPerSecond).toFixed(2)} req/s${cpu}`
     }),
     ...(invalid ? ['', 'INVALID: some answers failed (status >= 400 or socket errors); the numbers above do not count.'] : []),
   ].join('\n')
@@ -177,17 +207,17 @@ async function main(): Promise<number> {
 
   const resultsDir = join(root, 'bench', 'results')
   mkdirSync(resultsDir, { recursive: true })
-  const rawFile = join(resultsDir, `whoami-${new Date().toISOString().replace(/[:.]/g, '-')}.raw`)
+  const rawFile = join(resultsDir, `${TRACK ? 'track' : 'whoami'}-${new Date().toISOString().replace(/[:.]/g, '-')}.raw`)
   writeFileSync(rawFile, [...context, '', ...raw, summaryText, ''].join('\n'))
   console.log(`\nraw wrk output: ${rawFile}`)
   return invalid ? 1 : 0
 }
 
-/** One request that must answer exactly 200 with a whoami body: a fast error path must not pass for speed. */
+/** One request that must answer exactly as the route does when granted: a fast error path must not pass for speed. */
 async function expectOk(target: Target): Promise<void> {
-  const response = await fetch(target.url, { headers: target.headers })
+  const response = await fetch(target.url, { method: ROUTE.method, headers: target.headers, body: ROUTE.body })
   const body = await response.text()
-  if (response.status !== 200 || !body.includes('"keyType":"public"')) {
+  if (response.status !== ROUTE.status || !body.includes(ROUTE.answer)) {
     throw new Error(`${target.label} answered ${response.status}: ${body}`)
   }
 }
@@ -205,14 +235,14 @@ async function runWrk(target: Target, seconds: number) {
     ...headerArgs,
     target.url,
   ])
-  const text = await output(command)
+  const text = await output(command, TRACK ? { WRK_METHOD: ROUTE.method, WRK_BODY: ROUTE.body! } : {})
   const line = text.split('\n').find((l) => l.startsWith('{"requests"'))
   if (!line) throw new Error(`wrk printed no report:\n${text}`)
   return { report: JSON.parse(line) as WrkReport, text }
 }
 
-async function output(command: string[]): Promise<string> {
-  const child = Bun.spawn(command, { stdout: 'pipe', stderr: 'pipe' })
+async function output(command: string[], env: Record<string, string> = {}): Promise<string> {
+  const child = Bun.spawn(command, { stdout: 'pipe', stderr: 'pipe', env: { ...process.env, ...env } })
   const [stdout, stderr, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited])
   if (code !== 0) throw new Error(`${command.join(' ')} exited ${code}: ${stderr}`)
   return stdout + stderr

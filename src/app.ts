@@ -11,6 +11,7 @@ import { DASHBOARD_PREFIX, dashboardRoutes } from './dashboard/index.ts'
 import { sdkRoutes } from './sdk/index.ts'
 import { apiAreas, hotAreas } from './areas/index.ts'
 import type { AreaDeps } from './areas/deps.ts'
+import type { EventRow } from './areas/analytics/service.ts'
 import { preflight } from './http/cors.ts'
 import { createDirectRoutes } from './http/direct-route.ts'
 import { createMethodTable, type RouteShape } from './http/routes.ts'
@@ -41,6 +42,11 @@ export interface AppOptions {
   trustProxy?: readonly string[]
   /** REDIS_URL: instances share rate-limit counters; each counts alone when absent. */
   redisUrl?: string
+  /**
+   * Where accepted events are written: the analytics_events table by default.
+   * bench/service-without-store.ts replaces it to measure the request path alone.
+   */
+  eventStore?: (rows: EventRow[]) => Promise<void>
   /** INGEST_QUEUE_ROWS: most event rows waiting to commit before 503 (default 20000). */
   ingestQueueRows?: number
   /** The rate limits' clock, in ms (monotonic by default; tests move it). */
@@ -132,6 +138,7 @@ export function createApp(options: AppOptions) {
       maxQueuedRows: options.ingestQueueRows ?? DEFAULT_INGEST_QUEUE_ROWS,
       // PGlite has one connection: a second insert would only wait behind the first.
       concurrency: options.database.engine === 'postgres' ? 2 : 1,
+      store: options.eventStore,
     },
   }
 

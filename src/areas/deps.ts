@@ -2,6 +2,7 @@ import type { Db } from '../../db/client.ts'
 import type { createAccessPlugin } from '../access/plugin.ts'
 import type { DirectRoutes } from '../http/direct-route.ts'
 import type { IngestFigures } from '../observability/metrics.ts'
+import type { EventRow } from './analytics/service.ts'
 
 /** What every area plugin receives from createApp. */
 export interface AreaDeps {
@@ -18,5 +19,5 @@ export interface AreaDeps {
   /** Where /metrics reads the ingest queue's figures (keygate_ingest_queue_rows, keygate_ingest_rows_total). */
   reportIngest?(source: () => IngestFigures): void
   /** Bounds of the analytics write queue (src/areas/analytics/group-commit.ts). */
-  ingest?: { maxQueuedRows: number; concurrency: number }
+  ingest?: { maxQueuedRows: number; concurrency: number; store?: (rows: EventRow[]) => Promise<void> }
 }

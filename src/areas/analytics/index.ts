@@ -18,7 +18,7 @@ import { insertEvents, listEvents, type EventRow } from './service.ts'
  */
 export function trackRoutes({ db, direct, onShutdown, reportIngest, ingest }: AreaDeps) {
   const writer = createGroupCommitter<EventRow>({
-    insert: (rows) => insertEvents(db, rows),
+    insert: ingest?.store ?? ((rows) => insertEvents(db, rows)),
     maxQueuedRows: ingest?.maxQueuedRows,
     concurrency: ingest?.concurrency,
     isUnavailable: isDatabaseUnavailable,

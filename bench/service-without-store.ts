@@ -1,0 +1,34 @@
+/**
+ * The service as src/index.ts starts it, with one difference: accepted events go nowhere.
+ * `BENCH_ROUTE=track npm run bench` runs it to measure what a page view costs the service
+ * up to the database (the key chain, budgets, body, validation, the group commit's queue),
+ * against a bare Elysia route that has no database either. Not for anything but benchmarks.
+ */
+import { openDatabase } from '../db/client.ts'
+import { migrate } from '../db/migrate.ts'
+import { createApp } from '../src/app.ts'
+import { loadConfig } from '../src/config.ts'
+import { SERVER_OPTIONS } from '../src/http/server-options.ts'
+import { createLogger } from '../src/observability/log.ts'
+
+const config = loadConfig()
+if (!config.databaseUrl || !process.env.ADMIN_TOKEN) throw new Error('set DATABASE_URL and ADMIN_TOKEN (bench/support.ts does)')
+const database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir })
+await migrate(database)
+const service = createApp({
+  database,
+  adminToken: process.env.ADMIN_TOKEN,
+  rateLimits: config.rateLimits,
+  trustProxy: config.trustProxy,
+  logger: createLogger({ format: config.logFormat }),
+  keyChanges: true,
+  eventStore: async () => {},
+})
+service.app.listen({ port: config.port, ...SERVER_OPTIONS })
+console.log(`keygate (events stored nowhere) listening on http://localhost:${service.app.server!.port}`)
+process.on('SIGTERM', async () => {
+  await service.app.server?.stop(false)
+  await service.drain()
+  await database.close()
+  process.exit(0)
+})

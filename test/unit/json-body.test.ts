@@ -1,0 +1,59 @@
+import { describe, expect, test } from 'bun:test'
+import fc from 'fast-check'
+import { ApiError } from '../../src/errors.ts'
+import { parseJsonBody } from '../../src/http/json-body.ts'
+
+// parseJsonBody skips its walk over every string when the text itself shows none can be
+// unstorable (no backslash, no U+0000, no lone surrogate, no "__proto__"). The property:
+// it refuses exactly the bodies whose strings or names PostgreSQL cannot store, whether
+// they arrive raw or escaped.
+
+const unstorable = (s: string) => s.includes('\u0000') || !s.isWellFormed()
+const refused = (text: string) => {
+  try {
+    parseJsonBody(text)
+    return false
+  } catch (error) {
+    expect(error).toBeInstanceOf(ApiError)
+    return true
+  }
+}
+// Any UTF-16 unit but the ones JSON forbids raw inside a string (quote, backslash, controls), plus U+0000.
+const rawText = fc.string({ unit: fc.integer({ min: 0, max: 0xffff }).map((code) => String.fromCharCode(code)), maxLength: 20 }).map((s) =>
+  s
+    .split('')
+    .filter((c) => c === '\u0000' || (c >= ' ' && c !== '"' && c !== '\\'))
+    .join(''),
+)
+
+describe('parseJsonBody', () => {
+  test('refuses a raw string value or name exactly when it cannot be stored', () => {
+    fc.assert(
+      fc.property(rawText, rawText, (value, name) => {
+        const text = `{"event":{"${name}":"${value}"}}`
+        expect(refused(text)).toBe(unstorable(value) || unstorable(name) || name === '__proto__')
+      }),
+      { numRuns: 2000 },
+    )
+  })
+
+  test('refuses the same strings when they arrive as escapes', () => {
+    fc.assert(
+      fc.property(rawText, (value) => {
+        const escaped = value
+          .split('')
+          .map((c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)
+          .join('')
+        expect(refused(`{"url":"${escaped}"}`)).toBe(unstorable(value))
+      }),
+      { numRuns: 2000 },
+    )
+  })
+
+  test('takes a page view as sent', () => {
+    expect(parseJsonBody('{"eventType":"page_view","url":"https://example.com/ü"}')).toEqual({
+      eventType: 'page_view',
+      url: 'https://example.com/ü',
+    })
+  })
+})
