@@ -32,6 +32,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { cpus, loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import postgres from 'postgres'
+import { cpuSecondsOf } from './cpu-time.ts'
 import {
   ALLOWED_ORIGIN,
   databaseUrl,
@@ -223,6 +224,22 @@ async function main(): Promise<number> {
     rmSync(workDir, { recursive: true, force: true })
   }
 
+  /** The service's process and the database's backends (this database's only: others run tests on the same server). */
+  async function cpuMeter() {
+    const backends = (
+      await sql<{ pid: number }[]>`select pid from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()`
+    ).map((r) => r.pid)
+    const serviceBefore = cpuSecondsOf([service.process.pid])
+    const databaseBefore = cpuSecondsOf(backends)
+    return (units: number) => {
+      const serviceAfter = cpuSecondsOf([service.process.pid])
+      const databaseAfter = cpuSecondsOf(backends)
+      const per = (before: number | null, after: number | null) =>
+        before === null || after === null ? 'n/a' : `${(((after - before) * 1e6) / units).toFixed(1)} µs`
+      return `CPU per event: service ${per(serviceBefore, serviceAfter)}, PostgreSQL backends ${per(databaseBefore, databaseAfter)}`
+    }
+  }
+
   async function measureWhoami(base: string, key: string): Promise<Run> {
     const headers = ['-H', `Authorization: Bearer ${key}`, '-H', `Origin: ${ORIGIN}`]
     const script = join(root, 'bench', 'wrk-report.lua')
@@ -259,10 +276,12 @@ async function main(): Promise<number> {
     }
     // The deadline only matters if the budget never completes (lost answers, a stall).
     const deadline = Math.ceil(MEASURED_SECONDS * 4 + 5)
+    const cpu = await cpuMeter()
     const { report, seconds } = await runIngestWrk(service.base, key, body, shape.connections, budget, deadline, async () => {
       return (await stored()).rows >= budget * shape.eventsPerRequest
     })
     const { rows, commits } = await stored()
+    const cpuPerEvent = cpu(rows)
     const expected = report.accepted * shape.eventsPerRequest
     const valid = report.refused === 0 && report.socketErrors === 0 && report.accepted === budget && rows >= expected
     const perSecond = rows / seconds
@@ -275,7 +294,7 @@ async function main(): Promise<number> {
           `${format(perSecond)} events/s, p50 ${ms(report.p50Us)}, p99 ${ms(report.p99Us)}; ` +
           `${report.accepted} of ${budget} POSTs answered 202, ${report.refused} other, ${report.socketErrors} socket errors; ` +
           `${rows} rows stored${rows >= expected ? ` (>= 2xx x ${shape.eventsPerRequest})` : ` FEWER THAN ${expected}`}, ` +
-          `${(rows / Math.max(commits, 1)).toFixed(1)} rows per commit`,
+          `${(rows / Math.max(commits, 1)).toFixed(1)} rows per commit; ${cpuPerEvent}`,
         valid,
       },
     }
@@ -299,8 +318,11 @@ async function main(): Promise<number> {
     await sql`create index on ingest_baseline_rows (n)`
     await sql`vacuum analyze ingest_baseline_rows`
     const notices: string[] = []
-    const timed = postgres(databaseUrl, { max: 1, onnotice: (notice) => void notices.push(notice.message), connect_timeout: 5 })
+    const timed = postgres(databaseUrl, { max: 1, onnotice: (notice) => void notices.push(String(notice.message)), connect_timeout: 5 })
+    let cpuSeconds: number | null = null
     try {
+      const [{ pid }] = (await timed<{ pid: number }[]>`select pg_backend_pid() as pid`) as unknown as [{ pid: number }]
+      const before = cpuSecondsOf([pid])
       // Top-level DO: COMMIT inside it ends each statement's transaction, as the service's inserts do.
       await timed.unsafe(`
         do $$
@@ -319,6 +341,8 @@ async function main(): Promise<number> {
           end loop;
           raise notice '%,%', total, extract(epoch from clock_timestamp() - started);
         end $$`)
+      const after = cpuSecondsOf([pid])
+      if (before !== null && after !== null) cpuSeconds = after - before
     } finally {
       await timed.end({ timeout: 5 })
     }
@@ -328,7 +352,9 @@ async function main(): Promise<number> {
     return {
       perSecond,
       p99Us: null,
-      detail: `${format(perSecond)} rows/s (${rows} rows in ${seconds.toFixed(2)} s, timed by the database)`,
+      detail: `${format(perSecond)} rows/s (${rows} rows in ${seconds.toFixed(2)} s, timed by the database); CPU per row: ${
+        cpuSeconds === null ? 'n/a' : `${((cpuSeconds * 1e6) / rows).toFixed(1)} µs`
+      }`,
       valid: rows > 0,
     }
   }
