@@ -8,11 +8,11 @@ import { assertJsonSize, assertStorable, fieldPath, invalidField, recordPath } f
 import { parseTime } from '../shared/time.ts'
 import { createGroupCommitter } from './group-commit.ts'
 import { Accepted, EARLIEST_TIMESTAMP, EventPage, EventQuery, MAX_FUTURE_MS, TrackBody, type TrackedEvent } from './model.ts'
-import { insertEvents, listEvents, type EventRow } from './service.ts'
+import { eventInserter, listEvents, type EventRow } from './service.ts'
 
 export function analyticsRoutes({ db, access, onShutdown, reportIngest, ingest }: AreaDeps) {
   const writer = createGroupCommitter<EventRow>({
-    insert: (rows) => insertEvents(db, rows),
+    insert: eventInserter(db),
     maxQueuedRows: ingest?.maxQueuedRows,
     concurrency: ingest?.concurrency,
     isUnavailable: isDatabaseUnavailable,
@@ -97,6 +97,7 @@ function toEventRows(events: readonly Static<typeof TrackedEvent>[], batchKey: s
       occurred = time.toISOString()
     }
     return {
+      id: Bun.randomUUIDv7(),
       business_id: key.businessId,
       key_id: key.id,
       origin,
