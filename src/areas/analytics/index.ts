@@ -28,7 +28,7 @@ export function analyticsRoutes({ db, access, onShutdown, reportIngest, ingest }
       '/analytics',
       async ({ body, access, status, request }) => {
         const rows = 'events' in body ? toEventRows(body.events, 'events', access) : toEventRows([body], null, access)
-        await writer.write(access.key.businessId, rows, request.signal)
+        await writer.write(access.key.businessId, rows, request)
         return status(202, { accepted: rows.length })
       },
       {
