@@ -4,7 +4,7 @@ import type { RouteAccess } from '../../access/scopes.ts'
 import { isDatabaseUnavailable } from '../../../db/faults.ts'
 import type { AreaDeps } from '../deps.ts'
 import { decodePosition, pageSize } from '../shared/paging.ts'
-import { assertJsonSize, assertStorable, fieldPath, invalidField, recordPath } from '../shared/validation.ts'
+import { assertStorableJson, fieldPath, invalidField, recordPath } from '../shared/validation.ts'
 import { parseTime } from '../shared/time.ts'
 import { createGroupCommitter } from './group-commit.ts'
 import { Accepted, EARLIEST_TIMESTAMP, EventPage, EventQuery, MAX_FUTURE_MS, TrackBody, type TrackedEvent } from './model.ts'
@@ -74,16 +74,17 @@ export function analyticsRoutes({ db, access, onShutdown, reportIngest, ingest }
 
 /**
  * The stored form of a request's events, with what the schema cannot check: that a
- * `timestamp` is a real date inside the accepted window, and that the strings can be
- * stored. Any failure refuses the whole request before anything is written.
+ * `timestamp` is a real date inside the accepted window, and that `properties` keep to
+ * the depth, name and size rules. (Every string of the body was already screened for
+ * what PostgreSQL cannot store, src/http/json-body.ts: the event's own fields are not
+ * walked again.) Any failure refuses the whole request before anything is written.
  */
 function toEventRows(events: readonly Static<typeof TrackedEvent>[], batchKey: string | null, { key, origin }: AccessContext): EventRow[] {
   const receivedAt = Date.now()
   const received = new Date(receivedAt).toISOString()
   return events.map((event, index) => {
     const path = recordPath(batchKey, index)
-    assertStorable(event, path)
-    if (event.properties !== undefined) assertJsonSize(event.properties, fieldPath(path, 'properties'))
+    if (event.properties !== undefined) assertStorableJson(event.properties, fieldPath(path, 'properties'))
     let occurred = received
     if (event.timestamp !== undefined) {
       const field = fieldPath(path, 'timestamp')
