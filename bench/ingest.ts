@@ -26,7 +26,10 @@
  *
  * Environment: DATABASE_URL (default postgres://postgres@127.0.0.1:5432/bench, created
  * when missing), BENCH_SECONDS (seconds per measured run, default 4), BENCH_REPETITIONS
- * (default 3).
+ * (default 3). COMPARE_TREE=<dir>: also measure the service of another checkout (main
+ * before a change) in the same run, interleaved, on a database of its own
+ * (COMPARE_DATABASE_URL, default DATABASE_URL with `_compare` appended), since the trees'
+ * migrations differ.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { cpus, loadavg, tmpdir } from 'node:os'
@@ -142,75 +145,108 @@ const SINGLE: IngestShape = { label: '1-event POSTs', connections: 128, eventsPe
 const BATCH: IngestShape = { label: '50-event batches', connections: 64, eventsPerRequest: 50 }
 const WHOAMI_CONNECTIONS = 128
 
+/** A service under test: this tree's, or COMPARE_TREE's on a database of its own. */
+interface Subject {
+  label: string
+  service: Awaited<ReturnType<typeof startService>>
+  url: string
+  sql: postgres.Sql
+  whoamiKey: string
+}
+
+interface Runs {
+  whoami: Run[]
+  single: Run[]
+  batch: Run[]
+  baseline: Run[]
+}
+
 async function main(): Promise<number> {
   if (!Bun.which('wrk')) {
     console.error('wrk is not installed: `apt-get install -y wrk`, then run `bun bench/ingest.ts` again.')
     return 1
   }
-  await ensureDatabase(databaseUrl)
   const workDir = mkdtempSync(join(tmpdir(), 'keygate-ingest-'))
   const script = join(workDir, 'ingest.lua')
   writeFileSync(script, WRK_SCRIPT)
-  const sql = postgres(databaseUrl, { max: 1, onnotice: () => {}, connect_timeout: 5 })
-  const service = await startService()
-  const { admin } = service
   const stamp = new Date().toISOString()
+  const subjects: Subject[] = []
 
   try {
-    const whoamiKey = await admin.createKey(await admin.createBusiness(`ingest bench whoami ${stamp}`), 'whoami', UNLIMITED)
-    const indexes = await sql<
-      { indexdef: string }[]
-    >`select indexdef from pg_indexes where tablename = 'analytics_events' order by indexname`
+    subjects.push(await startSubject('this tree', databaseUrl))
+    const compareTree = process.env.COMPARE_TREE
+    if (compareTree) {
+      // Its own database: the trees' migrations differ (the indexes are part of what is compared).
+      const url = process.env.COMPARE_DATABASE_URL || `${databaseUrl}_compare`
+      subjects.push(await startSubject(compareTree, url, compareTree))
+    }
     console.log(
       [
         `date: ${stamp}; bun ${Bun.version}; ${wrkVersion()}`,
         `cpu: ${cpus()[0]?.model ?? 'unknown'} x${cpus().length}; pinned: ${pinned ? 'service core 0, wrk core 1, PostgreSQL unpinned' : 'no'}; load average ${loadavg()
           .map((n) => n.toFixed(2))
           .join(' ')}`,
-        `${(await sql<{ version: string }[]>`select version()`)[0]!.version.split(' on ')[0]}; analytics_events indexes:`,
-        ...indexes.map((i) => `  ${i.indexdef.replace(' ON public.analytics_events USING btree', '')}`),
+        `${(await subjects[0]!.sql<{ version: string }[]>`select version()`)[0]!.version.split(' on ')[0]}`,
         `${REPETITIONS} interleaved repetitions of ~${MEASURED_SECONDS} s each (after ${WARMUP_SECONDS} s warm-ups), medians`,
       ].join('\n'),
     )
+    for (const subject of subjects) {
+      const indexes = await subject.sql<{ indexdef: string }[]>`
+        select indexdef from pg_indexes where tablename = 'analytics_events' order by indexname`
+      console.log(
+        [
+          `${subject.label}: analytics_events indexes`,
+          ...indexes.map((i) => `  ${i.indexdef.replace(' ON public.analytics_events USING btree', '')}`),
+        ].join('\n'),
+      )
+    }
 
-    const runs = { whoami: [] as Run[], single: [] as Run[], batch: [] as Run[], baseline: [] as Run[] }
+    const results = new Map<Subject, Runs>(subjects.map((s) => [s, { whoami: [], single: [], batch: [], baseline: [] }]))
     for (let repetition = 1; repetition <= REPETITIONS; repetition++) {
-      const whoami = await measureWhoami(service.base, whoamiKey)
-      runs.whoami.push(whoami)
-      console.log(`${repetition}/${REPETITIONS} whoami c${WHOAMI_CONNECTIONS}: ${whoami.detail}`)
-      const single = await measureIngest(SINGLE)
-      runs.single.push(single.run)
-      console.log(`    ${SINGLE.label} c${SINGLE.connections}: ${single.run.detail}`)
-      const batch = await measureIngest(BATCH)
-      runs.batch.push(batch.run)
-      console.log(`    ${BATCH.label} c${BATCH.connections}: ${batch.run.detail}`)
-      const baseline = await measureBaseline(batch.businessId)
-      runs.baseline.push(baseline)
-      console.log(`    PostgreSQL alone, the same rows: ${baseline.detail}`)
+      for (const subject of subjects) {
+        const runs = results.get(subject)!
+        const whoami = await measureWhoami(subject)
+        runs.whoami.push(whoami)
+        console.log(`${repetition}/${REPETITIONS} ${subject.label}: whoami c${WHOAMI_CONNECTIONS}: ${whoami.detail}`)
+        const single = await measureIngest(subject, SINGLE)
+        runs.single.push(single.run)
+        console.log(`    ${SINGLE.label} c${SINGLE.connections}: ${single.run.detail}`)
+        const batch = await measureIngest(subject, BATCH)
+        runs.batch.push(batch.run)
+        console.log(`    ${BATCH.label} c${BATCH.connections}: ${batch.run.detail}`)
+        const baseline = await measureBaseline(subject, batch.businessId)
+        runs.baseline.push(baseline)
+        console.log(`    PostgreSQL alone, the same rows: ${baseline.detail}`)
+      }
     }
 
     const median = (list: Run[]) => medianOf(list.map((r) => r.perSecond))
     const p99 = (list: Run[]) => {
       const values = list.flatMap((r) => (r.p99Us === null ? [] : [r.p99Us]))
-      return values.length === 0 ? 'n/a' : `${(medianOf(values) / 1000).toFixed(2)} ms`
+      return values.length === 0 ? '' : `${(medianOf(values) / 1000).toFixed(2)} ms`
     }
     const each = (list: Run[]) => list.map((r) => format(r.perSecond)).join(', ')
-    const table = [
-      '| What | per second (median) | p99 (median) | each run |',
-      '|---|---|---|---|',
-      `| whoami, public key + allowed Origin, c${WHOAMI_CONNECTIONS} (requests) | ${format(median(runs.whoami))} | ${p99(runs.whoami)} | ${each(runs.whoami)} |`,
-      `| ${SINGLE.label}, c${SINGLE.connections} (events) | ${format(median(runs.single))} | ${p99(runs.single)} | ${each(runs.single)} |`,
-      `| ${BATCH.label}, c${BATCH.connections} (events) | ${format(median(runs.batch))} | ${p99(runs.batch)} | ${each(runs.batch)} |`,
-      `| PostgreSQL alone, the same rows, ${BASELINE_ROWS_PER_STATEMENT} per statement (rows) | ${format(median(runs.baseline))} | | ${each(runs.baseline)} |`,
+    const rows = (label: string, runs: Runs) => [
+      `| ${label} | whoami, public key + allowed Origin, c${WHOAMI_CONNECTIONS} (requests) | ${format(median(runs.whoami))} | ${p99(runs.whoami)} | ${each(runs.whoami)} |`,
+      `| ${label} | ${SINGLE.label}, c${SINGLE.connections} (events) | ${format(median(runs.single))} | ${p99(runs.single)} | ${each(runs.single)} |`,
+      `| ${label} | ${BATCH.label}, c${BATCH.connections} (events) | ${format(median(runs.batch))} | ${p99(runs.batch)} | ${each(runs.batch)} |`,
+      `| ${label} | PostgreSQL alone, the same rows, ${BASELINE_ROWS_PER_STATEMENT} per statement (rows) | ${format(median(runs.baseline))} | | ${each(runs.baseline)} |`,
     ]
-    const valid = Object.values(runs).every((list) => list.every((r) => r.valid))
+    const valid = [...results.values()].every((runs) => Object.values(runs).every((list: Run[]) => list.every((r) => r.valid)))
     console.log(
       [
         '',
-        ...table,
+        '| Service | What | per second (median) | p99 (median) | each run |',
+        '|---|---|---|---|---|',
+        ...subjects.flatMap((subject) => rows(subject.label, results.get(subject)!)),
         '',
-        `1-event POSTs / whoami: ${(median(runs.single) / median(runs.whoami)).toFixed(2)} (aim: at least 0.5)`,
-        `50-event batches / PostgreSQL alone: ${(median(runs.batch) / median(runs.baseline)).toFixed(2)} (aim: at least 0.85)`,
+        ...subjects.flatMap((subject) => {
+          const runs = results.get(subject)!
+          return [
+            `${subject.label}: 1-event POSTs / whoami: ${(median(runs.single) / median(runs.whoami)).toFixed(2)} (aim: at least 0.5)`,
+            `${subject.label}: 50-event batches / PostgreSQL alone: ${(median(runs.batch) / median(runs.baseline)).toFixed(2)} (aim: at least 0.85)`,
+          ]
+        }),
         `load average at the end: ${loadavg()
           .map((n) => n.toFixed(2))
           .join(' ')}`,
@@ -220,12 +256,19 @@ async function main(): Promise<number> {
     return valid ? 0 : 1
   } finally {
     stopChildren()
-    await sql.end({ timeout: 5 })
+    for (const subject of subjects) await subject.sql.end({ timeout: 5 })
     rmSync(workDir, { recursive: true, force: true })
   }
 
+  async function startSubject(label: string, url: string, cwd?: string): Promise<Subject> {
+    await ensureDatabase(url)
+    const service = await startService({ env: { DATABASE_URL: url }, cwd })
+    const whoamiKey = await service.admin.createKey(await service.admin.createBusiness(`ingest bench whoami ${stamp}`), 'whoami', UNLIMITED)
+    return { label, service, url, sql: postgres(url, { max: 1, onnotice: () => {}, connect_timeout: 5 }), whoamiKey }
+  }
+
   /** The service's process and the database's backends (this database's only: others run tests on the same server). */
-  async function cpuMeter() {
+  async function cpuMeter({ service, sql }: Subject) {
     const backends = (
       await sql<{ pid: number }[]>`select pid from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()`
     ).map((r) => r.pid)
@@ -240,7 +283,8 @@ async function main(): Promise<number> {
     }
   }
 
-  async function measureWhoami(base: string, key: string): Promise<Run> {
+  async function measureWhoami({ service, whoamiKey: key }: Subject): Promise<Run> {
+    const base = service.base
     const headers = ['-H', `Authorization: Bearer ${key}`, '-H', `Origin: ${ORIGIN}`]
     const script = join(root, 'bench', 'wrk-report.lua')
     const url = `${base}/api/v0/whoami`
@@ -257,7 +301,9 @@ async function main(): Promise<number> {
     }
   }
 
-  async function measureIngest(shape: IngestShape): Promise<{ run: Run; businessId: string }> {
+  async function measureIngest(subject: Subject, shape: IngestShape): Promise<{ run: Run; businessId: string }> {
+    const { service, sql } = subject
+    const { admin } = service
     const event = { eventType: 'page_view', url: `${ORIGIN}/products/42`, anonymousId: 'anon-bench', properties: { plan: 'pro', n: 1 } }
     const body = JSON.stringify(shape.eventsPerRequest === 1 ? event : { events: Array(shape.eventsPerRequest).fill(event) })
     const warmKey = await admin.createKey(await admin.createBusiness(`ingest bench warm-up ${stamp}`), 'warm-up', UNLIMITED)
@@ -276,7 +322,7 @@ async function main(): Promise<number> {
     }
     // The deadline only matters if the budget never completes (lost answers, a stall).
     const deadline = Math.ceil(MEASURED_SECONDS * 4 + 5)
-    const cpu = await cpuMeter()
+    const cpu = await cpuMeter(subject)
     const { report, seconds } = await runIngestWrk(service.base, key, body, shape.connections, budget, deadline, async () => {
       return (await stored()).rows >= budget * shape.eventsPerRequest
     })
@@ -304,7 +350,7 @@ async function main(): Promise<number> {
    * PostgreSQL's own rate for the rows the service stored for `businessId`: staged with
    * fresh ids of the kind the service stores (untimed), then inserted by the database.
    */
-  async function measureBaseline(businessId: string): Promise<Run> {
+  async function measureBaseline({ sql, url }: Subject, businessId: string): Promise<Run> {
     const [kind] = await sql<{ version: string }[]>`
       select substr(id::text, 15, 1) as version from analytics_events where business_id = ${businessId}::uuid limit 1`
     const fresh = kind?.version === '7' ? UUIDV7_SQL : 'gen_random_uuid()'
@@ -318,7 +364,7 @@ async function main(): Promise<number> {
     await sql`create index on ingest_baseline_rows (n)`
     await sql`vacuum analyze ingest_baseline_rows`
     const notices: string[] = []
-    const timed = postgres(databaseUrl, { max: 1, onnotice: (notice) => void notices.push(String(notice.message)), connect_timeout: 5 })
+    const timed = postgres(url, { max: 1, onnotice: (notice) => void notices.push(String(notice.message)), connect_timeout: 5 })
     let cpuSeconds: number | null = null
     try {
       const [{ pid }] = (await timed<{ pid: number }[]>`select pg_backend_pid() as pid`) as unknown as [{ pid: number }]
