@@ -15,7 +15,8 @@
  *
  * For each: rows/s (wall time of the client), and CPU per row of the database backend
  * and of this client process. Environment: DATABASE_URL (default the `bench` database),
- * BENCH_ROWS (rows per variant and repetition, default 50000), BENCH_REPETITIONS (3).
+ * BENCH_ROWS (rows per variant and repetition, default 50000), BENCH_REPETITIONS (3),
+ * BENCH_VARIANTS (comma-separated words: only the variants whose label holds one).
  */
 import { cpus, loadavg } from 'node:os'
 import postgres from 'postgres'
@@ -114,7 +115,7 @@ interface Variant {
   indexes: 'before' | 'after'
 }
 
-const VARIANTS: Variant[] = [
+const ALL_VARIANTS: Variant[] = [
   {
     label: 'jsonb_to_recordset unprepared, random ids, 3 indexes (before)',
     form: 'jsonb_to_recordset unprepared',
@@ -129,6 +130,10 @@ const VARIANTS: Variant[] = [
   { label: 'unnest prepared, v7 ids, 2 indexes', form: 'unnest', ids: 'v7', indexes: 'after' },
   { label: 'COPY, v7 ids, 2 indexes', form: 'copy', ids: 'v7', indexes: 'after' },
 ]
+
+// BENCH_VARIANTS=after,COPY: only the variants whose label holds one of these words.
+const only = process.env.BENCH_VARIANTS?.split(',')
+const VARIANTS = only ? ALL_VARIANTS.filter((v) => only.some((word) => v.label.includes(word))) : ALL_VARIANTS
 
 async function main(): Promise<number> {
   await ensureDatabase(databaseUrl)
