@@ -36,7 +36,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { cpus, loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import postgres from 'postgres'
-import { cpuSecondsOf } from './cpu-time.ts'
+import { cpuSecondsOf, median as medianOf } from './measure.ts'
 import {
   ALLOWED_ORIGIN,
   databaseUrl,
@@ -121,17 +121,11 @@ interface IngestReport {
   p99Us: number
 }
 
-interface WhoamiReport {
-  requests: number
-  durationUs: number
-  statusErrors: number
-  connectErrors: number
-  readErrors: number
-  writeErrors: number
-  timeouts: number
-  p50Us: number
-  p99Us: number
-}
+/** The line bench/wrk-report.lua prints (the fields read here). */
+type WhoamiReport = Record<
+  'requests' | 'durationUs' | 'statusErrors' | 'connectErrors' | 'readErrors' | 'writeErrors' | 'timeouts' | 'p99Us',
+  number
+>
 
 /** One measured run: a rate and whether its answers and rows hold up. */
 interface Run {
@@ -492,12 +486,6 @@ async function expectAccepted(base: string, key: string, body: string): Promise<
   })
   const text = await response.text()
   if (response.status !== 202) throw new Error(`POST /api/v0/analytics answered ${response.status}: ${text}`)
-}
-
-function medianOf(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b)
-  const middle = Math.floor(sorted.length / 2)
-  return sorted.length % 2 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2
 }
 
 function ms(us: number): string {

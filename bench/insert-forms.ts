@@ -20,7 +20,8 @@
  */
 import { cpus, loadavg } from 'node:os'
 import postgres from 'postgres'
-import { cpuSecondsOf } from './cpu-time.ts'
+import type { EventRow } from '../src/areas/analytics/service.ts'
+import { cpuSecondsOf, median } from './measure.ts'
 import { databaseUrl, ensureDatabase, runBenchmark } from './support.ts'
 
 const BATCH_ROWS = 500
@@ -44,20 +45,8 @@ const COLUMNS = [
 const RECORD_TYPES =
   'business_id uuid, key_id uuid, origin text, event_type text, url text, referrer text, anonymous_id text, person_id text, properties jsonb, occurred_at timestamptz, received_at timestamptz'
 
-interface Row {
-  id: string
-  business_id: string
-  key_id: string
-  origin: string | null
-  event_type: string
-  url: string | null
-  referrer: string | null
-  anonymous_id: string | null
-  person_id: string | null
-  properties: Record<string, unknown>
-  occurred_at: string
-  received_at: string
-}
+/** A row as the service stores it. */
+type Row = EventRow
 
 type Insert = (sql: postgres.Sql, rows: Row[]) => Promise<unknown>
 
@@ -65,24 +54,9 @@ type Insert = (sql: postgres.Sql, rows: Row[]) => Promise<unknown>
 // parameters take the values themselves and JSON.stringify them.
 
 const FORMS: Record<string, Insert> = {
-  'jsonb_to_recordset unprepared': (sql, rows) =>
-    sql.unsafe(
-      `insert into ${TABLE} (${COLUMNS.join(', ')}) select id, ${COLUMNS.slice(1).join(', ')} from jsonb_to_recordset($1::jsonb) as e(id uuid, ${RECORD_TYPES})`,
-      [rows as never],
-      { prepare: false },
-    ),
-  jsonb_to_recordset: (sql, rows) =>
-    sql.unsafe(
-      `insert into ${TABLE} (${COLUMNS.join(', ')}) select id, ${COLUMNS.slice(1).join(', ')} from jsonb_to_recordset($1::jsonb) as e(id uuid, ${RECORD_TYPES})`,
-      [rows as never],
-      { prepare: true },
-    ),
-  json_to_recordset: (sql, rows) =>
-    sql.unsafe(
-      `insert into ${TABLE} (${COLUMNS.join(', ')}) select id, ${COLUMNS.slice(1).join(', ')} from json_to_recordset($1::json) as e(id uuid, ${RECORD_TYPES})`,
-      [rows as never],
-      { prepare: true },
-    ),
+  'jsonb_to_recordset unprepared': recordset('jsonb', false),
+  jsonb_to_recordset: recordset('jsonb', true),
+  json_to_recordset: recordset('json', true),
   unnest: (sql, rows) =>
     sql.unsafe(
       `insert into ${TABLE} (${COLUMNS.join(', ')}) select * from unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::jsonb[], $11::timestamptz[], $12::timestamptz[])`,
@@ -100,6 +74,12 @@ const FORMS: Record<string, Insert> = {
       stream.end(`${text}\n`)
     })
   },
+}
+
+/** The rows as one JSON parameter, expanded into records by the database. */
+function recordset(type: 'json' | 'jsonb', prepare: boolean): Insert {
+  const statement = `insert into ${TABLE} (${COLUMNS.join(', ')}) select id, ${COLUMNS.slice(1).join(', ')} from ${type}_to_recordset($1::${type}) as e(id uuid, ${RECORD_TYPES})`
+  return (sql, rows) => sql.unsafe(statement, [rows as never], { prepare })
 }
 
 /** COPY's text format: backslash, tab, newline and carriage return escaped; null as \N. */
@@ -232,12 +212,6 @@ function makeRows(count: number): Row[] {
     occurred_at: now,
     received_at: now,
   }))
-}
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b)
-  const middle = Math.floor(sorted.length / 2)
-  return sorted.length % 2 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2
 }
 
 await runBenchmark(main)

@@ -1,13 +1,14 @@
 /**
- * CPU time (user + system) of processes, from Linux /proc: which side of a run, the
- * service or PostgreSQL, spends the cores. Null off Linux.
+ * What the benchmarks compute from their runs: the median of repetitions, and the CPU time
+ * (user + system) of processes from Linux /proc, which shows which side of a run, the
+ * service or PostgreSQL, spends the cores.
  */
 import { readFileSync } from 'node:fs'
 
 // sysconf(_SC_CLK_TCK) is 100 on every Linux architecture Bun runs on.
 const CLOCK_TICKS = 100
 
-/** Seconds of CPU used so far by the processes `pids` (threads included); gone ones count 0. */
+/** Seconds of CPU used so far (null off Linux) by the processes `pids` (threads included); gone ones count 0. */
 export function cpuSecondsOf(pids: readonly number[]): number | null {
   let ticks = 0
   for (const pid of pids) {
@@ -23,4 +24,10 @@ export function cpuSecondsOf(pids: readonly number[]): number | null {
     ticks += Number(fields[11]) + Number(fields[12])
   }
   return ticks / CLOCK_TICKS
+}
+
+export function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b)
+  const middle = Math.floor(sorted.length / 2)
+  return sorted.length % 2 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2
 }
