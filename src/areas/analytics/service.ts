@@ -5,7 +5,7 @@ import { before, positionCursor, toPage, type Page, type Position } from '../sha
 
 /** One event as the writer stores it; times are ISO strings, ready for JSON. */
 export interface EventRow {
-  /** UUIDv7, made by the service: time-ordered, so new rows land at the right edge of the indexes that hold it. */
+  /** UUIDv7, made by the service: time-ordered, so events of one millisecond list in arrival order. */
   id: string
   business_id: string
   key_id: string
