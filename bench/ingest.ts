@@ -1,38 +1,64 @@
 /**
- * `bun bench/ingest.ts`: ingestion throughput of `POST /api/v0/analytics` on PostgreSQL at
- * 1, 16 and 128 concurrent connections, with p50/p99 latency, and a check that the events
- * table holds exactly as many rows as wrk got 2xx answers.
+ * `bun bench/ingest.ts`: ingestion through `POST /api/v0/analytics` on PostgreSQL against
+ * two baselines measured in the same run (issue 11, "what it must show"):
  *
- * For each level: a 1 s warm-up measures the rate, then the measured run sends a fixed
- * budget of POSTs sized to last about BENCH_SECONDS (default 2.5), with a key of its own
- * business. The wrk script counts the answers and stops once every POST is answered;
- * requests it sends after the budget are `GET /healthz` (which writes nothing), so no POST
- * is cut off mid-flight and the row count can be compared exactly. wrk itself always runs
- * for its whole `-d`, so this script watches the business's row count and interrupts wrk
- * (SIGINT: wrk then reports as usual) once the budget is stored; events/s is the budget
- * over the time until then. `count(distinct xmin)` tells how many transactions (group
- * commits) wrote the rows.
+ * - 1-event POSTs at 128 connections against the same service's `GET /api/v0/whoami`
+ *   (public key, allowed Origin, as bench/whoami.ts calls it), also at 128 connections;
+ * - 50-event batches at 64 connections against PostgreSQL inserting the same rows into the
+ *   same table by itself: the rows the service just stored are staged (untimed) in an
+ *   unlogged table with fresh ids of the same kind, then one session inserts them into
+ *   `analytics_events` 500 rows per statement, each committed, in a DO block timed by the
+ *   database's own clock_timestamp(). 500 rows is the service's largest insert.
+ *
+ * The four measurements run interleaved, REPETITIONS times, and the medians are compared,
+ * so the ratios hold while the machine's speed drifts. The service runs on core 0, wrk on
+ * core 1, PostgreSQL unpinned (so it shares the cores with both, as in production on one
+ * machine; the baseline has them to itself).
+ *
+ * Stored rows are checked against the answers: each ingest run sends a fixed budget of
+ * POSTs (sized from a warm-up to last about BENCH_SECONDS) with a key of a business of its
+ * own; the wrk script counts the answers and stops once every POST is answered; requests
+ * it sends after the budget are `GET /healthz` (which writes nothing), so no POST is cut
+ * off mid-flight. wrk always runs for its whole `-d`, so the script prints a line once the
+ * last POST is answered and this one interrupts wrk then: events/s is the rows stored over
+ * the time until that line (a 202 is sent after its commit). A run whose rows are fewer
+ * than its 2xx answers times the events per request, or with any non-2xx answer, makes
+ * the result INVALID (exit status 1).
  *
  * Environment: DATABASE_URL (default postgres://postgres@127.0.0.1:5432/bench, created
- * when missing),
- * BENCH_SECONDS (measured seconds per level), BENCH_EVENTS (events per request, default 1).
- * Every wait is bounded: a run that never completes its budget ends at its wrk deadline
- * and is reported as such.
+ * when missing), BENCH_SECONDS (seconds per measured run, default 4), BENCH_REPETITIONS
+ * (default 3). COMPARE_TREE=<dir>: also measure the service of another checkout (main
+ * before a change) in the same run, interleaved, on a database of its own
+ * (COMPARE_DATABASE_URL, default DATABASE_URL with `_compare` appended), since the trees'
+ * migrations differ.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { cpus, loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import postgres from 'postgres'
-import { databaseUrl, ensureDatabase, killOnExit, onCore, pinned, runBenchmark, startService, stopChildren, wrkVersion } from './support.ts'
+import { cpuSecondsOf, median as medianOf } from './measure.ts'
+import {
+  ALLOWED_ORIGIN,
+  databaseUrl,
+  ensureDatabase,
+  killOnExit,
+  onCore,
+  pinned,
+  root,
+  runBenchmark,
+  startService,
+  stopChildren,
+  wrkVersion,
+} from './support.ts'
 
-const LEVELS = [1, 16, 128]
+const MEASURED_SECONDS = Number(process.env.BENCH_SECONDS || 4)
+const REPETITIONS = Number(process.env.BENCH_REPETITIONS || 3)
 const WARMUP_SECONDS = 1
+const BASELINE_ROWS_PER_STATEMENT = 500
 // All requests come from one address: the per-visitor budget (contract section 8) is not
 // what this measures, so the keys carry one no run reaches.
 const UNLIMITED = { rateLimit: { limit: 1_000_000, windowSeconds: 1 } }
-const MEASURED_SECONDS = Number(process.env.BENCH_SECONDS || 2.5)
-const EVENTS_PER_REQUEST = Math.max(1, Math.min(500, Number(process.env.BENCH_EVENTS || 1)))
-const ORIGIN = 'https://shop.example.com'
+const ORIGIN = `https://www.${ALLOWED_ORIGIN}`
 
 // Counters are globals so that done() can read them from every thread with thread:get().
 const WRK_SCRIPT = `
@@ -63,7 +89,12 @@ function response(status, headers, body)
   if status == 202 then accepted = accepted + 1
   elseif status == 200 then health = health + 1
   else refused = refused + 1 end
-  if budget > 0 and accepted + refused >= budget then wrk.thread:stop() end
+  if budget > 0 and accepted + refused == budget then
+    -- Every POST is answered, so every 202's rows are committed: tell the script now.
+    io.write("budget answered\\n")
+    io.flush()
+    wrk.thread:stop()
+  end
 end
 
 function done(summary, latency, requests)
@@ -79,27 +110,55 @@ function done(summary, latency, requests)
 end
 `
 
-interface WrkReport {
+interface IngestReport {
   durationUs: number
   /** POSTs answered 202. */
   accepted: number
   /** POSTs answered anything else. */
   refused: number
-  /** /healthz probes answered while the last POSTs finished. */
-  health: number
   socketErrors: number
   p50Us: number
   p99Us: number
 }
 
-interface LevelResult {
+/** The line bench/wrk-report.lua prints (the fields read here). */
+type WhoamiReport = Record<
+  'requests' | 'durationUs' | 'statusErrors' | 'connectErrors' | 'readErrors' | 'writeErrors' | 'timeouts' | 'p99Us',
+  number
+>
+
+/** One measured run: a rate and whether its answers and rows hold up. */
+interface Run {
+  perSecond: number
+  p99Us: number | null
+  detail: string
+  valid: boolean
+}
+
+interface IngestShape {
+  label: string
   connections: number
-  report: WrkReport
-  budget: number
-  /** From starting wrk until the whole budget was stored. */
-  seconds: number
-  rows: number
-  commits: number
+  eventsPerRequest: number
+}
+
+const SINGLE: IngestShape = { label: '1-event POSTs', connections: 128, eventsPerRequest: 1 }
+const BATCH: IngestShape = { label: '50-event batches', connections: 64, eventsPerRequest: 50 }
+const WHOAMI_CONNECTIONS = 128
+
+/** A service under test: this tree's, or COMPARE_TREE's on a database of its own. */
+interface Subject {
+  label: string
+  service: Awaited<ReturnType<typeof startService>>
+  url: string
+  sql: postgres.Sql
+  whoamiKey: string
+}
+
+interface Runs {
+  whoami: Run[]
+  single: Run[]
+  batch: Run[]
+  baseline: Run[]
 }
 
 async function main(): Promise<number> {
@@ -107,79 +166,314 @@ async function main(): Promise<number> {
     console.error('wrk is not installed: `apt-get install -y wrk`, then run `bun bench/ingest.ts` again.')
     return 1
   }
-  await ensureDatabase(databaseUrl)
   const workDir = mkdtempSync(join(tmpdir(), 'keygate-ingest-'))
   const script = join(workDir, 'ingest.lua')
   writeFileSync(script, WRK_SCRIPT)
-  const sql = postgres(databaseUrl, { max: 1, onnotice: () => {}, connect_timeout: 5 })
+  const stamp = new Date().toISOString()
+  const subjects: Subject[] = []
 
   try {
-    const service = await startService()
-    const { admin } = service
-    const stamp = new Date().toISOString()
-    const warmBusiness = await admin.createBusiness(`ingest bench warm-up ${stamp}`)
-
-    const event = { eventType: 'page_view', url: `${ORIGIN}/products/42`, anonymousId: 'anon-bench', properties: { plan: 'pro', n: 1 } }
-    const body = JSON.stringify(EVENTS_PER_REQUEST === 1 ? event : { events: Array(EVENTS_PER_REQUEST).fill(event) })
-
+    subjects.push(await startSubject('this tree', databaseUrl))
+    const compareTree = process.env.COMPARE_TREE
+    if (compareTree) {
+      // Its own database: the trees' migrations differ (the indexes are part of what is compared).
+      const url = process.env.COMPARE_DATABASE_URL || `${databaseUrl}_compare`
+      subjects.push(await startSubject(compareTree, url, compareTree))
+    }
     console.log(
       [
         `date: ${stamp}; bun ${Bun.version}; ${wrkVersion()}`,
-        `cpu: ${cpus()[0]?.model ?? 'unknown'} x${cpus().length}; pinned: ${pinned ? 'server core 0, wrk core 1 (PostgreSQL unpinned)' : 'no'}; load average ${loadavg()
+        `cpu: ${cpus()[0]?.model ?? 'unknown'} x${cpus().length}; pinned: ${pinned ? 'service core 0, wrk core 1, PostgreSQL unpinned' : 'no'}; load average ${loadavg()
           .map((n) => n.toFixed(2))
           .join(' ')}`,
-        `POST /api/v0/analytics, ${EVENTS_PER_REQUEST} event(s) per request (${body.length} bytes), wrk -t1, ${WARMUP_SECONDS} s warm-up then ~${MEASURED_SECONDS} s per level`,
+        `${(await subjects[0]!.sql<{ version: string }[]>`select version()`)[0]!.version.split(' on ')[0]}`,
+        `${REPETITIONS} interleaved repetitions of ~${MEASURED_SECONDS} s each (after ${WARMUP_SECONDS} s warm-ups), medians`,
       ].join('\n'),
     )
-
-    const results: LevelResult[] = []
-    for (const connections of LEVELS) {
-      const warmKey = await admin.createKey(warmBusiness, `warm-up c${connections}`, UNLIMITED)
-      await expectAccepted(service.base, warmKey, body)
-      const warm = await runWrk(script, service.base, warmKey, body, connections, 0, WARMUP_SECONDS)
-      // Let the warm-up's cut-off requests finish before the measured run starts.
-      await Bun.sleep(300)
-      const budget = Math.max(connections * 4, Math.round((warm.report.accepted / (warm.report.durationUs / 1e6)) * MEASURED_SECONDS))
-      const businessId = await admin.createBusiness(`ingest bench c${connections} ${stamp}`)
-      const key = await admin.createKey(businessId, `measured c${connections}`, UNLIMITED)
-      const stored = async () => {
-        const [row] = await sql<{ rows: number; commits: number }[]>`
-          select count(*)::int as rows, count(distinct xmin::text)::int as commits
-          from analytics_events where business_id = ${businessId}::uuid`
-        return row!
-      }
-      // The deadline only matters if the budget never completes (lost answers, a stall).
-      const deadline = Math.ceil(MEASURED_SECONDS * 4 + 5)
-      const run = await runWrk(script, service.base, key, body, connections, budget, deadline, async () => {
-        return (await stored()).rows >= budget * EVENTS_PER_REQUEST
-      })
-      const { rows, commits } = await stored()
-      results.push({ connections, report: run.report, budget, seconds: run.seconds, rows, commits })
-      console.log(`  c${connections}: ${run.report.accepted} of ${budget} POSTs answered 202, stored in ${run.seconds.toFixed(2)} s`)
+    for (const subject of subjects) {
+      const indexes = await subject.sql<{ indexdef: string }[]>`
+        select indexdef from pg_indexes where tablename = 'analytics_events' order by indexname`
+      console.log(
+        [
+          `${subject.label}: analytics_events indexes`,
+          ...indexes.map((i) => `  ${i.indexdef.replace(' ON public.analytics_events USING btree', '')}`),
+        ].join('\n'),
+      )
     }
 
-    const table = [
-      '| connections | events/s | p50 | p99 | 2xx answers | non-2xx | socket errors | rows stored | rows = 2xx × events | commits | events per commit |',
-      '|---|---|---|---|---|---|---|---|---|---|---|',
-      ...results.map(({ connections, report, rows, commits, seconds }) => {
-        const expected = report.accepted * EVENTS_PER_REQUEST
-        const eventsPerSecond = rows / seconds
-        return `| ${connections} | ${Math.round(eventsPerSecond).toLocaleString('en-US')} | ${ms(report.p50Us)} | ${ms(report.p99Us)} | ${report.accepted} | ${report.refused} | ${report.socketErrors} | ${rows} | ${rows === expected ? 'yes' : `NO (expected ${expected})`} | ${commits} | ${(rows / Math.max(commits, 1)).toFixed(1)} |`
-      }),
+    const results = new Map<Subject, Runs>(subjects.map((s) => [s, { whoami: [], single: [], batch: [], baseline: [] }]))
+    for (let repetition = 1; repetition <= REPETITIONS; repetition++) {
+      for (const subject of subjects) {
+        const runs = results.get(subject)!
+        const whoami = await measureWhoami(subject)
+        runs.whoami.push(whoami)
+        console.log(`${repetition}/${REPETITIONS} ${subject.label}: whoami c${WHOAMI_CONNECTIONS}: ${whoami.detail}`)
+        const single = await measureIngest(subject, SINGLE)
+        runs.single.push(single.run)
+        console.log(`    ${SINGLE.label} c${SINGLE.connections}: ${single.run.detail}`)
+        const batch = await measureIngest(subject, BATCH)
+        runs.batch.push(batch.run)
+        console.log(`    ${BATCH.label} c${BATCH.connections}: ${batch.run.detail}`)
+        const baseline = await measureBaseline(subject, batch.businessId)
+        runs.baseline.push(baseline)
+        console.log(`    PostgreSQL alone, the same rows: ${baseline.detail}`)
+      }
+    }
+
+    const median = (list: Run[]) => medianOf(list.map((r) => r.perSecond))
+    const p99 = (list: Run[]) => {
+      const values = list.flatMap((r) => (r.p99Us === null ? [] : [r.p99Us]))
+      return values.length === 0 ? '' : `${(medianOf(values) / 1000).toFixed(2)} ms`
+    }
+    const each = (list: Run[]) => list.map((r) => format(r.perSecond)).join(', ')
+    const rows = (label: string, runs: Runs) => [
+      `| ${label} | whoami, public key + allowed Origin, c${WHOAMI_CONNECTIONS} (requests) | ${format(median(runs.whoami))} | ${p99(runs.whoami)} | ${each(runs.whoami)} |`,
+      `| ${label} | ${SINGLE.label}, c${SINGLE.connections} (events) | ${format(median(runs.single))} | ${p99(runs.single)} | ${each(runs.single)} |`,
+      `| ${label} | ${BATCH.label}, c${BATCH.connections} (events) | ${format(median(runs.batch))} | ${p99(runs.batch)} | ${each(runs.batch)} |`,
+      `| ${label} | PostgreSQL alone, the same rows, ${BASELINE_ROWS_PER_STATEMENT} per statement (rows) | ${format(median(runs.baseline))} | | ${each(runs.baseline)} |`,
     ]
-    console.log(['', ...table, ''].join('\n'))
-    const consistent = results.every((r) => r.rows === r.report.accepted * EVENTS_PER_REQUEST && r.report.accepted === r.budget)
-    if (!consistent) console.log('MISMATCH: some level lost answers or stored a different number of rows; see the table.')
-    return consistent ? 0 : 1
+    const valid = [...results.values()].every((runs) => Object.values(runs).every((list: Run[]) => list.every((r) => r.valid)))
+    console.log(
+      [
+        '',
+        '| Service | What | per second (median) | p99 (median) | each run |',
+        '|---|---|---|---|---|',
+        ...subjects.flatMap((subject) => rows(subject.label, results.get(subject)!)),
+        '',
+        ...subjects.flatMap((subject) => {
+          const runs = results.get(subject)!
+          return [
+            `${subject.label}: 1-event POSTs / whoami: ${(median(runs.single) / median(runs.whoami)).toFixed(2)} (aim: at least 0.5)`,
+            `${subject.label}: 50-event batches / PostgreSQL alone: ${(median(runs.batch) / median(runs.baseline)).toFixed(2)} (aim: at least 0.85)`,
+          ]
+        }),
+        `load average at the end: ${loadavg()
+          .map((n) => n.toFixed(2))
+          .join(' ')}`,
+        ...(valid ? [] : ['', 'INVALID: some run had failed answers or fewer rows than answers; see the lines above.']),
+      ].join('\n'),
+    )
+    return valid ? 0 : 1
   } finally {
     stopChildren()
-    await sql.end({ timeout: 5 })
+    for (const subject of subjects) await subject.sql.end({ timeout: 5 })
     rmSync(workDir, { recursive: true, force: true })
+  }
+
+  async function startSubject(label: string, url: string, cwd?: string): Promise<Subject> {
+    await ensureDatabase(url)
+    const service = await startService({ env: { DATABASE_URL: url }, cwd })
+    const whoamiKey = await service.admin.createKey(await service.admin.createBusiness(`ingest bench whoami ${stamp}`), 'whoami', UNLIMITED)
+    return { label, service, url, sql: postgres(url, { max: 1, onnotice: () => {}, connect_timeout: 5 }), whoamiKey }
+  }
+
+  /** The service's process and the database's backends (this database's only: others run tests on the same server). */
+  async function cpuMeter({ service, sql }: Subject) {
+    const backends = (
+      await sql<{ pid: number }[]>`select pid from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()`
+    ).map((r) => r.pid)
+    const serviceBefore = cpuSecondsOf([service.process.pid])
+    const databaseBefore = cpuSecondsOf(backends)
+    return (units: number) => {
+      const serviceAfter = cpuSecondsOf([service.process.pid])
+      const databaseAfter = cpuSecondsOf(backends)
+      const per = (before: number | null, after: number | null) =>
+        before === null || after === null ? 'n/a' : `${(((after - before) * 1e6) / units).toFixed(1)} µs`
+      return `CPU per event: service ${per(serviceBefore, serviceAfter)}, PostgreSQL backends ${per(databaseBefore, databaseAfter)}`
+    }
+  }
+
+  async function measureWhoami({ service, whoamiKey: key }: Subject): Promise<Run> {
+    const base = service.base
+    const headers = ['-H', `Authorization: Bearer ${key}`, '-H', `Origin: ${ORIGIN}`]
+    const script = join(root, 'bench', 'wrk-report.lua')
+    const url = `${base}/api/v0/whoami`
+    await wrk(['-t1', `-c${WHOAMI_CONNECTIONS}`, `-d${WARMUP_SECONDS}s`, '-s', script, ...headers, url])
+    const text = await wrk(['-t1', `-c${WHOAMI_CONNECTIONS}`, `-d${MEASURED_SECONDS}s`, '-s', script, ...headers, url])
+    const report = parseReport<WhoamiReport>(text, '{"requests"')
+    const failed = report.statusErrors + report.connectErrors + report.readErrors + report.writeErrors + report.timeouts
+    const perSecond = report.requests / (report.durationUs / 1e6)
+    return {
+      perSecond,
+      p99Us: report.p99Us,
+      detail: `${format(perSecond)} req/s, p99 ${ms(report.p99Us)}${failed > 0 ? `, ${failed} FAILED` : ''}`,
+      valid: failed === 0,
+    }
+  }
+
+  async function measureIngest(subject: Subject, shape: IngestShape): Promise<{ run: Run; businessId: string }> {
+    const { service, sql } = subject
+    const { admin } = service
+    const event = { eventType: 'page_view', url: `${ORIGIN}/products/42`, anonymousId: 'anon-bench', properties: { plan: 'pro', n: 1 } }
+    const body = JSON.stringify(shape.eventsPerRequest === 1 ? event : { events: Array(shape.eventsPerRequest).fill(event) })
+    const warmKey = await admin.createKey(await admin.createBusiness(`ingest bench warm-up ${stamp}`), 'warm-up', UNLIMITED)
+    await expectAccepted(service.base, warmKey, body)
+    const warm = await runIngestWrk(service.base, warmKey, body, shape.connections, 0, WARMUP_SECONDS)
+    // Let the warm-up's cut-off requests finish before the measured run starts.
+    await Bun.sleep(300)
+    const budget = Math.max(shape.connections * 4, Math.round((warm.report.accepted / (warm.report.durationUs / 1e6)) * MEASURED_SECONDS))
+    const businessId = await admin.createBusiness(`ingest bench ${shape.label} ${stamp}`)
+    const key = await admin.createKey(businessId, 'measured', UNLIMITED)
+    const stored = async () => {
+      const [row] = await sql<{ rows: number; commits: number }[]>`
+        select count(*)::int as rows, count(distinct xmin::text)::int as commits
+        from analytics_events where business_id = ${businessId}::uuid`
+      return row!
+    }
+    // The deadline only matters if the budget never completes (lost answers, a stall).
+    const deadline = Math.ceil(MEASURED_SECONDS * 4 + 5)
+    const cpu = await cpuMeter(subject)
+    const { report, seconds } = await runIngestWrk(service.base, key, body, shape.connections, budget, deadline)
+    const { rows, commits } = await stored()
+    const cpuPerEvent = cpu(rows)
+    const expected = report.accepted * shape.eventsPerRequest
+    const valid = report.refused === 0 && report.socketErrors === 0 && report.accepted === budget && rows >= expected
+    const perSecond = rows / seconds
+    return {
+      businessId,
+      run: {
+        perSecond,
+        p99Us: report.p99Us,
+        detail:
+          `${format(perSecond)} events/s, p50 ${ms(report.p50Us)}, p99 ${ms(report.p99Us)}; ` +
+          `${report.accepted} of ${budget} POSTs answered 202, ${report.refused} other, ${report.socketErrors} socket errors; ` +
+          `${rows} rows stored${rows >= expected ? ` (>= 2xx x ${shape.eventsPerRequest})` : ` FEWER THAN ${expected}`}, ` +
+          `${(rows / Math.max(commits, 1)).toFixed(1)} rows per commit; ${cpuPerEvent}`,
+        valid,
+      },
+    }
+  }
+
+  /**
+   * PostgreSQL's own rate for the rows the service stored for `businessId`: staged with
+   * fresh ids of the kind the service stores (untimed), then inserted by the database.
+   */
+  async function measureBaseline({ sql, url }: Subject, businessId: string): Promise<Run> {
+    const [kind] = await sql<{ version: string }[]>`
+      select substr(id::text, 15, 1) as version from analytics_events where business_id = ${businessId}::uuid limit 1`
+    const fresh = kind?.version === '7' ? UUIDV7_SQL : 'gen_random_uuid()'
+    const baselineBusiness = crypto.randomUUID()
+    await sql`drop table if exists ingest_baseline_rows`
+    await sql.unsafe(`
+      create unlogged table ingest_baseline_rows as
+      select row_number() over (order by id) as n, ${fresh} as id, '${baselineBusiness}'::uuid as business_id, key_id, origin,
+             event_type, url, referrer, anonymous_id, person_id, properties, occurred_at, received_at
+      from analytics_events where business_id = '${businessId}'::uuid`)
+    await sql`create index on ingest_baseline_rows (n)`
+    await sql`vacuum analyze ingest_baseline_rows`
+    const notices: string[] = []
+    const timed = postgres(url, { max: 1, onnotice: (notice) => void notices.push(String(notice.message)), connect_timeout: 5 })
+    let cpuSeconds: number | null = null
+    try {
+      const [{ pid }] = (await timed<{ pid: number }[]>`select pg_backend_pid() as pid`) as unknown as [{ pid: number }]
+      const before = cpuSecondsOf([pid])
+      // Top-level DO: COMMIT inside it ends each statement's transaction, as the service's inserts do.
+      await timed.unsafe(`
+        do $$
+        declare
+          total bigint := (select count(*) from ingest_baseline_rows);
+          started timestamptz := clock_timestamp();
+          first bigint := 1;
+        begin
+          while first <= total loop
+            insert into analytics_events
+              (id, business_id, key_id, origin, event_type, url, referrer, anonymous_id, person_id, properties, occurred_at, received_at)
+            select id, business_id, key_id, origin, event_type, url, referrer, anonymous_id, person_id, properties, occurred_at, received_at
+            from ingest_baseline_rows where n >= first and n < first + ${BASELINE_ROWS_PER_STATEMENT};
+            commit;
+            first := first + ${BASELINE_ROWS_PER_STATEMENT};
+          end loop;
+          raise notice '%,%', total, extract(epoch from clock_timestamp() - started);
+        end $$`)
+      const after = cpuSecondsOf([pid])
+      if (before !== null && after !== null) cpuSeconds = after - before
+    } finally {
+      await timed.end({ timeout: 5 })
+    }
+    await sql`drop table ingest_baseline_rows`
+    const [rows, seconds] = (notices.at(-1) ?? '0,1').split(',').map(Number) as [number, number]
+    const perSecond = rows / seconds
+    return {
+      perSecond,
+      p99Us: null,
+      detail: `${format(perSecond)} rows/s (${rows} rows in ${seconds.toFixed(2)} s, timed by the database); CPU per row: ${
+        cpuSeconds === null ? 'n/a' : `${((cpuSeconds * 1e6) / rows).toFixed(1)} µs`
+      }`,
+      valid: rows > 0,
+    }
+  }
+
+  /**
+   * wrk against POST /api/v0/analytics. With a budget, reads wrk's output as it comes and,
+   * once the script says every POST is answered, interrupts wrk (which then reports as
+   * usual); `seconds` is the time from start until then (else until wrk exited by itself).
+   * No database polling: a count every 50 ms would take CPU from the run it measures.
+   */
+  async function runIngestWrk(
+    base: string,
+    key: string,
+    body: string,
+    connections: number,
+    budget: number,
+    seconds: number,
+  ): Promise<{ report: IngestReport; seconds: number }> {
+    const command = onCore(1, [
+      'wrk',
+      '-t1',
+      `-c${connections}`,
+      `-d${seconds}s`,
+      '--timeout',
+      '5s',
+      '-s',
+      script,
+      '-H',
+      `Authorization: Bearer ${key}`,
+      '-H',
+      `Origin: ${ORIGIN}`,
+      '-H',
+      'Content-Type: application/json',
+      `${base}/api/v0/analytics`,
+      '--',
+      String(budget),
+    ])
+    const started = performance.now()
+    // wrk has no body option: the script reads it from the environment.
+    const child = killOnExit(Bun.spawn(command, { stdout: 'pipe', stderr: 'pipe', env: { ...process.env, WRK_BODY: body } }))
+    const stderr = new Response(child.stderr).text()
+    let stdout = ''
+    let elapsed: number | null = null
+    const decoder = new TextDecoder()
+    for await (const chunk of child.stdout) {
+      stdout += decoder.decode(chunk, { stream: true })
+      if (elapsed === null && budget > 0 && stdout.includes('budget answered\n')) {
+        elapsed = (performance.now() - started) / 1000
+        child.kill('SIGINT')
+      }
+    }
+    await child.exited
+    stdout += await stderr
+    const report = parseReport<IngestReport>(stdout, '{"durationUs"')
+    return { report, seconds: elapsed ?? report.durationUs / 1e6 }
   }
 }
 
-function ms(us: number): string {
-  return `${(us / 1000).toFixed(2)} ms`
+/**
+ * A version-7 uuid built by SQL, for staging baseline rows only (PostgreSQL 15 has no
+ * uuidv7()): 48 bits of milliseconds, then random bits with the version and variant set.
+ */
+const UUIDV7_SQL = `encode(set_bit(set_bit(overlay(uuid_send(gen_random_uuid()) placing substring(int8send((extract(epoch from clock_timestamp()) * 1000)::bigint) from 3) from 1 for 6), 52, 1), 53, 1), 'hex')::uuid`
+
+async function wrk(args: string[]): Promise<string> {
+  const child = killOnExit(Bun.spawn(onCore(1, ['wrk', ...args]), { stdout: 'pipe', stderr: 'pipe' }))
+  const [stdout, stderr, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited])
+  if (code !== 0) throw new Error(`wrk exited ${code}: ${stderr}`)
+  return stdout + stderr
+}
+
+function parseReport<Report>(text: string, prefix: string): Report {
+  const line = text.split('\n').find((l) => l.startsWith(prefix))
+  if (!line) throw new Error(`wrk printed no report:\n${text}`)
+  return JSON.parse(line) as Report
 }
 
 /** One request must answer exactly 202: a fast refusal must not pass for throughput. */
@@ -194,63 +488,12 @@ async function expectAccepted(base: string, key: string, body: string): Promise<
   if (response.status !== 202) throw new Error(`POST /api/v0/analytics answered ${response.status}: ${text}`)
 }
 
-/**
- * Runs wrk against POST /api/v0/analytics. With `finished`, polls it every 50 ms and, once
- * it holds, gives wrk 200 ms to read the last answers and interrupts it; `seconds` is the
- * time from start until `finished` first held (else until wrk exited by itself).
- */
-async function runWrk(
-  script: string,
-  base: string,
-  key: string,
-  body: string,
-  connections: number,
-  budget: number,
-  seconds: number,
-  finished?: () => Promise<boolean>,
-): Promise<{ report: WrkReport; seconds: number }> {
-  const command = onCore(1, [
-    'wrk',
-    '-t1',
-    `-c${connections}`,
-    `-d${seconds}s`,
-    '--timeout',
-    '5s',
-    '-s',
-    script,
-    '-H',
-    `Authorization: Bearer ${key}`,
-    '-H',
-    `Origin: ${ORIGIN}`,
-    '-H',
-    'Content-Type: application/json',
-    `${base}/api/v0/analytics`,
-    '--',
-    String(budget),
-  ])
-  const started = performance.now()
-  // wrk has no body option: the script reads it from the environment.
-  const child = killOnExit(Bun.spawn(command, { stdout: 'pipe', stderr: 'pipe', env: { ...process.env, WRK_BODY: body } }))
-  const text = Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text()])
-  let elapsed: number | null = null
-  if (finished) {
-    let exited = false
-    void child.exited.then(() => (exited = true))
-    while (!exited) {
-      await Bun.sleep(50)
-      if (exited || !(await finished())) continue
-      elapsed = (performance.now() - started) / 1000
-      await Bun.sleep(200)
-      child.kill('SIGINT')
-      break
-    }
-  }
-  await child.exited
-  const [stdout, stderr] = await text
-  const line = stdout.split('\n').find((l) => l.startsWith('{"durationUs"'))
-  if (!line) throw new Error(`wrk printed no report:\n${stdout}${stderr}`)
-  const report = JSON.parse(line) as WrkReport
-  return { report, seconds: elapsed ?? report.durationUs / 1e6 }
+function ms(us: number): string {
+  return `${(us / 1000).toFixed(2)} ms`
+}
+
+function format(n: number): string {
+  return Math.round(n).toLocaleString('en-US')
 }
 
 await runBenchmark(main)

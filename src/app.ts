@@ -46,7 +46,7 @@ export interface AppOptions {
    * Where accepted events are written: the analytics_events table by default.
    * bench/service-without-store.ts replaces it to measure the request path alone.
    */
-  eventStore?: (rows: EventRow[]) => Promise<void>
+  eventStore?: (rows: readonly EventRow[]) => Promise<void>
   /** INGEST_QUEUE_ROWS: most event rows waiting to commit before 503 (default 20000). */
   ingestQueueRows?: number
   /** The rate limits' clock, in ms (monotonic by default; tests move it). */

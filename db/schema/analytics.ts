@@ -1,9 +1,9 @@
 import { sql } from 'drizzle-orm'
-import { index, jsonb, pgTable, text, timestamp, uuid } from 'drizzle-orm/pg-core'
+import { index, jsonb, pgTable, primaryKey, text, timestamp, uuid } from 'drizzle-orm/pg-core'
 
 /**
  * Tracked events, an append-only log written in batches by the group committer
- * (src/areas/analytics/writer.ts). `occurredAt` is the event's own `timestamp`, or the
+ * (src/areas/analytics/group-commit.ts). `occurredAt` is the event's own `timestamp`, or the
  * receive time when it sent none; lists page on (occurredAt, id), newest first, so it has
  * millisecond precision (a cursor carries it as a JavaScript Date).
  *
@@ -14,7 +14,8 @@ import { index, jsonb, pgTable, text, timestamp, uuid } from 'drizzle-orm/pg-cor
 export const analyticsEvents = pgTable(
   'analytics_events',
   {
-    id: uuid('id').primaryKey().defaultRandom(),
+    /** UUIDv7 from the service (time-ordered); the default serves other writers. */
+    id: uuid('id').notNull().defaultRandom(),
     businessId: uuid('business_id').notNull(),
     keyId: uuid('key_id').notNull(),
     /** The request's Origin header, null when it sent none (server-side callers). */
@@ -28,8 +29,12 @@ export const analyticsEvents = pgTable(
     occurredAt: timestamp('occurred_at', { withTimezone: true, precision: 3 }).notNull(),
     receivedAt: timestamp('received_at', { withTimezone: true }).notNull(),
   },
+  // Only the indexes the reads need (every insert pays for each one): lists page on
+  // (occurredAt, id) within a business, with or without a type. The primary key is that
+  // order, so it also serves the untyped list (scanned backwards); nothing reads by id
+  // alone, so no index of its own (issue 11: 3 indexes to 2, bench/README.md).
   (table) => [
-    index('analytics_events_business_time_idx').on(table.businessId, table.occurredAt.desc(), table.id.desc()),
+    primaryKey({ name: 'analytics_events_pkey', columns: [table.businessId, table.occurredAt, table.id] }),
     index('analytics_events_business_type_time_idx').on(table.businessId, table.eventType, table.occurredAt.desc(), table.id.desc()),
   ],
 )

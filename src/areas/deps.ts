@@ -19,5 +19,5 @@ export interface AreaDeps {
   /** Where /metrics reads the ingest queue's figures (keygate_ingest_queue_rows, keygate_ingest_rows_total). */
   reportIngest?(source: () => IngestFigures): void
   /** Bounds of the analytics write queue (src/areas/analytics/group-commit.ts). */
-  ingest?: { maxQueuedRows: number; concurrency: number; store?: (rows: EventRow[]) => Promise<void> }
+  ingest?: { maxQueuedRows: number; concurrency: number; store?: (rows: readonly EventRow[]) => Promise<void> }
 }

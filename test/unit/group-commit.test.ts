@@ -13,10 +13,10 @@ function deferred() {
 
 /** An insert the test finishes by hand: each call waits until the test resolves or rejects it. */
 function controlledInsert() {
-  const calls: { rows: string[]; done: ReturnType<typeof deferred> }[] = []
+  const calls: { rows: readonly string[]; done: ReturnType<typeof deferred> }[] = []
   return {
     calls,
-    insert(rows: string[]) {
+    insert(rows: readonly string[]) {
       const done = deferred()
       calls.push({ rows, done })
       return done.promise
@@ -156,8 +156,8 @@ describe('the group committer', () => {
     const committer = createGroupCommitter<string>({ insert: db.insert })
     const inFlight = new AbortController()
     const queued = new AbortController()
-    const first = committer.write('a', ['a1'], inFlight.signal)
-    const second = outcome(committer.write('a', ['a2'], queued.signal))
+    const first = committer.write('a', ['a1'], inFlight)
+    const second = outcome(committer.write('a', ['a2'], queued))
     const third = committer.write('b', ['b1'])
     inFlight.abort()
     queued.abort()
@@ -169,6 +169,27 @@ describe('the group committer', () => {
     db.calls[1]!.done.resolve()
     await third
     expect(db.calls.map((c) => c.rows)).toEqual([['a1'], ['b1']])
+  })
+
+  test("a write that goes straight into an insert never reads its client's signal; one that waits does", async () => {
+    const db = controlledInsert()
+    const committer = createGroupCommitter<string>({ insert: db.insert })
+    const reads = { first: 0, second: 0 }
+    const client = (name: keyof typeof reads) => ({
+      get signal() {
+        reads[name]++
+        return new AbortController().signal
+      },
+    })
+    const first = committer.write('a', ['a1'], client('first'))
+    const second = committer.write('a', ['a2'], client('second'))
+    expect(reads).toEqual({ first: 0, second: 1 })
+    db.calls[0]!.done.resolve()
+    await first
+    await tick()
+    db.calls[1]!.done.resolve()
+    await second
+    expect(db.calls.map((c) => c.rows)).toEqual([['a1'], ['a2']])
   })
 
   test('more than one insert in flight when allowed', async () => {

@@ -20,9 +20,12 @@ export interface GroupCommitter<Row> {
   /**
    * Resolves once `rows` are committed; rejects with the error of the insert that carried
    * them, or at once with 503 when the queue (or this tenant's share of it) is full.
-   * `signal`: the request's; once aborted, rows that have not started committing are dropped.
+   * `client`: the request; once its signal aborts, rows that have not started committing
+   * are dropped. The signal is read only when the rows have to wait: in Bun, reading a
+   * request's signal and listening on it costs about 5 µs, as much as a quarter of a
+   * whole single-event request, and rows that go straight into an insert cannot be dropped.
    */
-  write(tenant: string, rows: readonly Row[], signal?: AbortSignal): Promise<void>
+  write(tenant: string, rows: readonly Row[], client?: { readonly signal: AbortSignal }): Promise<void>
   /**
    * Throws the 503 a write for `tenant` would get now because its share or the queue is
    * full: called before a body is read, so a flood is shed without parsing it.
@@ -34,7 +37,7 @@ export interface GroupCommitter<Row> {
 }
 
 export interface GroupCommitOptions<Row> {
-  insert: (rows: Row[]) => Promise<void>
+  insert: (rows: readonly Row[]) => Promise<void>
   /** Rows per insert; a single request larger than this still goes alone, whole. */
   maxBatchRows?: number
   /** Most rows waiting to commit (INGEST_QUEUE_ROWS); over it, 503 at once. */
@@ -117,7 +120,7 @@ export function createGroupCommitter<Row>(options: GroupCommitOptions<Row>): Gro
   }
 
   async function insert(batch: Waiting<Row>[]): Promise<void> {
-    const rows = batch.length === 1 ? [...batch[0]!.rows] : batch.flatMap((waiting) => waiting.rows)
+    const rows = batch.length === 1 ? batch[0]!.rows : batch.flatMap((waiting) => waiting.rows)
     await options.insert(rows)
     stats.commits++
     stats.rows += rows.length
@@ -167,7 +170,7 @@ export function createGroupCommitter<Row>(options: GroupCommitOptions<Row>): Gro
   }
 
   return {
-    write(tenant, rows, signal) {
+    write(tenant, rows, client) {
       if (closed) {
         return Promise.reject(
           new ApiError('unavailable', 'The service is shutting down; nothing was written. Retry in a moment.', {
@@ -191,7 +194,11 @@ export function createGroupCommitter<Row>(options: GroupCommitOptions<Row>): Gro
         queue.queue.push(waiting)
         queue.rows += rows.length
         stats.queuedRows += rows.length
-        signal?.addEventListener(
+        // A free slot takes the rows into an insert right here (run() reads the queues before
+        // its first await): then there is nothing left to drop.
+        if (running < concurrency) void run()
+        if (client === undefined || queue.queue.at(-1) !== waiting) return
+        client.signal.addEventListener(
           'abort',
           () => {
             // Only while still queued: rows taken into an insert are committed and counted.
@@ -205,7 +212,6 @@ export function createGroupCommitter<Row>(options: GroupCommitOptions<Row>): Gro
           },
           { once: true },
         )
-        if (running < concurrency) void run()
       })
     },
     admit(tenant) {

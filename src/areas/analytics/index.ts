@@ -5,11 +5,11 @@ import type { RouteAccess } from '../../access/scopes.ts'
 import { isDatabaseUnavailable } from '../../../db/faults.ts'
 import type { AreaDeps } from '../deps.ts'
 import { decodePosition, pageSize } from '../shared/paging.ts'
-import { assertJsonSize, assertStorable, fieldPath, invalidField, recordPath } from '../shared/validation.ts'
+import { assertStorableJson, fieldPath, invalidField, recordPath } from '../shared/validation.ts'
 import { parseTime } from '../shared/time.ts'
 import { createGroupCommitter } from './group-commit.ts'
 import { Accepted, EARLIEST_TIMESTAMP, EventPage, EventQuery, MAX_FUTURE_MS, TrackBody, type TrackedEvent } from './model.ts'
-import { insertEvents, listEvents, type EventRow } from './service.ts'
+import { eventInserter, listEvents, type EventRow } from './service.ts'
 
 /**
  * POST /api/v0/analytics, the page-view route: a direct route (src/http/direct-route.ts),
@@ -18,7 +18,7 @@ import { insertEvents, listEvents, type EventRow } from './service.ts'
  */
 export function trackRoutes({ db, direct, onShutdown, reportIngest, ingest }: AreaDeps) {
   const writer = createGroupCommitter<EventRow>({
-    insert: ingest?.store ?? ((rows) => insertEvents(db, rows)),
+    insert: ingest?.store ?? eventInserter(db),
     maxQueuedRows: ingest?.maxQueuedRows,
     concurrency: ingest?.concurrency,
     isUnavailable: isDatabaseUnavailable,
@@ -33,7 +33,7 @@ export function trackRoutes({ db, direct, onShutdown, reportIngest, ingest }: Ar
     TrackBody.transform({ body })
     const track = body as Static<typeof TrackBody.schema>
     const rows = 'events' in track ? toEventRows(track.events, 'events', access) : toEventRows([track], null, access)
-    await writer.write(access.key.businessId, rows, request.signal)
+    await writer.write(access.key.businessId, rows, request)
     return { status: 202, body: { accepted: rows.length } satisfies typeof Accepted.static }
   })
   return new Elysia({ name: 'area/analytics/track' }).post(spec.path, ({ request }) => answer(request), {
@@ -79,16 +79,17 @@ export function analyticsRoutes({ db, access }: AreaDeps) {
 
 /**
  * The stored form of a request's events, with what the schema cannot check: that a
- * `timestamp` is a real date inside the accepted window, and that the strings can be
- * stored. Any failure refuses the whole request before anything is written.
+ * `timestamp` is a real date inside the accepted window, and that `properties` keep to
+ * the depth, name and size rules. (Every string of the body was already screened for
+ * what PostgreSQL cannot store, src/http/json-body.ts: the event's own fields are not
+ * walked again.) Any failure refuses the whole request before anything is written.
  */
 function toEventRows(events: readonly Static<typeof TrackedEvent>[], batchKey: string | null, { key, origin }: AccessContext): EventRow[] {
   const receivedAt = Date.now()
   const received = new Date(receivedAt).toISOString()
   return events.map((event, index) => {
     const path = recordPath(batchKey, index)
-    assertStorable(event, path)
-    if (event.properties !== undefined) assertJsonSize(event.properties, fieldPath(path, 'properties'))
+    if (event.properties !== undefined) assertStorableJson(event.properties, fieldPath(path, 'properties'))
     let occurred = received
     if (event.timestamp !== undefined) {
       const field = fieldPath(path, 'timestamp')
@@ -102,6 +103,7 @@ function toEventRows(events: readonly Static<typeof TrackedEvent>[], batchKey: s
       occurred = time.toISOString()
     }
     return {
+      id: Bun.randomUUIDv7(),
       business_id: key.businessId,
       key_id: key.id,
       origin,

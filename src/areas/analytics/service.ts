@@ -5,6 +5,8 @@ import { before, positionCursor, toPage, type Page, type Position } from '../sha
 
 /** One event as the writer stores it; times are ISO strings, ready for JSON. */
 export interface EventRow {
+  /** UUIDv7, made by the service: time-ordered, so events of one millisecond list in arrival order. */
+  id: string
   business_id: string
   key_id: string
   origin: string | null
@@ -19,23 +21,31 @@ export interface EventRow {
 }
 
 /**
- * One multi-row insert for a whole batch. The rows travel as a single JSON parameter
- * expanded by jsonb_to_recordset: one bind value instead of eleven per row, no limit on
- * bind parameters, and the same statement on postgres.js and PGlite.
+ * The batch insert, prepared once per database handle: one multi-row statement whose rows
+ * travel as a single JSON parameter expanded by json_to_recordset (one bind value instead
+ * of eleven per row, no limit on bind parameters, the same statement on postgres.js and
+ * PGlite). Prepared, it costs one round trip and no parse or plan per batch; json (not
+ * jsonb) skips building a binary copy of the whole batch. bench/README.md has the figures.
  */
-export async function insertEvents(db: Db, rows: EventRow[]): Promise<void> {
+export function eventInserter(db: Db): (rows: readonly EventRow[]) => Promise<void> {
   // One statement, not a transaction: BEGIN and COMMIT round trips cost 30% of ingest
   // throughput (bench/README.md). The price: a batch whose requests were told 503 because
   // the database hung past the deadline may still commit when it answers again
   // (docs/decisions.md, "Database faults").
-  await db.execute(sql`
-    insert into analytics_events
-      (business_id, key_id, origin, event_type, url, referrer, anonymous_id, person_id, properties, occurred_at, received_at)
-    select business_id, key_id, origin, event_type, url, referrer, anonymous_id, person_id,
-           coalesce(properties, '{}'::jsonb), occurred_at, received_at
-    from jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) as e(
-      business_id uuid, key_id uuid, origin text, event_type text, url text, referrer text,
-      anonymous_id text, person_id text, properties jsonb, occurred_at timestamptz, received_at timestamptz)`)
+  // The select lists every column in the table's order: Drizzle names them all.
+  const statement = db
+    .insert(analyticsEvents)
+    .select(
+      sql`select id, business_id, key_id, origin, event_type, url, referrer, anonymous_id, person_id,
+             coalesce(properties, '{}'::jsonb), occurred_at, received_at
+          from json_to_recordset(${sql.placeholder('rows')}::json) as e(
+            id uuid, business_id uuid, key_id uuid, origin text, event_type text, url text, referrer text,
+            anonymous_id text, person_id text, properties jsonb, occurred_at timestamptz, received_at timestamptz)`,
+    )
+    .prepare('insert_analytics_events')
+  return async (rows) => {
+    await statement.execute({ rows: JSON.stringify(rows) })
+  }
 }
 
 export interface EventFilter {

@@ -1,0 +1,3 @@
+DROP INDEX "analytics_events_business_time_idx";--> statement-breakpoint
+ALTER TABLE "analytics_events" DROP CONSTRAINT "analytics_events_pkey";--> statement-breakpoint
+ALTER TABLE "analytics_events" ADD CONSTRAINT "analytics_events_pkey" PRIMARY KEY("business_id","occurred_at","id");
