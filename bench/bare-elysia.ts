@@ -10,12 +10,20 @@ const answer = {
   allowedOrigins: ['example.com'],
 }
 
+// PEER=1: the same routes also read the TCP peer's address, as the service must for every
+// public-key request (the per-visitor budget of contract section 8): the ceiling the key
+// chain can reach, since Bun makes a getpeername system call for each requestIP.
+const readPeer = process.env.PEER === '1'
+let server: { requestIP(request: Request): { address: string } | null } | null = null
+const peer = (request: Request): string | undefined => (readPeer ? server?.requestIP(request)?.address : undefined)
+
 // The baseline of `BENCH_ROUTE=track`: the page-view route's own TypeBox body (validated by
 // Elysia) answered 202 with the same shape, without a key chain or a database.
 const app = new Elysia()
-  .get('/api/v0/whoami', () => answer)
-  .post('/api/v0/analytics', ({ body, status }) => status(202, { accepted: 'events' in body ? body.events.length : 1 }), {
+  .get('/api/v0/whoami', ({ request }) => (peer(request) === '' ? null : answer))
+  .post('/api/v0/analytics', ({ body, status, request }) => status(202, { accepted: peer(request) === '' ? 0 : 'events' in body ? body.events.length : 1 }), {
     body: TrackBody.schema,
   })
   .listen(Number(process.env.PORT ?? 3001))
+server = app.server
 console.log(`bare elysia listening on http://localhost:${app.server!.port}`)

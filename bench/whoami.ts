@@ -99,6 +99,7 @@ async function main(): Promise<number> {
     rateLimit: { limit: 1_000_000, windowSeconds: 1 },
   })
   const bare = await startServer(onCore(0, [process.execPath, 'bench/bare-elysia.ts']), { PORT: '0' })
+  const barePeer = await startServer(onCore(0, [process.execPath, 'bench/bare-elysia.ts']), { PORT: '0', PEER: '1' })
 
   // The same request to both: the bare route ignores the headers.
   const headers: Record<string, string> = { authorization: `Bearer ${key}`, origin: ORIGIN }
@@ -111,6 +112,12 @@ async function main(): Promise<number> {
       headers,
     },
     { label: 'bare Elysia route', process: bare.process, url: `${bare.base}${ROUTE.path}`, headers },
+    {
+      label: "bare Elysia route + the peer's address (server.requestIP)",
+      process: barePeer.process,
+      url: `${barePeer.base}${ROUTE.path}`,
+      headers,
+    },
   ]
   // Variants share the database (and so the key) of the service above.
   const compareTree = process.env.COMPARE_TREE
@@ -193,8 +200,11 @@ async function main(): Promise<number> {
             " (the req/s ratio to expect when the server's core is the limit; steadier on a busy machine)",
         ]
       : []),
-    ...targets.slice(2).map((target, i) => {
-      const variant = summaries[i + 2]!
+    `${TRACK ? 'page view' : 'whoami'} / bare Elysia route that also reads the peer's address: ${(
+      keygate!.requestsPerSecond / summaries[2]!.requestsPerSecond
+    ).toFixed(2)} (the share of the rest of the chain)`,
+    ...targets.slice(3).map((target, i) => {
+      const variant = summaries[i + 3]!
       const cpu =
         variant.cpuUsPerRequest !== null && keygate!.cpuUsPerRequest !== null
           ? `, CPU per request ${(variant.cpuUsPerRequest - keygate!.cpuUsPerRequest).toFixed(1)} µs against keygate`
