@@ -18,6 +18,8 @@ export type ClientAddressOf = (request: Request, server: PeerSource | null | und
 
 export function createClientAddressOf(trustedProxies: readonly string[]): ClientAddressOf {
   const rule = createClientAddressRule(trustedProxies)
+  // Without trusted proxies the header is never believed, so it is not even read.
+  if (trustedProxies.length === 0) return (request, server) => rule(server?.requestIP(request)?.address, null)
   return (request, server) => rule(server?.requestIP(request)?.address, request.headers.get('x-forwarded-for'))
 }
 
@@ -66,10 +68,13 @@ export function createClientAddressRule(trustedProxies: readonly string[]): Clie
   }
 }
 
+/** `address` is an IP address: the socket's (as Bun writes it) or a hop checked by isIP. */
 function normalise(address: string | undefined): string {
   if (address === undefined || address === '') return 'unknown'
-  // Bun reports IPv4 peers of a dual-stack socket as ::ffff:a.b.c.d.
-  return address.startsWith('::ffff:') && isIP(address.slice(7)) === 4 ? address.slice(7) : address.toLowerCase()
+  // Bun reports IPv4 peers of a dual-stack socket as ::ffff:a.b.c.d. The address is valid,
+  // so a tail after "::ffff:" with a dot and no colon is the dotted IPv4 form.
+  if (address.startsWith('::ffff:') && address.includes('.', 7) && !address.includes(':', 7)) return address.slice(7)
+  return address.toLowerCase()
 }
 
 /**

@@ -121,6 +121,9 @@ describe('client address (TRUST_PROXY, X-Forwarded-For)', () => {
     ['a garbage hop stops the walk: the peer', '10.1.1.1', 'not-an-ip', '10.1.1.1'],
     ['IPv4 mapped in IPv6 is the IPv4 address', '::ffff:10.1.1.1', '203.0.113.9', '203.0.113.9'],
     ['an IPv6 proxy range', 'fd12::1', '2001:db8::7', '2001:db8::7'],
+    ['a mapped IPv4 hop is the IPv4 address', '10.1.1.1', '::ffff:203.0.113.9', '203.0.113.9'],
+    ['an IPv6 address that only starts like a mapped one stays IPv6', '10.1.1.1', '::ffff:1234', '::ffff:1234'],
+    ['an IPv6 hop is written in lower case', '10.1.1.1', '2001:DB8::A', '2001:db8::a'],
     ['every hop trusted: the left-most trusted one', '10.1.1.1', '10.9.9.9', '10.9.9.9'],
   ]
   for (const [name, peer, forwarded, expected] of cases) {
