@@ -45,7 +45,8 @@ export function readBearer(header: string | null): BearerResult {
     }
   }
   let i = 6
-  if (header.length < 8 || header.slice(0, 6).toLowerCase() !== 'bearer' || header[6] !== ' ') {
+  // The usual spelling first, without allocating; any other case of the scheme is accepted too.
+  if (header.length < 8 || header.charCodeAt(6) !== 32 || (!header.startsWith('Bearer') && header.slice(0, 6).toLowerCase() !== 'bearer')) {
     return malformed('The Authorization header is not of the form "Bearer <key>". Send "Authorization: Bearer pk_..." or "Bearer sk_...".')
   }
   while (header.charCodeAt(i) === 32) i++
