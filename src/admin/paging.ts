@@ -10,7 +10,8 @@ import { isUuid } from '../http/uuid.ts'
  * Cursor paging of the admin lists, the /api/v0 way (src/areas/shared/paging.ts): `limit`
  * and `cursor` in the query, `{data, nextCursor}` in the answer. The position is the
  * row's creation time in microseconds and its id: businesses, keys, members and flows
- * store microseconds, which a millisecond Date would round and so skip or repeat rows.
+ * store microseconds, which a millisecond Date would round and so skip or repeat rows. Why
+ * the two positions stay apart: docs/architecture.md, "Cursors".
  */
 
 export const ADMIN_PAGE = { default: 100, max: 1000 } as const

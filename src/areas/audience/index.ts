@@ -70,9 +70,10 @@ export function audienceRoutes(deps: AreaDeps) {
     )
     .delete(
       '/people/:id',
-      async ({ params, access: { key }, status }) => {
+      async ({ params, set, access: { key } }) => {
         await deleteMatched(db, PEOPLE, key.businessId, params.id)
-        return status(204, null)
+        set.status = 204
+        return null
       },
       {
         access: { scope: 'AUDIENCE_PERSON_WRITE', public: false },
