@@ -11,6 +11,8 @@ import type { IdentitySpec } from './upsert.ts'
  * key (email, domain: case-insensitively), listed newest first, read by id. One set of
  * queries serves both, handed the kind; the upsert statement is upsert.ts's.
  */
+// The queries below widen `kind.table` to this union: Drizzle types a query over a union
+// of tables, not over a generic one. The rows are still the kind's own, for its toRecord.
 export type MatchedTable = typeof people | typeof companies
 
 /** A kind: what the upsert statement reads (upsert.ts), and how a row is rendered. */

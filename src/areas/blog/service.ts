@@ -265,6 +265,8 @@ export async function deleteBlog(db: Db, businessId: string, id: string): Promis
  * slug, listed by slug. One set of queries serves both, handed the kind; what differs
  * (a tag's fields, an author's refused delete) is in the kind or beside it.
  */
+// The queries below widen `kind.table` to this union: Drizzle types a query over a union
+// of tables, not over a generic one. The rows are still the kind's own, for its toRecord.
 export type NamedTable = typeof blogAuthors | typeof blogTags
 
 export interface NamedKind<T extends NamedTable, R extends AuthorRecord | TagRecord> {
