@@ -108,6 +108,7 @@ export const RevealedKeySchema = t.Composite([KeyRecordSchema, t.Object({ key: t
 export function revealedKey(made: { record: KeyRecord; key: string }): typeof RevealedKeySchema.static {
   return { ...made.record, key: made.key }
 }
+
 export type Flow = typeof FlowRecord.static
 export type NewKeyBody = typeof NewKey.static
 export type KeyChangesBody = typeof KeyChanges.static
