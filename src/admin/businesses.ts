@@ -1,24 +1,18 @@
-import { eq, getTableColumns } from 'drizzle-orm'
+import { eq } from 'drizzle-orm'
 import type { Db } from '../../db/client.ts'
 import { businesses } from '../../db/schema/index.ts'
 import { ApiError } from '../errors.ts'
 import type { Page } from '../areas/shared/paging.ts'
 import type { BusinessRecord } from './model.ts'
-import { afterCursor, microsOf, orderOf, toAdminPage, type AdminPage } from './paging.ts'
+import { listAdminPage, type AdminPage } from './paging.ts'
 
 export function toBusinessRecord(row: typeof businesses.$inferSelect): BusinessRecord {
   return { id: row.id, name: row.name, createdAt: row.createdAt.toISOString() }
 }
 
 /** Every business, newest first, a page at a time. */
-export async function listBusinesses(db: Db, page: AdminPage): Promise<Page<BusinessRecord>> {
-  const rows = await db
-    .select({ ...getTableColumns(businesses), micros: microsOf(businesses.createdAt) })
-    .from(businesses)
-    .where(afterCursor(businesses.createdAt, businesses.id, page))
-    .orderBy(...orderOf(businesses.createdAt, businesses.id, page))
-    .limit(page.limit + 1)
-  return toAdminPage(rows, page, toBusinessRecord)
+export function listBusinesses(db: Db, page: AdminPage): Promise<Page<BusinessRecord>> {
+  return listAdminPage(db, businesses, undefined, page, toBusinessRecord)
 }
 
 /** A 404 naming the id, before anything is read or written under a business that does not exist. */

@@ -1,5 +1,5 @@
 import { Elysia } from 'elysia'
-import { and, eq, getTableColumns } from 'drizzle-orm'
+import { eq } from 'drizzle-orm'
 import type { Db } from '../../db/client.ts'
 import { flowRuns, flows } from '../../db/schema/index.ts'
 import { ApiError } from '../errors.ts'
@@ -8,7 +8,7 @@ import { FlowRun } from '../areas/flow/model.ts'
 import { toRunRecord } from '../areas/flow/service.ts'
 import type { AdminGuard } from './auth.ts'
 import { FlowRecord, IdParams } from './model.ts'
-import { AdminPageQuery, adminPage, afterCursor, microsOf, orderOf, toAdminPage } from './paging.ts'
+import { AdminPageQuery, adminPage, listAdminPage } from './paging.ts'
 import { requireBusiness } from './businesses.ts'
 
 /**
@@ -26,14 +26,7 @@ export function flowReadRoutes(deps: { db: Db; requireAdmin: AdminGuard }) {
       '/businesses/:id/flows',
       async ({ params, query }) => {
         await requireBusiness(db, params.id)
-        const page = adminPage(query)
-        const rows = await db
-          .select({ ...getTableColumns(flows), micros: microsOf(flows.createdAt) })
-          .from(flows)
-          .where(and(eq(flows.businessId, params.id), afterCursor(flows.createdAt, flows.id, page)))
-          .orderBy(...orderOf(flows.createdAt, flows.id, page))
-          .limit(page.limit + 1)
-        return toAdminPage(rows, page, toFlowRecord)
+        return listAdminPage(db, flows, eq(flows.businessId, params.id), adminPage(query), toFlowRecord)
       },
       {
         params: IdParams,
@@ -48,14 +41,7 @@ export function flowReadRoutes(deps: { db: Db; requireAdmin: AdminGuard }) {
         const [flow] = await db.select({ id: flows.id }).from(flows).where(eq(flows.id, params.id))
         if (!flow)
           throw new ApiError('not_found', `No flow with id ${params.id}. List a business's flows with GET /admin/v0/businesses/:id/flows.`)
-        const page = adminPage(query)
-        const rows = await db
-          .select({ ...getTableColumns(flowRuns), micros: microsOf(flowRuns.createdAt) })
-          .from(flowRuns)
-          .where(and(eq(flowRuns.flowId, params.id), afterCursor(flowRuns.createdAt, flowRuns.id, page)))
-          .orderBy(...orderOf(flowRuns.createdAt, flowRuns.id, page))
-          .limit(page.limit + 1)
-        return toAdminPage(rows, page, toRunRecord)
+        return listAdminPage(db, flowRuns, eq(flowRuns.flowId, params.id), adminPage(query), toRunRecord)
       },
       {
         params: IdParams,

@@ -1,5 +1,5 @@
 import { byAdmin } from '../audit/trail.ts'
-import { Elysia, t } from 'elysia'
+import { Elysia } from 'elysia'
 import type { Db } from '../../db/client.ts'
 import { businesses, flows } from '../../db/schema/index.ts'
 import { pageSchema } from '../areas/shared/paging.ts'
@@ -12,7 +12,19 @@ import { usageRoutes } from './usage.ts'
 import type { AdminGuard } from './auth.ts'
 import { listBusinesses, requireBusiness, toBusinessRecord } from './businesses.ts'
 import { flowReadRoutes, toFlowRecord } from './flows.ts'
-import { BusinessRecordSchema, FlowRecord, IdParams, KeyChanges, KeyRecordSchema, NewBusiness, NewFlow, NewKey, RollKey } from './model.ts'
+import {
+  BusinessRecordSchema,
+  FlowRecord,
+  IdParams,
+  KeyChanges,
+  KeyRecordSchema,
+  NewBusiness,
+  NewFlow,
+  NewKey,
+  RevealedKeySchema,
+  revealedKey,
+  RollKey,
+} from './model.ts'
 import { alsoAnswers, noContent } from '../http/openapi-document.ts'
 import { memberRoutes } from './members.ts'
 import { AdminPageQuery, adminPage } from './paging.ts'
@@ -61,14 +73,14 @@ export function adminRoutes(deps: { db: Db; keys: KeyService; requireAdmin: Admi
       async ({ params, body, set }) => {
         const created = await keys.create(params.id, body, byAdmin(set))
         set.status = 201
-        return { ...created.record, key: created.key }
+        return revealedKey(created)
       },
       {
         params: IdParams,
         body: newKey.schema,
         transform: newKey.transform,
         parse: 'json',
-        response: { 201: t.Composite([KeyRecordSchema, t.Object({ key: t.String() })]) },
+        response: { 201: RevealedKeySchema },
         detail: { summary: 'Create a key; the answer is the only place the key ever appears' },
       },
     )
@@ -112,14 +124,14 @@ export function adminRoutes(deps: { db: Db; keys: KeyService; requireAdmin: Admi
       async ({ params, body, set }) => {
         const rolled = await keys.roll(null, params.id, body.graceSeconds ?? DEFAULT_ROLL_GRACE_SECONDS, byAdmin(set))
         set.status = 201
-        return { ...rolled.record, key: rolled.key }
+        return revealedKey(rolled)
       },
       {
         params: IdParams,
         body: rollKey.schema,
         transform: rollKey.transform,
         parse: 'json',
-        response: { 201: t.Composite([KeyRecordSchema, t.Object({ key: t.String() })]) },
+        response: { 201: RevealedKeySchema },
         detail: {
           summary: 'Roll a key: a new key with the same settings; the old one works until the end of the grace',
           description:

@@ -101,6 +101,14 @@ export const KeyRecordSchema = t.Object(
 
 /** The key record on the wire (contract section 2); never carries the key itself. */
 export type KeyRecord = typeof KeyRecordSchema.static
+
+/** The create and roll answers: the record and, this once, the key itself. */
+export const RevealedKeySchema = t.Composite([KeyRecordSchema, t.Object({ key: t.String() })])
+
+export function revealedKey(made: { record: KeyRecord; key: string }): typeof RevealedKeySchema.static {
+  return { ...made.record, key: made.key }
+}
+
 export type Flow = typeof FlowRecord.static
 export type NewKeyBody = typeof NewKey.static
 export type KeyChangesBody = typeof KeyChanges.static

@@ -1,6 +1,8 @@
-import { asc, desc, sql, type SQL } from 'drizzle-orm'
+import { and, asc, desc, getTableColumns, sql, type SQL } from 'drizzle-orm'
 import type { AnyPgColumn } from 'drizzle-orm/pg-core'
 import { t } from 'elysia'
+import type { Db } from '../../db/client.ts'
+import type { apiKeys, businesses, flowRuns, flows, members } from '../../db/schema/index.ts'
 import { CursorQuery, decodeCursor, encodeCursor, limitQuery, pageSize, toPage, type Page } from '../areas/shared/paging.ts'
 import { isUuid } from '../http/uuid.ts'
 
@@ -8,7 +10,8 @@ import { isUuid } from '../http/uuid.ts'
  * Cursor paging of the admin lists, the /api/v0 way (src/areas/shared/paging.ts): `limit`
  * and `cursor` in the query, `{data, nextCursor}` in the answer. The position is the
  * row's creation time in microseconds and its id: businesses, keys, members and flows
- * store microseconds, which a millisecond Date would round and so skip or repeat rows.
+ * store microseconds, which a millisecond Date would round and so skip or repeat rows. Why
+ * the two positions stay apart: docs/architecture.md, "Cursors".
  */
 
 export const ADMIN_PAGE = { default: 100, max: 1000 } as const
@@ -39,12 +42,12 @@ export function adminPage(query: { limit?: string; cursor?: string }, order: Adm
 }
 
 /** The creation time to the microsecond, as text (a bigint would lose digits in JSON). */
-export function microsOf(time: AnyPgColumn): SQL<string> {
+function microsOf(time: AnyPgColumn): SQL<string> {
   return sql<string>`(extract(epoch from ${time}) * 1000000)::bigint::text`
 }
 
 /** The keyset condition of the page after the cursor (none on the first page). */
-export function afterCursor(time: AnyPgColumn, id: AnyPgColumn, page: AdminPage): SQL | undefined {
+function afterCursor(time: AnyPgColumn, id: AnyPgColumn, page: AdminPage): SQL | undefined {
   if (page.after === null) return undefined
   const at = sql`(timestamptz 'epoch' + ${page.after.micros}::bigint * interval '1 microsecond')`
   return page.order === 'newest'
@@ -52,15 +55,30 @@ export function afterCursor(time: AnyPgColumn, id: AnyPgColumn, page: AdminPage)
     : sql`(${time}, ${id}) > (${at}, ${page.after.id}::uuid)`
 }
 
-export function orderOf(time: AnyPgColumn, id: AnyPgColumn, page: AdminPage): SQL[] {
+function orderOf(time: AnyPgColumn, id: AnyPgColumn, page: AdminPage): SQL[] {
   return page.order === 'newest' ? [desc(time), desc(id)] : [asc(time), asc(id)]
 }
 
-/** Cuts the `limit + 1` rows fetched (each with its `micros`) into a page. */
-export function toAdminPage<Row extends { micros: string; id: string }, Out>(
-  rows: Row[],
+/** The tables the admin API lists: each has an id and a creation time in microseconds. */
+type AdminListed = typeof businesses | typeof apiKeys | typeof members | typeof flows | typeof flowRuns
+
+/**
+ * One page of an admin list: the rows of `table` that `where` keeps (the business or flow
+ * they belong to), in the page's order by (createdAt, id), after its cursor.
+ */
+export async function listAdminPage<T extends AdminListed, Out>(
+  db: Db,
+  table: T,
+  where: SQL | undefined,
   page: AdminPage,
-  render: (row: Row) => Out,
-): Page<Out> {
+  render: (row: T['$inferSelect']) => Out,
+): Promise<Page<Out>> {
+  const listed: AdminListed = table
+  const rows = await db
+    .select({ ...getTableColumns(listed), micros: microsOf(listed.createdAt) })
+    .from(listed)
+    .where(and(where, afterCursor(listed.createdAt, listed.id, page)))
+    .orderBy(...orderOf(listed.createdAt, listed.id, page))
+    .limit(page.limit + 1)
   return toPage(rows, page.limit, (row) => encodeCursor([row.micros, row.id]), render)
 }

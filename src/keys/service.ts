@@ -1,10 +1,10 @@
-import { and, desc, eq, getTableColumns, isNull } from 'drizzle-orm'
+import { and, desc, eq, isNull } from 'drizzle-orm'
 import type { Db } from '../../db/client.ts'
 import { apiKeys, businesses } from '../../db/schema/index.ts'
 import { generateKey, hashKey, keyHint, type KeyType } from '../access/key-format.ts'
 import { storedRateLimit } from '../access/key-store.ts'
 import { ApiError } from '../errors.ts'
-import { afterCursor, microsOf, orderOf, toAdminPage, type AdminPage } from '../admin/paging.ts'
+import { listAdminPage, type AdminPage } from '../admin/paging.ts'
 import type { Page } from '../areas/shared/paging.ts'
 import { changedFields, recordChange, type ChangeAuthor, type FieldChanges } from '../audit/trail.ts'
 import { checkKeySettings, type FieldProblem, type KeySettingsInput } from './rules.ts'
@@ -132,14 +132,8 @@ export function createKeyService(db: Db, onChange: (keyHash: string) => void) {
     },
 
     /** One page of `list`, for the admin API. */
-    async listPage(businessId: string, page: AdminPage): Promise<Page<KeyRecord>> {
-      const rows = await db
-        .select({ ...getTableColumns(apiKeys), micros: microsOf(apiKeys.createdAt) })
-        .from(apiKeys)
-        .where(and(eq(apiKeys.businessId, businessId), afterCursor(apiKeys.createdAt, apiKeys.id, page)))
-        .orderBy(...orderOf(apiKeys.createdAt, apiKeys.id, page))
-        .limit(page.limit + 1)
-      return toAdminPage(rows, page, toKeyRecord)
+    listPage(businessId: string, page: AdminPage): Promise<Page<KeyRecord>> {
+      return listAdminPage(db, apiKeys, eq(apiKeys.businessId, businessId), page, toKeyRecord)
     },
 
     /** `businessId` null: the operator's view, across businesses. */

@@ -1,10 +1,10 @@
-import { and, eq, getTableColumns, gt, isNull } from 'drizzle-orm'
+import { and, eq, gt, isNull } from 'drizzle-orm'
 import type { Db } from '../../db/client.ts'
 import { businesses, members, memberSessions, memberSignInLinks } from '../../db/schema/index.ts'
 import { hashToken, randomToken } from '../access/secrets.ts'
 import { ApiError } from '../errors.ts'
 import { recordChange, type ChangeAuthor } from '../audit/trail.ts'
-import { afterCursor, microsOf, orderOf, toAdminPage, type AdminPage } from '../admin/paging.ts'
+import { listAdminPage, type AdminPage } from '../admin/paging.ts'
 import type { Page } from '../areas/shared/paging.ts'
 import type { MemberRecord, MemberRole } from './model.ts'
 
@@ -122,14 +122,8 @@ export function createMemberService(db: Db) {
     },
 
     /** A business's members, oldest first, a page at a time (the admin API lists them). */
-    async list(businessId: string, page: AdminPage): Promise<Page<MemberRecord>> {
-      const rows = await db
-        .select({ ...getTableColumns(members), micros: microsOf(members.createdAt) })
-        .from(members)
-        .where(and(eq(members.businessId, businessId), afterCursor(members.createdAt, members.id, page)))
-        .orderBy(...orderOf(members.createdAt, members.id, page))
-        .limit(page.limit + 1)
-      return toAdminPage(rows, page, toMemberRecord)
+    list(businessId: string, page: AdminPage): Promise<Page<MemberRecord>> {
+      return listAdminPage(db, members, eq(members.businessId, businessId), page, toMemberRecord)
     },
 
     /**

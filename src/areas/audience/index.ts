@@ -1,5 +1,6 @@
 import { Elysia } from 'elysia'
 import { alsoAnswers, noContent } from '../../http/openapi-document.ts'
+import type { Scope } from '../../access/scopes.ts'
 import type { AreaDeps } from '../deps.ts'
 import { decodePosition, pageSize } from '../shared/paging.ts'
 import { assertJsonSize, assertStorable, fieldPath, IdParams, recordPath, strictBody } from '../shared/validation.ts'
@@ -8,36 +9,31 @@ import {
   Added,
   CompaniesBody,
   CompaniesQuery,
-  CompaniesUpserted,
   Company,
+  CompaniesUpserted,
   CompanyPage,
+  type CompanyRecord,
+  type MatchedPage,
+  type MatchedUpserted,
   List,
   ListPage,
   MemberPage,
   MembersBody,
   NewList,
+  MAX_UPSERT_BATCH,
   PAGE_LIMIT,
   PageQuery,
   PeopleBody,
   PeopleQuery,
-  PeopleUpserted,
   Person,
+  PeopleUpserted,
   PersonPage,
+  type PersonRecord,
   Removed,
   SlugParams,
 } from './model.ts'
-import {
-  companiesByIds,
-  deletePerson,
-  getCompany,
-  getPerson,
-  listCompanies,
-  listPeople,
-  peopleByIds,
-  toCompanyRecord,
-  toPersonRecord,
-} from './service.ts'
-import { COMPANIES, PEOPLE, upsertRecords } from './upsert.ts'
+import { COMPANIES, deleteMatched, getMatched, listMatched, type MatchedKind, type MatchedTable, matchedByIds, PEOPLE } from './service.ts'
+import { upsertRecords } from './upsert.ts'
 import { mayRemoveMember, mayUpdateStored } from './write-rights.ts'
 import { identitySecretOf } from '../../identity/secret.ts'
 
@@ -55,64 +51,29 @@ function assertStorableRecord(record: { properties?: Record<string, unknown> }, 
 
 const newList = strictBody(NewList)
 const membersBody = strictBody(MembersBody)
-export function audienceRoutes({ db, access }: AreaDeps) {
+export function audienceRoutes(deps: AreaDeps) {
+  const { db, access } = deps
   return new Elysia({ name: 'area/audience', prefix: '/api/v0/audience', detail: { tags: ['audience'] } })
     .use(access)
-    .post(
-      '/people',
-      async ({ body, access: { key } }) => {
-        const isBatch = 'people' in body
-        const records = isBatch ? body.people : [body]
-        for (const [i, record] of records.entries()) assertStorableRecord(record, recordPath(isBatch ? 'people' : null, i))
-        const secret = key.type === 'public' ? await identitySecretOf(db, key.businessId) : null
-        const { ids } = await upsertRecords(db, PEOPLE, key.businessId, records, isBatch, mayUpdateStored(key, secret))
-        // A public key's acknowledgement counts the records processed, whatever they changed.
-        if (key.type === 'public') return { upserted: records.length }
-        const rows = await peopleByIds(db, key.businessId, ids)
-        return { upserted: ids.length, data: rows.map(toPersonRecord) }
-      },
-      {
-        access: { scope: 'AUDIENCE_PERSON_WRITE', public: true },
-        body: PeopleBody.schema,
-        transform: PeopleBody.transform,
-        response: PeopleUpserted,
-        detail: {
-          ...alsoAnswers('conflict'),
-          summary: 'Create or update one person, or up to 1000 as {"people": [...]}',
-          description:
-            'Matched on externalId, else on email (any case). One statement per request: all records are written or none. Public keys create people who do not exist and change nothing stored (contract section 6); they get {"upserted": n}, n the records processed.',
-        },
-      },
-    )
-    .get(
-      '/people',
-      async ({ query, access: { key } }) => {
-        const limit = pageSize(query.limit, PAGE_LIMIT.default)
-        return listPeople(db, key.businessId, {
-          email: query.email,
-          externalId: query.externalId,
-          after: decodePosition(query.cursor),
-          limit,
-        })
-      },
-      {
-        access: { scope: 'AUDIENCE_PERSON_READ', public: false },
+    .use(
+      matchedRoutes(deps, {
+        kind: PEOPLE,
+        scopes: { read: 'AUDIENCE_PERSON_READ', write: 'AUDIENCE_PERSON_WRITE' },
+        body: PeopleBody,
         query: PeopleQuery,
-        response: PersonPage,
-        detail: { summary: 'List people, newest first, in cursor pages' },
-      },
+        upserted: PeopleUpserted,
+        record: Person,
+        page: PersonPage,
+        upsertDescription:
+          'Matched on externalId, else on email (any case). One statement per request: all records are written or none. Public keys create people who do not exist and change nothing stored (contract section 6); they get {"upserted": n}, n the records processed.',
+      }),
     )
-    .get('/people/:id', async ({ params, access: { key } }) => toPersonRecord(await getPerson(db, key.businessId, params.id)), {
-      access: { scope: 'AUDIENCE_PERSON_READ', public: false },
-      params: IdParams,
-      response: Person,
-      detail: { summary: 'Show a person' },
-    })
     .delete(
       '/people/:id',
-      async ({ params, access: { key }, status }) => {
-        await deletePerson(db, key.businessId, params.id)
-        return status(204, null)
+      async ({ params, set, access: { key } }) => {
+        await deleteMatched(db, PEOPLE, key.businessId, params.id)
+        set.status = 204
+        return null
       },
       {
         access: { scope: 'AUDIENCE_PERSON_WRITE', public: false },
@@ -120,54 +81,19 @@ export function audienceRoutes({ db, access }: AreaDeps) {
         detail: { summary: 'Delete a person and their list memberships', ...noContent('Deleted') },
       },
     )
-    .post(
-      '/companies',
-      async ({ body, access: { key } }) => {
-        const isBatch = 'companies' in body
-        const records = isBatch ? body.companies : [body]
-        for (const [i, record] of records.entries()) assertStorableRecord(record, recordPath(isBatch ? 'companies' : null, i))
-        const { ids } = await upsertRecords(db, COMPANIES, key.businessId, records, isBatch, mayUpdateStored(key))
-        if (key.type === 'public') return { upserted: records.length }
-        const rows = await companiesByIds(db, key.businessId, ids)
-        return { upserted: ids.length, data: rows.map(toCompanyRecord) }
-      },
-      {
-        access: { scope: 'AUDIENCE_COMPANY_WRITE', public: true },
-        body: CompaniesBody.schema,
-        transform: CompaniesBody.transform,
-        response: CompaniesUpserted,
-        detail: {
-          ...alsoAnswers('conflict'),
-          summary: 'Create or update one company, or up to 1000 as {"companies": [...]}',
-          description:
-            'Matched on externalId, else on domain (lower-cased). One statement per request: all records are written or none. Public keys create companies that do not exist and change nothing stored; they get {"upserted": n}, n the records processed.',
-        },
-      },
-    )
-    .get(
-      '/companies',
-      async ({ query, access: { key } }) => {
-        const limit = pageSize(query.limit, PAGE_LIMIT.default)
-        return listCompanies(db, key.businessId, {
-          domain: query.domain,
-          externalId: query.externalId,
-          after: decodePosition(query.cursor),
-          limit,
-        })
-      },
-      {
-        access: { scope: 'AUDIENCE_COMPANY_READ', public: false },
+    .use(
+      matchedRoutes(deps, {
+        kind: COMPANIES,
+        scopes: { read: 'AUDIENCE_COMPANY_READ', write: 'AUDIENCE_COMPANY_WRITE' },
+        body: CompaniesBody,
         query: CompaniesQuery,
-        response: CompanyPage,
-        detail: { summary: 'List companies, newest first, in cursor pages' },
-      },
+        upserted: CompaniesUpserted,
+        record: Company,
+        page: CompanyPage,
+        upsertDescription:
+          'Matched on externalId, else on domain (lower-cased). One statement per request: all records are written or none. Public keys create companies that do not exist and change nothing stored; they get {"upserted": n}, n the records processed.',
+      }),
     )
-    .get('/companies/:id', async ({ params, access: { key } }) => toCompanyRecord(await getCompany(db, key.businessId, params.id)), {
-      access: { scope: 'AUDIENCE_COMPANY_READ', public: false },
-      params: IdParams,
-      response: Company,
-      detail: { summary: 'Show a company' },
-    })
     .post(
       '/lists',
       async ({ body, set, access: { key } }) => {
@@ -270,4 +196,83 @@ export function audienceRoutes({ db, access }: AreaDeps) {
         },
       },
     )
+}
+
+/** What the routes of people or companies take: the kind, its scopes and schemas. */
+interface MatchedResource<T extends MatchedTable, R extends PersonRecord | CompanyRecord> {
+  kind: MatchedKind<T, R>
+  scopes: { read: Scope; write: Scope }
+  body: typeof PeopleBody | typeof CompaniesBody
+  query: typeof PeopleQuery | typeof CompaniesQuery
+  upserted: MatchedUpserted
+  record: typeof Person | typeof Company
+  page: MatchedPage
+  upsertDescription: string
+}
+
+/** The records of an upsert body (one record, or a batch under its key) and whether it was a batch. */
+function recordsOf(body: typeof PeopleBody.schema.static | typeof CompaniesBody.schema.static) {
+  if ('people' in body) return { records: body.people, isBatch: true }
+  if ('companies' in body) return { records: body.companies, isBatch: true }
+  return { records: [body], isBatch: false }
+}
+
+/**
+ * The routes people and companies share: upsert one or a batch, list, show. Mounted
+ * inside audienceRoutes, which gives the /api/v0/audience prefix.
+ */
+function matchedRoutes<T extends MatchedTable, R extends PersonRecord | CompanyRecord>(
+  { db, access }: AreaDeps,
+  resource: MatchedResource<T, R>,
+) {
+  const { kind, scopes } = resource
+  return new Elysia({ name: `area/audience/${kind.batchKey}`, detail: { tags: ['audience'] } })
+    .use(access)
+    .post(
+      `/${kind.batchKey}`,
+      async ({ body, access: { key } }) => {
+        const { records, isBatch } = recordsOf(body)
+        for (const [i, record] of records.entries()) assertStorableRecord(record, recordPath(isBatch ? kind.batchKey : null, i))
+        // Only people carry a verified identity (contract section 12); a company has none.
+        const secret = key.type === 'public' && kind.noun === 'person' ? await identitySecretOf(db, key.businessId) : null
+        const { ids } = await upsertRecords(db, kind, key.businessId, records, isBatch, mayUpdateStored(key, secret))
+        // A public key's acknowledgement counts the records processed, whatever they changed.
+        if (key.type === 'public') return { upserted: records.length }
+        return { upserted: ids.length, data: await matchedByIds(db, kind, key.businessId, ids) }
+      },
+      {
+        access: { scope: scopes.write, public: true },
+        body: resource.body.schema,
+        transform: resource.body.transform,
+        response: resource.upserted,
+        detail: {
+          ...alsoAnswers('conflict'),
+          summary: `Create or update one ${kind.noun}, or up to ${MAX_UPSERT_BATCH} as {"${kind.batchKey}": [...]}`,
+          description: resource.upsertDescription,
+        },
+      },
+    )
+    .get(
+      `/${kind.batchKey}`,
+      async ({ query, access: { key } }) => {
+        const { limit, cursor, ...filters } = query
+        return listMatched(db, kind, key.businessId, {
+          ...filters,
+          after: decodePosition(cursor),
+          limit: pageSize(limit, PAGE_LIMIT.default),
+        })
+      },
+      {
+        access: { scope: scopes.read, public: false },
+        query: resource.query,
+        response: resource.page,
+        detail: { summary: `List ${kind.batchKey}, newest first, in cursor pages` },
+      },
+    )
+    .get(`/${kind.batchKey}/:id`, ({ params, access: { key } }) => getMatched(db, kind, key.businessId, params.id), {
+      access: { scope: scopes.read, public: false },
+      params: IdParams,
+      response: resource.record,
+      detail: { summary: `Show a ${kind.noun}` },
+    })
 }

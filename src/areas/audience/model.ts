@@ -1,3 +1,4 @@
+import type { TProperties, TSchema } from '@sinclair/typebox'
 import { t } from 'elysia'
 import { CursorQuery, limitQuery, pageSchema } from '../shared/paging.ts'
 import { oneOrBatch, PropertyBag, Uuid } from '../shared/validation.ts'
@@ -44,7 +45,35 @@ const IdentityHash = t.String({
     "HMAC-SHA256 (lower-case hex) of this person's externalId, or without one their lower-cased email, under the business's identity secret, computed by the business's server. Lets a public key update the stored person.",
 })
 
-export const PersonInput = t.Object(
+/**
+ * People and companies are upserted alike (upsert.ts): a record is matched on its
+ * externalId, else on a second key (email, domain), and what it leaves out is kept.
+ */
+function matchedInput<P extends TProperties>(fields: P, secondKey: 'email' | 'domain') {
+  return t.Object(fields, {
+    description: `Matched on externalId, else on ${secondKey}; at least one of the two. Fields left out keep their stored value; properties are merged into the stored ones.`,
+  })
+}
+
+const batchOf = <T extends TSchema>(input: T) => t.Array(input, { minItems: 1, maxItems: MAX_UPSERT_BATCH })
+
+/** The answer to an upsert: public keys get the count only; private keys also get the records written. */
+function upsertedSchema<T extends TSchema>(record: T, names: { noun: string; batchKey: string }) {
+  const plural = names.batchKey[0]!.toUpperCase() + names.batchKey.slice(1)
+  return t.Object({
+    upserted: t.Integer({ description: `${plural} created or updated (rows naming the same ${names.noun} count once).` }),
+    data: t.Optional(t.Array(record, { description: `Private keys only: the ${names.batchKey} written, in request order.` })),
+  })
+}
+
+/** The filters and paging both lists share; each adds its second key. */
+const matchedQuery = (noun: string) => ({
+  externalId: t.Optional(t.String({ ...externalIdOptions, description: `Only the ${noun} with this externalId.` })),
+  limit: limitQuery(PAGE_LIMIT),
+  cursor: CursorQuery,
+})
+
+export const PersonInput = matchedInput(
   {
     email: t.Optional(Email),
     externalId: t.Optional(ExternalId),
@@ -53,36 +82,22 @@ export const PersonInput = t.Object(
     lastName: t.Optional(Name('Last name')),
     properties: t.Optional(PropertyBag),
   },
-  {
-    description:
-      'Matched on externalId, else on email; at least one of the two. Fields left out keep their stored value; properties are merged into the stored ones.',
-  },
+  'email',
 )
 
-export const PeopleBody = oneOrBatch(
-  PersonInput,
-  t.Object({ people: t.Array(PersonInput, { minItems: 1, maxItems: MAX_UPSERT_BATCH }) }),
-  'people',
-)
+export const PeopleBody = oneOrBatch(PersonInput, t.Object({ people: batchOf(PersonInput) }), 'people')
 
-export const CompanyInput = t.Object(
+export const CompanyInput = matchedInput(
   {
     externalId: t.Optional(ExternalId),
     domain: t.Optional(Domain),
     name: t.Optional(Name('Company name')),
     properties: t.Optional(PropertyBag),
   },
-  {
-    description:
-      'Matched on externalId, else on domain; at least one of the two. Fields left out keep their stored value; properties are merged into the stored ones.',
-  },
+  'domain',
 )
 
-export const CompaniesBody = oneOrBatch(
-  CompanyInput,
-  t.Object({ companies: t.Array(CompanyInput, { minItems: 1, maxItems: MAX_UPSERT_BATCH }) }),
-  'companies',
-)
+export const CompaniesBody = oneOrBatch(CompanyInput, t.Object({ companies: batchOf(CompanyInput) }), 'companies')
 
 export const Person = t.Object({
   id: t.String(),
@@ -105,35 +120,30 @@ export const Company = t.Object({
   updatedAt: t.String(),
 })
 
-/** Public keys get the count only; private keys also get the records written. */
-export const PeopleUpserted = t.Object({
-  upserted: t.Integer({ description: 'People created or updated (rows naming the same person count once).' }),
-  data: t.Optional(t.Array(Person, { description: 'Private keys only: the people written, in request order.' })),
-})
+export type PersonRecord = typeof Person.static
+export type CompanyRecord = typeof Company.static
 
-export const CompaniesUpserted = t.Object({
-  upserted: t.Integer({ description: 'Companies created or updated (rows naming the same company count once).' }),
-  data: t.Optional(t.Array(Company, { description: 'Private keys only: the companies written, in request order.' })),
-})
+export const PeopleUpserted = upsertedSchema(Person, { noun: 'person', batchKey: 'people' })
+export const CompaniesUpserted = upsertedSchema(Company, { noun: 'company', batchKey: 'companies' })
+
+export const PersonPage = pageSchema(Person)
+export const CompanyPage = pageSchema(Company)
+
+/** Either answer, for the routes people and companies share (src/areas/audience/index.ts). */
+export type MatchedUpserted = ReturnType<typeof upsertedSchema<typeof Person | typeof Company>>
+export type MatchedPage = ReturnType<typeof pageSchema<typeof Person | typeof Company>>
 
 export const PeopleQuery = t.Object({
   email: t.Optional(t.String({ ...emailOptions, description: 'Only the person with this email (any case).' })),
-  externalId: t.Optional(t.String({ ...externalIdOptions, description: 'Only the person with this externalId.' })),
-  limit: limitQuery(PAGE_LIMIT),
-  cursor: CursorQuery,
+  ...matchedQuery('person'),
 })
 
 export const CompaniesQuery = t.Object({
   domain: t.Optional(t.String({ ...domainOptions, description: 'Only the company with this domain (any case).' })),
-  externalId: t.Optional(t.String({ ...externalIdOptions, description: 'Only the company with this externalId.' })),
-  limit: limitQuery(PAGE_LIMIT),
-  cursor: CursorQuery,
+  ...matchedQuery('company'),
 })
 
 export const PageQuery = t.Object({ limit: limitQuery(PAGE_LIMIT), cursor: CursorQuery })
-
-export const PersonPage = pageSchema(Person)
-export const CompanyPage = pageSchema(Company)
 
 const Slug = t.String({
   pattern: '^[a-z0-9-]{1,64}$',

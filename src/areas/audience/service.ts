@@ -3,11 +3,27 @@ import type { Db } from '../../../db/client.ts'
 import { companies, people } from '../../../db/schema/index.ts'
 import { ApiError } from '../../errors.ts'
 import { before, byCreatedAt, toPage, type Page, type Position } from '../shared/paging.ts'
+import type { CompanyRecord, PersonRecord } from './model.ts'
+import type { IdentitySpec } from './upsert.ts'
+
+/**
+ * People and companies are one kind of record: matched on externalId, else on a second
+ * key (email, domain: case-insensitively), listed newest first, read by id. One set of
+ * queries serves both, handed the kind; the upsert statement is upsert.ts's.
+ */
+// The queries below widen `kind.table` to this union: Drizzle types a query over a union
+// of tables, not over a generic one. The rows are still the kind's own, for its toRecord.
+export type MatchedTable = typeof people | typeof companies
+
+/** A kind: what the upsert statement reads (upsert.ts), and how a row is rendered. */
+export interface MatchedKind<T extends MatchedTable, R extends PersonRecord | CompanyRecord> extends IdentitySpec {
+  table: T
+  toRecord(row: T['$inferSelect']): R
+}
 
 export type PersonRow = typeof people.$inferSelect
-export type CompanyRow = typeof companies.$inferSelect
 
-export function toPersonRecord(row: PersonRow) {
+export function toPersonRecord(row: PersonRow): PersonRecord {
   return {
     id: row.id,
     externalId: row.externalId,
@@ -20,8 +36,25 @@ export function toPersonRecord(row: PersonRow) {
   }
 }
 
-export function toCompanyRecord(row: CompanyRow) {
-  return {
+export const PEOPLE: MatchedKind<typeof people, PersonRecord> = {
+  table: people,
+  noun: 'person',
+  batchKey: 'people',
+  secondKey: { field: 'email', column: people.email },
+  fields: [
+    { field: 'firstName', column: people.firstName },
+    { field: 'lastName', column: people.lastName },
+  ],
+  toRecord: toPersonRecord,
+}
+
+export const COMPANIES: MatchedKind<typeof companies, CompanyRecord> = {
+  table: companies,
+  noun: 'company',
+  batchKey: 'companies',
+  secondKey: { field: 'domain', column: companies.domain },
+  fields: [{ field: 'name', column: companies.name }],
+  toRecord: (row) => ({
     id: row.id,
     externalId: row.externalId,
     domain: row.domain,
@@ -29,109 +62,93 @@ export function toCompanyRecord(row: CompanyRow) {
     properties: row.properties,
     createdAt: row.createdAt.toISOString(),
     updatedAt: row.updatedAt.toISOString(),
-  }
+  }),
 }
 
-export interface PeopleFilter {
+/** A list's filters (each optional; the second key is email or domain) and its page. */
+export interface MatchedFilter {
+  externalId?: string
   email?: string
-  externalId?: string
-  after: Position | null
-  limit: number
-}
-
-/** A page of people, newest first by (createdAt, id). */
-export async function listPeople(db: Db, businessId: string, filter: PeopleFilter): Promise<Page<ReturnType<typeof toPersonRecord>>> {
-  const rows = await db
-    .select()
-    .from(people)
-    .where(
-      and(
-        eq(people.businessId, businessId),
-        filter.email === undefined ? undefined : sql`lower(${people.email}) = lower(${filter.email})`,
-        filter.externalId === undefined ? undefined : eq(people.externalId, filter.externalId),
-        before(people.createdAt, people.id, filter.after),
-      ),
-    )
-    .orderBy(desc(people.createdAt), desc(people.id))
-    .limit(filter.limit + 1)
-  return toPage(rows, filter.limit, byCreatedAt, toPersonRecord)
-}
-
-export async function getPerson(db: Db, businessId: string, id: string): Promise<PersonRow> {
-  const [row] = await db
-    .select()
-    .from(people)
-    .where(and(eq(people.id, id), eq(people.businessId, businessId)))
-  if (!row) throw new ApiError('not_found', `No person with id ${id} in this business.`)
-  return row
-}
-
-/** Deletes the person; their list memberships go with them (ON DELETE CASCADE). */
-export async function deletePerson(db: Db, businessId: string, id: string): Promise<void> {
-  const deleted = await db
-    .delete(people)
-    .where(and(eq(people.id, id), eq(people.businessId, businessId)))
-    .returning({ id: people.id })
-  if (deleted.length === 0) throw new ApiError('not_found', `No person with id ${id} in this business.`)
-}
-
-/** The rows with these ids, in the order of `ids` (for answers in request order). */
-export async function peopleByIds(db: Db, businessId: string, ids: string[]): Promise<PersonRow[]> {
-  if (ids.length === 0) return []
-  const rows = await db
-    .select()
-    .from(people)
-    .where(and(eq(people.businessId, businessId), inArray(people.id, ids)))
-  return inOrder(rows, ids)
-}
-
-export interface CompaniesFilter {
   domain?: string
-  externalId?: string
   after: Position | null
   limit: number
 }
 
-export async function listCompanies(
+/** A page of people or companies, newest first by (createdAt, id). */
+export async function listMatched<T extends MatchedTable, R extends PersonRecord | CompanyRecord>(
   db: Db,
+  kind: MatchedKind<T, R>,
   businessId: string,
-  filter: CompaniesFilter,
-): Promise<Page<ReturnType<typeof toCompanyRecord>>> {
+  filter: MatchedFilter,
+): Promise<Page<R>> {
+  const table: MatchedTable = kind.table
+  const second = filter[kind.secondKey.field]
   const rows = await db
     .select()
-    .from(companies)
+    .from(table)
     .where(
       and(
-        eq(companies.businessId, businessId),
-        filter.domain === undefined ? undefined : sql`lower(${companies.domain}) = lower(${filter.domain})`,
-        filter.externalId === undefined ? undefined : eq(companies.externalId, filter.externalId),
-        before(companies.createdAt, companies.id, filter.after),
+        eq(table.businessId, businessId),
+        second === undefined ? undefined : sql`lower(${kind.secondKey.column}) = lower(${second})`,
+        filter.externalId === undefined ? undefined : eq(table.externalId, filter.externalId),
+        before(table.createdAt, table.id, filter.after),
       ),
     )
-    .orderBy(desc(companies.createdAt), desc(companies.id))
+    .orderBy(desc(table.createdAt), desc(table.id))
     .limit(filter.limit + 1)
-  return toPage(rows, filter.limit, byCreatedAt, toCompanyRecord)
+  return toPage(rows, filter.limit, byCreatedAt, kind.toRecord)
 }
 
-export async function getCompany(db: Db, businessId: string, id: string): Promise<CompanyRow> {
+export async function getMatched<T extends MatchedTable, R extends PersonRecord | CompanyRecord>(
+  db: Db,
+  kind: MatchedKind<T, R>,
+  businessId: string,
+  id: string,
+): Promise<R> {
+  const table: MatchedTable = kind.table
   const [row] = await db
     .select()
-    .from(companies)
-    .where(and(eq(companies.id, id), eq(companies.businessId, businessId)))
-  if (!row) throw new ApiError('not_found', `No company with id ${id} in this business.`)
-  return row
+    .from(table)
+    .where(and(eq(table.id, id), eq(table.businessId, businessId)))
+  if (!row) throw notFound(kind, id)
+  return kind.toRecord(row)
 }
 
-export async function companiesByIds(db: Db, businessId: string, ids: string[]): Promise<CompanyRow[]> {
+/** Deletes the record; a person's list memberships go with them (ON DELETE CASCADE). */
+export async function deleteMatched<T extends MatchedTable, R extends PersonRecord | CompanyRecord>(
+  db: Db,
+  kind: MatchedKind<T, R>,
+  businessId: string,
+  id: string,
+): Promise<void> {
+  const table: MatchedTable = kind.table
+  const deleted = await db
+    .delete(table)
+    .where(and(eq(table.id, id), eq(table.businessId, businessId)))
+    .returning({ id: table.id })
+  if (deleted.length === 0) throw notFound(kind, id)
+}
+
+/** The records with these ids, in the order of `ids` (for answers in request order). */
+export async function matchedByIds<T extends MatchedTable, R extends PersonRecord | CompanyRecord>(
+  db: Db,
+  kind: MatchedKind<T, R>,
+  businessId: string,
+  ids: string[],
+): Promise<R[]> {
   if (ids.length === 0) return []
+  const table: MatchedTable = kind.table
   const rows = await db
     .select()
-    .from(companies)
-    .where(and(eq(companies.businessId, businessId), inArray(companies.id, ids)))
-  return inOrder(rows, ids)
+    .from(table)
+    .where(and(eq(table.businessId, businessId), inArray(table.id, ids)))
+  const byId = new Map(rows.map((row) => [row.id, row]))
+  return ids.flatMap((id) => {
+    const row = byId.get(id)
+    return row === undefined ? [] : [kind.toRecord(row)]
+  })
 }
 
-function inOrder<T extends { id: string }>(rows: T[], ids: string[]): T[] {
-  const byId = new Map(rows.map((row) => [row.id, row]))
-  return ids.flatMap((id) => byId.get(id) ?? [])
+function notFound(kind: MatchedKind<MatchedTable, PersonRecord | CompanyRecord>, id: string): ApiError {
+  return new ApiError('not_found', `No ${kind.noun} with id ${id} in this business.`)
 }

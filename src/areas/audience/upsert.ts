@@ -1,6 +1,8 @@
-import { sql, type SQL } from 'drizzle-orm'
+import { getTableName, sql, type SQL } from 'drizzle-orm'
+import type { AnyPgColumn } from 'drizzle-orm/pg-core'
 import { queryRows, type Db } from '../../../db/client.ts'
 import { ApiError } from '../../errors.ts'
+import type { MatchedTable } from './service.ts'
 import { DEADLOCK_DETECTED, fieldPath, invalidField, recordPath, sqlState, UNIQUE_VIOLATION } from '../shared/validation.ts'
 
 /**
@@ -33,33 +35,15 @@ import { DEADLOCK_DETECTED, fieldPath, invalidField, recordPath, sqlState, UNIQU
  * sees the other request's rows), at most three times in all.
  */
 export interface IdentitySpec {
-  table: 'people' | 'companies'
+  table: MatchedTable
   /** What one record is, for messages. */
   noun: 'person' | 'company'
-  /** The body's name for batches and its second key: `people`/`email`, `companies`/`domain`. */
-  batchKey: string
-  secondKey: { field: string; column: string }
+  /** The body's name for batches: `people`, `companies`. */
+  batchKey: 'people' | 'companies'
+  /** The second key: its body name and its column (`email`, `domain`). */
+  secondKey: { field: 'email' | 'domain'; column: AnyPgColumn }
   /** The other text fields: body name and column. */
-  fields: readonly { field: string; column: string }[]
-}
-
-export const PEOPLE: IdentitySpec = {
-  table: 'people',
-  noun: 'person',
-  batchKey: 'people',
-  secondKey: { field: 'email', column: 'email' },
-  fields: [
-    { field: 'firstName', column: 'first_name' },
-    { field: 'lastName', column: 'last_name' },
-  ],
-}
-
-export const COMPANIES: IdentitySpec = {
-  table: 'companies',
-  noun: 'company',
-  batchKey: 'companies',
-  secondKey: { field: 'domain', column: 'domain' },
-  fields: [{ field: 'name', column: 'name' }],
+  fields: readonly { field: string; column: AnyPgColumn }[]
 }
 
 type InputRecord = Record<string, unknown> & { externalId?: string; properties?: Record<string, unknown> }
@@ -124,11 +108,11 @@ function dedupe(
     const row: StatementRow = {
       ord,
       external_id: externalId,
-      [spec.secondKey.column]: spec.table === 'companies' && second !== null ? second.toLowerCase() : second,
+      [spec.secondKey.column.name]: spec.secondKey.field === 'domain' && second !== null ? second.toLowerCase() : second,
       properties: record.properties ?? null,
       may_update: mayUpdate(record),
     }
-    for (const { field, column } of spec.fields) row[column] = typeof record[field] === 'string' ? (record[field] as string) : null
+    for (const { field, column } of spec.fields) row[column.name] = typeof record[field] === 'string' ? (record[field] as string) : null
     const matchKey = externalId !== null ? `x:${externalId}` : `k:${second!.toLowerCase()}`
     byMatchKey.delete(matchKey) // re-inserted below, so the map keeps the order of last occurrence
     byMatchKey.set(matchKey, row)
@@ -136,7 +120,7 @@ function dedupe(
   const rows = [...byMatchKey.values()].sort((a, b) => Number(a.ord) - Number(b.ord))
   const holders = new Map<string, number>()
   for (const row of rows) {
-    const second = row[spec.secondKey.column]
+    const second = row[spec.secondKey.column.name]
     if (typeof second !== 'string') continue
     const earlier = holders.get(second.toLowerCase())
     if (earlier !== undefined) {
@@ -151,24 +135,23 @@ function dedupe(
 }
 
 function upsertStatement(spec: IdentitySpec, businessId: string, rows: StatementRow[]): SQL {
-  // Identifiers come from the constant specs above, never from a request.
-  const table = sql.raw(spec.table)
-  const key = sql.raw(spec.secondKey.column)
-  const fieldColumns = spec.fields.map((f) => f.column)
+  // Identifiers come from the constant kinds (service.ts), never from a request.
+  const table = sql.raw(getTableName(spec.table))
+  const keyColumn = spec.secondKey.column.name
+  const key = sql.raw(keyColumn)
+  const fieldColumns = spec.fields.map((f) => f.column.name)
   const recordset = sql.raw(
     [
       'ord int',
       'external_id text',
-      `${spec.secondKey.column} text`,
+      `${keyColumn} text`,
       ...fieldColumns.map((c) => `${c} text`),
       'properties jsonb',
       'may_update boolean',
     ].join(', '),
   )
-  const insertColumns = sql.raw(['external_id', spec.secondKey.column, ...fieldColumns].join(', '))
-  const setFields = sql.raw(
-    ['external_id', spec.secondKey.column, ...fieldColumns].map((c) => `${c} = coalesce(t.${c}, p.${c})`).join(',\n      '),
-  )
+  const insertColumns = sql.raw(['external_id', keyColumn, ...fieldColumns].join(', '))
+  const setFields = sql.raw(['external_id', keyColumn, ...fieldColumns].map((c) => `${c} = coalesce(t.${c}, p.${c})`).join(',\n      '))
   return sql`
     with input as (
       select * from jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) as i(${recordset})

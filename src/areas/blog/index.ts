@@ -1,4 +1,5 @@
 import { Elysia } from 'elysia'
+import type { ErrorCode } from '../../errors.ts'
 import { alsoAnswers, noContent } from '../../http/openapi-document.ts'
 import type { AreaDeps } from '../deps.ts'
 import { pageSize } from '../shared/paging.ts'
@@ -6,6 +7,7 @@ import { acceptedDate, IdParams, strictBody } from '../shared/validation.ts'
 import {
   Author,
   AuthorChanges,
+  type AuthorRecord,
   AuthorPage,
   Blog,
   BLOG_PAGE_DEFAULT,
@@ -20,23 +22,23 @@ import {
   Tag,
   TagChanges,
   TagPage,
+  type TagRecord,
 } from './model.ts'
 import {
-  createAuthor,
+  AUTHORS,
   createBlog,
-  createTag,
-  deleteAuthor,
+  createNamed,
   deleteBlog,
-  deleteTag,
-  getAuthor,
+  deleteNamed,
   getBlog,
-  getTag,
-  listAuthors,
+  getNamed,
   listBlogs,
-  listTags,
-  updateAuthor,
+  type NamedKind,
+  type NamedTable,
+  listNamed,
+  TAGS,
   updateBlog,
-  updateTag,
+  updateNamed,
 } from './service.ts'
 
 const READ = { scope: 'BLOG_READ', public: true } as const
@@ -70,7 +72,8 @@ const limitOf = (raw: string | undefined) => pageSize(raw, BLOG_PAGE_DEFAULT)
  * Reads take an id or a slug; writes take the id. Every query is scoped to the key's
  * business.
  */
-export function blogRoutes({ db, access }: AreaDeps) {
+export function blogRoutes(deps: AreaDeps) {
+  const { db, access } = deps
   return new Elysia({ name: 'area/blog', prefix: '/api/v0/blog', detail: { tags: ['blog'] } })
     .use(access)
     .get(
@@ -135,103 +138,93 @@ export function blogRoutes({ db, access }: AreaDeps) {
       },
       { access: WRITE, params: IdParams, detail: { summary: 'Delete a blog', ...noContent('Deleted') } },
     )
+    .use(
+      namedRoutes(deps, {
+        kind: AUTHORS,
+        newBody: newAuthor,
+        changes: authorChanges,
+        record: Author,
+        page: AuthorPage,
+        deleteDetail: { summary: 'Delete an author; refused (409) while blogs still name them', ...alsoAnswers('conflict') },
+      }),
+    )
+    .use(
+      namedRoutes(deps, {
+        kind: TAGS,
+        newBody: newTag,
+        changes: tagChanges,
+        record: Tag,
+        page: TagPage,
+        deleteDetail: { summary: 'Delete a tag; it is removed from the blogs that carried it' },
+      }),
+    )
+}
+
+/** What the routes of authors or tags take: the kind, its schemas, and what its delete answers. */
+interface NamedResource<T extends NamedTable, R extends AuthorRecord | TagRecord> {
+  kind: NamedKind<T, R>
+  newBody: typeof newAuthor | typeof newTag
+  changes: typeof authorChanges | typeof tagChanges
+  record: typeof Author | typeof Tag
+  page: typeof AuthorPage | typeof TagPage
+  deleteDetail: { summary: string; 'x-error-codes'?: ErrorCode[] }
+}
+
+/**
+ * The five routes of authors or tags: list by slug, show by id or slug, create, change,
+ * delete. Mounted inside blogRoutes, which gives the /api/v0/blog prefix.
+ */
+function namedRoutes<T extends NamedTable, R extends AuthorRecord | TagRecord>({ db, access }: AreaDeps, resource: NamedResource<T, R>) {
+  const { kind } = resource
+  const one = `${kind.noun === 'author' ? 'an' : 'a'} ${kind.noun}`
+  return new Elysia({ name: `area/blog/${kind.path}`, detail: { tags: ['blog'] } })
+    .use(access)
     .get(
-      '/authors',
-      ({ query, access: { key } }) => listAuthors(db, key.businessId, { cursor: query.cursor, limit: limitOf(query.limit) }),
-      { access: READ, query: PageQuery, response: AuthorPage, detail: { summary: 'List authors by slug' } },
+      `/${kind.path}`,
+      ({ query, access: { key } }) => listNamed(db, kind, key.businessId, { cursor: query.cursor, limit: limitOf(query.limit) }),
+      {
+        access: READ,
+        query: PageQuery,
+        response: resource.page,
+        detail: { summary: `List ${kind.path} by slug` },
+      },
     )
-    .get('/authors/:id', ({ params, access: { key } }) => getAuthor(db, key.businessId, params.id), {
+    .get(`/${kind.path}/:id`, ({ params, access: { key } }) => getNamed(db, kind, key.businessId, params.id), {
       access: READ,
       params: IdOrSlugParams,
-      response: Author,
-      detail: { summary: 'Show an author by id or slug' },
+      response: resource.record,
+      detail: { summary: `Show ${one} by id or slug` },
     })
     .post(
-      '/authors',
+      `/${kind.path}`,
       async ({ body, set, access: { key } }) => {
-        const author = await createAuthor(db, key.businessId, body)
+        const record = await createNamed(db, kind, key.businessId, body)
         set.status = 201
-        return author
+        return record
       },
       {
         access: WRITE,
-        body: newAuthor.schema,
-        transform: newAuthor.transform,
-        response: { 201: Author },
-        detail: { summary: 'Create an author', ...alsoAnswers('conflict') },
+        body: resource.newBody.schema,
+        transform: resource.newBody.transform,
+        response: { 201: resource.record },
+        detail: { summary: `Create ${one}`, ...alsoAnswers('conflict') },
       },
     )
-    .patch('/authors/:id', ({ params, body, access: { key } }) => updateAuthor(db, key.businessId, params.id, body), {
+    .patch(`/${kind.path}/:id`, ({ params, body, access: { key } }) => updateNamed(db, kind, key.businessId, params.id, body), {
       access: WRITE,
       params: IdParams,
-      body: authorChanges.schema,
-      transform: authorChanges.transform,
-      response: Author,
-      detail: { summary: 'Change an author', ...alsoAnswers('conflict') },
+      body: resource.changes.schema,
+      transform: resource.changes.transform,
+      response: resource.record,
+      detail: { summary: `Change ${one}`, ...alsoAnswers('conflict') },
     })
     .delete(
-      '/authors/:id',
+      `/${kind.path}/:id`,
       async ({ params, set, access: { key } }) => {
-        await deleteAuthor(db, key.businessId, params.id)
+        await deleteNamed(db, kind, key.businessId, params.id)
         set.status = 204
         return null
       },
-      {
-        access: WRITE,
-        params: IdParams,
-        detail: {
-          summary: 'Delete an author; refused (409) while blogs still name them',
-          ...alsoAnswers('conflict'),
-          ...noContent('Deleted'),
-        },
-      },
-    )
-    .get('/tags', ({ query, access: { key } }) => listTags(db, key.businessId, { cursor: query.cursor, limit: limitOf(query.limit) }), {
-      access: READ,
-      query: PageQuery,
-      response: TagPage,
-      detail: { summary: 'List tags by slug' },
-    })
-    .get('/tags/:id', ({ params, access: { key } }) => getTag(db, key.businessId, params.id), {
-      access: READ,
-      params: IdOrSlugParams,
-      response: Tag,
-      detail: { summary: 'Show a tag by id or slug' },
-    })
-    .post(
-      '/tags',
-      async ({ body, set, access: { key } }) => {
-        const tag = await createTag(db, key.businessId, body)
-        set.status = 201
-        return tag
-      },
-      {
-        access: WRITE,
-        body: newTag.schema,
-        transform: newTag.transform,
-        response: { 201: Tag },
-        detail: { summary: 'Create a tag', ...alsoAnswers('conflict') },
-      },
-    )
-    .patch('/tags/:id', ({ params, body, access: { key } }) => updateTag(db, key.businessId, params.id, body), {
-      access: WRITE,
-      params: IdParams,
-      body: tagChanges.schema,
-      transform: tagChanges.transform,
-      response: Tag,
-      detail: { summary: 'Change a tag', ...alsoAnswers('conflict') },
-    })
-    .delete(
-      '/tags/:id',
-      async ({ params, set, access: { key } }) => {
-        await deleteTag(db, key.businessId, params.id)
-        set.status = 204
-        return null
-      },
-      {
-        access: WRITE,
-        params: IdParams,
-        detail: { summary: 'Delete a tag; it is removed from the blogs that carried it', ...noContent('Deleted') },
-      },
+      { access: WRITE, params: IdParams, detail: { ...resource.deleteDetail, ...noContent('Deleted') } },
     )
 }

@@ -1,3 +1,4 @@
+import type { TProperties } from '@sinclair/typebox'
 import { t } from 'elysia'
 import { CursorQuery, limitQuery, pageSchema } from '../shared/paging.ts'
 import { describe, Text, Uuid } from '../shared/validation.ts'
@@ -55,11 +56,16 @@ const blogFields = {
   ),
 }
 
+/** A PATCH body: any of the fields, at least one. */
+function changesOf<P extends TProperties>(fields: P) {
+  return t.Partial(t.Object(fields), {
+    minProperties: 1,
+    error: `must change at least one field (${Object.keys(fields).join(', ')})`,
+  })
+}
+
 export const NewBlog = t.Object(blogFields)
-export const BlogChanges = t.Partial(t.Object(blogFields), {
-  minProperties: 1,
-  error: 'must change at least one field (slug, title, excerpt, content, authorId, tags, status, publishedAt)',
-})
+export const BlogChanges = changesOf(blogFields)
 
 const authorFields = {
   name: Text({ minLength: 1, maxLength: 200 }),
@@ -67,17 +73,11 @@ const authorFields = {
   bio: t.Optional(t.Nullable(Text({ maxLength: 5000 }))),
 }
 export const NewAuthor = t.Object(authorFields)
-export const AuthorChanges = t.Partial(t.Object(authorFields), {
-  minProperties: 1,
-  error: 'must change at least one field (name, slug, bio)',
-})
+export const AuthorChanges = changesOf(authorFields)
 
 const tagFields = { name: Text({ minLength: 1, maxLength: 100 }), slug: Slug }
 export const NewTag = t.Object(tagFields)
-export const TagChanges = t.Partial(t.Object(tagFields), {
-  minProperties: 1,
-  error: 'must change at least one field (name, slug)',
-})
+export const TagChanges = changesOf(tagFields)
 
 export const BlogListQuery = t.Object({
   tag: t.Optional(describe(Slug, 'Only posts carrying the tag with this slug.')),

@@ -70,9 +70,14 @@ function selectBlogs(db: Db) {
 }
 
 export function blogNotFound(idOrSlug: string): ApiError {
+  return notFound({ noun: 'blog', path: 'blogs' }, idOrSlug)
+}
+
+/** A blog, author or tag that this business does not have. */
+function notFound(kind: { noun: string; path: string }, idOrSlug: string): ApiError {
   return new ApiError(
     'not_found',
-    `There is no blog "${idOrSlug}" in this business. Check the id or slug; GET /api/v0/blog/blogs lists the blogs.`,
+    `There is no ${kind.noun} "${idOrSlug}" in this business. Check the id or slug; GET /api/v0/blog/${kind.path} lists the ${kind.path}.`,
   )
 }
 
@@ -253,33 +258,83 @@ export async function deleteBlog(db: Db, businessId: string, id: string): Promis
   if (rows.length === 0) throw blogNotFound(id)
 }
 
-// ---- Authors -----------------------------------------------------------------------
+// ---- Authors and tags --------------------------------------------------------------
 
-function toAuthor(row: typeof blogAuthors.$inferSelect): AuthorRecord {
-  return {
+/**
+ * Authors and tags are one kind of record: named, addressed by an id or a per-business
+ * slug, listed by slug. One set of queries serves both, handed the kind; what differs
+ * (a tag's fields, an author's refused delete) is in the kind or beside it.
+ */
+// The queries below widen `kind.table` to this union: Drizzle types a query over a union
+// of tables, not over a generic one. The rows are still the kind's own, for its toRecord.
+export type NamedTable = typeof blogAuthors | typeof blogTags
+
+export interface NamedKind<T extends NamedTable, R extends AuthorRecord | TagRecord> {
+  table: T
+  /** One record, for messages: "author", "tag". */
+  noun: 'author' | 'tag'
+  /** Where they are listed, under /api/v0/blog: "authors", "tags". */
+  path: 'authors' | 'tags'
+  toRecord(row: T['$inferSelect']): R
+  /** The 409 for a delete the database refused (ON DELETE RESTRICT); none where it cascades. */
+  refusedDelete?(db: Db, businessId: string, id: string): Promise<ApiError>
+}
+
+export const AUTHORS: NamedKind<typeof blogAuthors, AuthorRecord> = {
+  table: blogAuthors,
+  noun: 'author',
+  path: 'authors',
+  toRecord: (row) => ({
     id: row.id,
     name: row.name,
     slug: row.slug,
     bio: row.bio,
     createdAt: row.createdAt.toISOString(),
     updatedAt: row.updatedAt.toISOString(),
-  }
+  }),
+  // An author who still has posts is not deleted: the posts would lose their byline
+  // silently. The foreign key refuses it, so a post created meanwhile cannot slip through.
+  async refusedDelete(db, businessId, id) {
+    const [posts] = await db
+      .select({ n: count() })
+      .from(blogs)
+      .where(and(eq(blogs.businessId, businessId), eq(blogs.authorId, id)))
+    return new ApiError(
+      'conflict',
+      `This author still has ${posts?.n ?? 'some'} blog(s). Give them another author (PATCH /api/v0/blog/blogs/:id with "authorId", or null) or delete them, then delete the author.`,
+    )
+  },
 }
 
-function authorNotFound(idOrSlug: string): ApiError {
-  return new ApiError(
-    'not_found',
-    `There is no author "${idOrSlug}" in this business. Check the id or slug; GET /api/v0/blog/authors lists the authors.`,
-  )
+export const TAGS: NamedKind<typeof blogTags, TagRecord> = {
+  table: blogTags,
+  noun: 'tag',
+  path: 'tags',
+  toRecord: (row) => ({
+    id: row.id,
+    name: row.name,
+    slug: row.slug,
+    createdAt: row.createdAt.toISOString(),
+    updatedAt: row.updatedAt.toISOString(),
+  }),
 }
 
-export async function getAuthor(db: Db, businessId: string, idOrSlug: string): Promise<AuthorRecord> {
+/** What a create may set: a tag has no bio (its schema refuses one). */
+export type NamedInput = { name: string; slug: string; bio?: string | null }
+
+export async function getNamed<T extends NamedTable, R extends AuthorRecord | TagRecord>(
+  db: Db,
+  kind: NamedKind<T, R>,
+  businessId: string,
+  idOrSlug: string,
+): Promise<R> {
+  const table: NamedTable = kind.table
   const [row] = await db
     .select()
-    .from(blogAuthors)
-    .where(and(eq(blogAuthors.businessId, businessId), byIdOrSlug(blogAuthors.id, blogAuthors.slug, idOrSlug)))
-  if (!row) throw authorNotFound(idOrSlug)
-  return toAuthor(row)
+    .from(table)
+    .where(and(eq(table.businessId, businessId), byIdOrSlug(table.id, table.slug, idOrSlug)))
+  if (!row) throw notFound(kind, idOrSlug)
+  return kind.toRecord(row)
 }
 
 /** Authors and tags are listed by slug; the cursor is the last slug of a page. */
@@ -289,140 +344,78 @@ function decodeSlugCursor(cursor: string): string {
   )
 }
 
-export async function listAuthors(db: Db, businessId: string, page: { cursor?: string; limit: number }): Promise<Page<AuthorRecord>> {
+export async function listNamed<T extends NamedTable, R extends AuthorRecord | TagRecord>(
+  db: Db,
+  kind: NamedKind<T, R>,
+  businessId: string,
+  page: { cursor?: string; limit: number },
+): Promise<Page<R>> {
+  const table: NamedTable = kind.table
   const after = page.cursor === undefined ? undefined : decodeSlugCursor(page.cursor)
   const rows = await db
     .select()
-    .from(blogAuthors)
-    .where(and(eq(blogAuthors.businessId, businessId), after === undefined ? undefined : gt(blogAuthors.slug, after)))
-    .orderBy(asc(blogAuthors.slug))
+    .from(table)
+    .where(and(eq(table.businessId, businessId), after === undefined ? undefined : gt(table.slug, after)))
+    .orderBy(asc(table.slug))
     .limit(page.limit + 1)
-  return toPage(rows, page.limit, (row) => encodeCursor([row.slug]), toAuthor)
+  return toPage(rows, page.limit, (row) => encodeCursor([row.slug]), kind.toRecord)
 }
 
-export async function createAuthor(
+export async function createNamed<T extends NamedTable, R extends AuthorRecord | TagRecord>(
   db: Db,
+  kind: NamedKind<T, R>,
   businessId: string,
-  input: { name: string; slug: string; bio?: string | null },
-): Promise<AuthorRecord> {
+  input: NamedInput,
+): Promise<R> {
+  const table: NamedTable = kind.table
   const [row] = await db
-    .insert(blogAuthors)
-    .values({ businessId, name: input.name, slug: input.slug, bio: input.bio ?? null })
-    .onConflictDoNothing({ target: [blogAuthors.businessId, blogAuthors.slug] })
+    .insert(table)
+    .values({ businessId, ...input })
+    .onConflictDoNothing({ target: [table.businessId, table.slug] })
     .returning()
-  if (!row) throw slugTaken('author', input.slug)
-  return toAuthor(row)
+  if (!row) throw slugTaken(kind.noun, input.slug)
+  return kind.toRecord(row)
 }
 
-export async function updateAuthor(
+export async function updateNamed<T extends NamedTable, R extends AuthorRecord | TagRecord>(
   db: Db,
+  kind: NamedKind<T, R>,
   businessId: string,
   id: string,
-  changes: { name?: string; slug?: string; bio?: string | null },
-): Promise<AuthorRecord> {
+  changes: Partial<NamedInput>,
+): Promise<R> {
+  const table: NamedTable = kind.table
   try {
     const [row] = await db
-      .update(blogAuthors)
-      .set({ name: changes.name, slug: changes.slug, bio: changes.bio, updatedAt: sql`now()` })
-      .where(and(eq(blogAuthors.businessId, businessId), eq(blogAuthors.id, id)))
+      .update(table)
+      .set({ ...changes, updatedAt: sql`now()` })
+      .where(and(eq(table.businessId, businessId), eq(table.id, id)))
       .returning()
-    if (!row) throw authorNotFound(id)
-    return toAuthor(row)
+    if (!row) throw notFound(kind, id)
+    return kind.toRecord(row)
   } catch (error) {
-    if (sqlState(error) === UNIQUE_VIOLATION && changes.slug !== undefined) throw slugTaken('author', changes.slug)
-    throw error
-  }
-}
-
-/**
- * An author who still has posts is not deleted (409): the posts would lose their byline
- * silently. The foreign key refuses it (ON DELETE RESTRICT), so a post created meanwhile
- * cannot slip through either.
- */
-export async function deleteAuthor(db: Db, businessId: string, id: string): Promise<void> {
-  try {
-    const rows = await db
-      .delete(blogAuthors)
-      .where(and(eq(blogAuthors.businessId, businessId), eq(blogAuthors.id, id)))
-      .returning({ id: blogAuthors.id })
-    if (rows.length === 0) throw authorNotFound(id)
-  } catch (error) {
-    const state = sqlState(error)
-    if (state !== RESTRICT_VIOLATION && state !== FOREIGN_KEY_VIOLATION) throw error
-    const [posts] = await db
-      .select({ n: count() })
-      .from(blogs)
-      .where(and(eq(blogs.businessId, businessId), eq(blogs.authorId, id)))
-    throw new ApiError(
-      'conflict',
-      `This author still has ${posts?.n ?? 'some'} blog(s). Give them another author (PATCH /api/v0/blog/blogs/:id with "authorId", or null) or delete them, then delete the author.`,
-    )
-  }
-}
-
-// ---- Tags --------------------------------------------------------------------------
-
-function toTag(row: typeof blogTags.$inferSelect): TagRecord {
-  return { id: row.id, name: row.name, slug: row.slug, createdAt: row.createdAt.toISOString(), updatedAt: row.updatedAt.toISOString() }
-}
-
-function tagNotFound(idOrSlug: string): ApiError {
-  return new ApiError(
-    'not_found',
-    `There is no tag "${idOrSlug}" in this business. Check the id or slug; GET /api/v0/blog/tags lists the tags.`,
-  )
-}
-
-export async function getTag(db: Db, businessId: string, idOrSlug: string): Promise<TagRecord> {
-  const [row] = await db
-    .select()
-    .from(blogTags)
-    .where(and(eq(blogTags.businessId, businessId), byIdOrSlug(blogTags.id, blogTags.slug, idOrSlug)))
-  if (!row) throw tagNotFound(idOrSlug)
-  return toTag(row)
-}
-
-export async function listTags(db: Db, businessId: string, page: { cursor?: string; limit: number }): Promise<Page<TagRecord>> {
-  const after = page.cursor === undefined ? undefined : decodeSlugCursor(page.cursor)
-  const rows = await db
-    .select()
-    .from(blogTags)
-    .where(and(eq(blogTags.businessId, businessId), after === undefined ? undefined : gt(blogTags.slug, after)))
-    .orderBy(asc(blogTags.slug))
-    .limit(page.limit + 1)
-  return toPage(rows, page.limit, (row) => encodeCursor([row.slug]), toTag)
-}
-
-export async function createTag(db: Db, businessId: string, input: { name: string; slug: string }): Promise<TagRecord> {
-  const [row] = await db
-    .insert(blogTags)
-    .values({ businessId, name: input.name, slug: input.slug })
-    .onConflictDoNothing({ target: [blogTags.businessId, blogTags.slug] })
-    .returning()
-  if (!row) throw slugTaken('tag', input.slug)
-  return toTag(row)
-}
-
-export async function updateTag(db: Db, businessId: string, id: string, changes: { name?: string; slug?: string }): Promise<TagRecord> {
-  try {
-    const [row] = await db
-      .update(blogTags)
-      .set({ name: changes.name, slug: changes.slug, updatedAt: sql`now()` })
-      .where(and(eq(blogTags.businessId, businessId), eq(blogTags.id, id)))
-      .returning()
-    if (!row) throw tagNotFound(id)
-    return toTag(row)
-  } catch (error) {
-    if (sqlState(error) === UNIQUE_VIOLATION && changes.slug !== undefined) throw slugTaken('tag', changes.slug)
+    if (sqlState(error) === UNIQUE_VIOLATION && changes.slug !== undefined) throw slugTaken(kind.noun, changes.slug)
     throw error
   }
 }
 
 /** Deleting a tag detaches it from its posts (the join rows cascade); the posts stay. */
-export async function deleteTag(db: Db, businessId: string, id: string): Promise<void> {
-  const rows = await db
-    .delete(blogTags)
-    .where(and(eq(blogTags.businessId, businessId), eq(blogTags.id, id)))
-    .returning({ id: blogTags.id })
-  if (rows.length === 0) throw tagNotFound(id)
+export async function deleteNamed<T extends NamedTable, R extends AuthorRecord | TagRecord>(
+  db: Db,
+  kind: NamedKind<T, R>,
+  businessId: string,
+  id: string,
+): Promise<void> {
+  const table: NamedTable = kind.table
+  try {
+    const rows = await db
+      .delete(table)
+      .where(and(eq(table.businessId, businessId), eq(table.id, id)))
+      .returning({ id: table.id })
+    if (rows.length === 0) throw notFound(kind, id)
+  } catch (error) {
+    const state = sqlState(error)
+    if (kind.refusedDelete === undefined || (state !== RESTRICT_VIOLATION && state !== FOREIGN_KEY_VIOLATION)) throw error
+    throw await kind.refusedDelete(db, businessId, id)
+  }
 }

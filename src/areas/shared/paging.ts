@@ -91,6 +91,8 @@ export function decodeCursor<T>(cursor: string, read: (value: unknown) => T | un
 /**
  * The position of a row in a newest-first list. Times are stored with millisecond
  * precision where they order a list, so the Date a cursor carries matches the stored value.
+ * The admin lists page by microseconds instead (src/admin/paging.ts): their tables keep
+ * PostgreSQL's default precision, which a Date would round (docs/architecture.md, Cursors).
  */
 export interface Position {
   at: Date
