@@ -21,9 +21,13 @@ const peer = (request: Request): string | undefined => (readPeer ? server?.reque
 // Elysia) answered 202 with the same shape, without a key chain or a database.
 const app = new Elysia()
   .get('/api/v0/whoami', ({ request }) => (peer(request) === '' ? null : answer))
-  .post('/api/v0/analytics', ({ body, status, request }) => status(202, { accepted: peer(request) === '' ? 0 : 'events' in body ? body.events.length : 1 }), {
-    body: TrackBody.schema,
-  })
+  .post(
+    '/api/v0/analytics',
+    ({ body, status, request }) => status(202, { accepted: peer(request) === '' ? 0 : 'events' in body ? body.events.length : 1 }),
+    {
+      body: TrackBody.schema,
+    },
+  )
   .listen(Number(process.env.PORT ?? 3001))
 server = app.server
 console.log(`bare elysia listening on http://localhost:${app.server!.port}`)

@@ -196,7 +196,7 @@ async function main(): Promise<number> {
     ).toFixed(2)}x the bare route's`,
     ...(keygate!.cpuUsPerRequest !== null && baseline!.cpuUsPerRequest !== null
       ? [
-          `CPU per request, bare Elysia route / whoami: ${(baseline!.cpuUsPerRequest / keygate!.cpuUsPerRequest).toFixed(2)}` +
+          `CPU per request, bare Elysia route / ${TRACK ? 'page view' : 'whoami'}: ${(baseline!.cpuUsPerRequest / keygate!.cpuUsPerRequest).toFixed(2)}` +
             " (the req/s ratio to expect when the server's core is the limit; steadier on a busy machine)",
         ]
       : []),
