@@ -51,7 +51,7 @@ export interface DirectRouteDeps {
   server: () => PeerSource | null
 }
 
-type Headers = Record<string, string>
+type HeaderFields = Record<string, string>
 
 /** Per request: what the answer needs whatever path it takes. */
 interface Exchange {
@@ -60,7 +60,7 @@ interface Exchange {
   origin: string | null
   requestId: string
   /** What the gate adds (a private key's RateLimit-* headers). */
-  extra: Headers
+  extra: HeaderFields
   access: AccessContext | undefined
 }
 
@@ -72,7 +72,7 @@ interface Exchange {
  * macro (src/access/gate.ts), the same body reading, the same failure answers
  * (src/http/errors.ts) and the same observation, in the same order: key checks and
  * budgets, the route's `admit`, the body, the handler; usage counted under the final
- * status. The route is still declared in Elysia (src/http/direct-routes.ts), so the
+ * status. The route is still declared in Elysia (its area, mounted by `hotAreas`), so the
  * route table, the reference and `app.handle` see it, and tests run against this code.
  */
 export function directRoute(deps: DirectRouteDeps, route: DirectRoute): (request: Request) => Response | Promise<Response> {
@@ -97,7 +97,7 @@ export function directRoute(deps: DirectRouteDeps, route: DirectRoute): (request
 
   function fail(exchange: Exchange, error: unknown): Response {
     const { request, requestId } = exchange
-    const headers: Headers = { 'x-request-id': requestId, ...exchange.extra }
+    const headers: HeaderFields = { 'x-request-id': requestId, ...exchange.extra }
     stampApiAnswer({ headers }, exchange.origin)
     const failure = explainFailure(logger, error, { method: request.method, path: spec.path, route: spec.path, requestId })
     if (failure.headers) Object.assign(headers, failure.headers)
