@@ -17,7 +17,7 @@
  * the run, and after 60 s idle (BENCH_IDLE_SECONDS), its peak (VmHWM), the answers by
  * status, and the bounded structures' sizes as /metrics reports them.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { cpus, loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import postgres from 'postgres'
@@ -76,7 +76,7 @@ end
 `
 
 function memoryOf(pid: number): { rssMiB: number; peakMiB: number } {
-  const status = require('node:fs').readFileSync(`/proc/${pid}/status`, 'utf8') as string
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8')
   const kib = (field: string) => Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(status)?.[1] ?? 0)
   return { rssMiB: kib('VmRSS') / 1024, peakMiB: kib('VmHWM') / 1024 }
 }

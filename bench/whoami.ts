@@ -11,9 +11,10 @@
  * (a commit before a change, say) in the same run. COMPARE_LOG_REQUESTS=1: also measure
  * this service with LOG_REQUESTS=1. See bench/README.md.
  */
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { mkdirSync, writeFileSync } from 'node:fs'
 import { cpus, loadavg } from 'node:os'
 import { join } from 'node:path'
+import { cpuSecondsOf, median } from './measure.ts'
 import {
   databaseUrl,
   ensureDatabase,
@@ -149,9 +150,9 @@ async function main(): Promise<number> {
       for (const target of targets) {
         await expectOk(target)
         await runWrk(target, WARMUP_SECONDS)
-        const cpuBefore = cpuSeconds(target.process.pid)
+        const cpuBefore = cpuSecondsOf([target.process.pid])
         const { report, text } = await runWrk(target, DURATION_SECONDS)
-        const cpuAfter = cpuSeconds(target.process.pid)
+        const cpuAfter = cpuSecondsOf([target.process.pid])
         await expectOk(target)
         raw.push(`## ${target.label}, repetition ${repetition}\n${text}`)
         const measurement: Measurement = {
@@ -258,33 +259,12 @@ async function output(command: string[], env: Record<string, string> = {}): Prom
   return stdout + stderr
 }
 
-/** utime + stime of a process and all its threads, in seconds (Linux /proc). */
-function cpuSeconds(pid: number): number | null {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
-    // Fields after the command name, which is in parentheses and may hold spaces.
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-    const ticks = Number(fields[11]) + Number(fields[12])
-    return ticks / CLOCK_TICKS
-  } catch {
-    return null
-  }
-}
-// sysconf(_SC_CLK_TCK) is 100 on every Linux architecture Bun runs on.
-const CLOCK_TICKS = 100
-
 function summarise(runs: Measurement[]) {
   return {
     requestsPerSecond: median(runs.map((r) => r.requestsPerSecond)),
     p99Us: median(runs.map((r) => r.p99Us)),
     cpuUsPerRequest: runs.some((r) => r.cpuUsPerRequest === null) ? null : median(runs.map((r) => r.cpuUsPerRequest!)),
   }
-}
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b)
-  const middle = Math.floor(sorted.length / 2)
-  return sorted.length % 2 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2
 }
 
 function failures(r: WrkReport): number {

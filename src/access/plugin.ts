@@ -101,7 +101,7 @@ export function accessDetail(rule: RouteAccess, more?: string): Record<string, u
 }
 
 /** The `error.code` of an error answer (src/http/errors.ts renders them as objects). */
-export function errorCodeOf(value: unknown): string | undefined {
+function errorCodeOf(value: unknown): string | undefined {
   const code = (value as { error?: { code?: unknown } } | null)?.error?.code
   return typeof code === 'string' ? code : undefined
 }

@@ -157,3 +157,37 @@ test('the preflight of a hot route is still answered by Elysia', async () => {
   expect(response.status).toBe(204)
   expect(response.headers.get('access-control-allow-methods')).toContain('POST')
 })
+
+test('hostile requests to the hot routes get the same 4xx over the socket as through app.handle, never a 500', async () => {
+  const privateKey = (await seedKey(service, businessId, { type: 'private', scopes: ['ANALYTICS_WRITE'] })).key
+  const deep = `${'['.repeat(40)}${']'.repeat(40)}`
+  const hostile: { path: string; method?: string; key?: string | null; origin?: string; body?: string }[] = [
+    { path: '/api/v0/whoami', key: privateKey, origin: `https://${'a'.repeat(8000)}.example.com` },
+    { path: '/api/v0/whoami', key: privateKey, origin: 'https://ünïcödé.example.com' },
+    { path: '/api/v0/whoami', key: `${key}\u00ff`, origin: ORIGIN },
+    { path: '/api/v0/whoami', key: 'sk_'.padEnd(4000, 'x'), origin: ORIGIN },
+    ...['null', '[]', '"x"', '0', deep, '{"events":[]}', '{"eventType":"a","properties":{"__proto__":{}}}'].map((body) => ({
+      path: '/api/v0/analytics',
+      method: 'POST',
+      key,
+      origin: ORIGIN,
+      body,
+    })),
+  ]
+  for (const request of hostile) {
+    const served = await overSocket(request.path, request)
+    const handled = await call(service, request.path, request)
+    expect([served.status, handled.status]).toEqual([handled.status, handled.status])
+    expect(served.status).toBeGreaterThanOrEqual(200)
+    expect(served.status).toBeLessThan(500)
+    await served.arrayBuffer()
+    await handled.arrayBuffer()
+  }
+  // A private key is served from any Origin: many origins must not grow without bound or fail.
+  for (let i = 0; i < 300; i++) {
+    const response = await overSocket('/api/v0/whoami', { key: privateKey, origin: `https://site-${i}.example.net` })
+    expect(response.status).toBe(200)
+    expect(response.headers.get('access-control-allow-origin')).toBe(`https://site-${i}.example.net`)
+    await response.arrayBuffer()
+  }
+})
