@@ -417,3 +417,17 @@ describe('GET /api/v0/analytics', () => {
     }
   })
 })
+
+test('an eventStore given to the app receives the accepted events instead of the table (the benches rely on it)', async () => {
+  const stored: { event_type: string; business_id: string }[][] = []
+  const service = await testService({
+    eventStore: async (rows) => void stored.push(rows.map((r) => ({ event_type: r.event_type, business_id: r.business_id }))),
+  })
+  const businessId = await seedBusiness(service)
+  const { key } = await seedKey(service, businessId)
+  const response = await call(service, '/api/v0/analytics', { key, origin: 'https://www.example.com', body: { eventType: 'elsewhere' } })
+  expect(response.status).toBe(202)
+  expect(stored).toEqual([[{ event_type: 'elsewhere', business_id: businessId }]])
+  const { db } = await testDatabase()
+  expect(await db.select().from(analyticsEvents)).toEqual([])
+})
