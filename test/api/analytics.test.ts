@@ -2,6 +2,7 @@ import { describe, expect, test } from 'bun:test'
 import { asc, sql } from 'drizzle-orm'
 import { queryRows } from '../../db/client.ts'
 import { analyticsEvents } from '../../db/schema/index.ts'
+import { type EventRow, eventInserter } from '../../src/areas/analytics/service.ts'
 import { testDatabase } from '../support/database.ts'
 import { call, errorOf, seedBusiness, seedKey, testService } from '../support/service.ts'
 
@@ -430,4 +431,55 @@ test('an eventStore given to the app receives the accepted events instead of the
   expect(stored).toEqual([[{ event_type: 'elsewhere', business_id: businessId }]])
   const { db } = await testDatabase()
   expect(await db.select().from(analyticsEvents)).toEqual([])
+})
+
+test('one insert of rows from two businesses, keys and Origins, interleaved, stores every row exactly as given', async () => {
+  // Rows of consecutive requests share one insert, grouped by business, key and Origin
+  // (insertParameter): each field must still land on its own row.
+  const service = await testService()
+  const [first, second] = [await seedBusiness(service), await seedBusiness(service)]
+  const [a, b] = [(await seedKey(service, first)).record.id, (await seedKey(service, second)).record.id]
+  const at = (second: number) => new Date(Date.UTC(2026, 2, 1, 10, 0, second)).toISOString()
+  const row = (business: string, key: string, origin: string | null, received: string, more: Partial<EventRow> = {}): EventRow => ({
+    id: Bun.randomUUIDv7(),
+    business_id: business,
+    key_id: key,
+    origin,
+    event_type: 'page_view',
+    url: null,
+    referrer: null,
+    anonymous_id: null,
+    person_id: null,
+    properties: {},
+    occurred_at: received,
+    received_at: received,
+    ...more,
+  })
+  const rows = [
+    row(first, a, 'https://a.example', at(1), { url: 'https://a.example/1', properties: { plan: 'pro', nested: { n: 1 } } }),
+    // Same key and Origin, received later, happened earlier: its own times.
+    row(first, a, 'https://a.example', at(2), { occurred_at: at(0), anonymous_id: '', person_id: 'p-1' }),
+    row(second, b, null, at(2), { event_type: 'signup', referrer: 'https://r.example/' }),
+    row(first, a, 'https://other.example', at(2), { properties: { emoji: '😀', quote: '"\\' } }),
+    row(first, a, 'https://a.example', at(3)),
+  ]
+  const { db } = await testDatabase()
+  await eventInserter(db)(rows)
+  const stored = await db.select().from(analyticsEvents)
+  const asStored = (r: EventRow) => ({
+    id: r.id,
+    businessId: r.business_id,
+    keyId: r.key_id,
+    origin: r.origin,
+    eventType: r.event_type,
+    url: r.url,
+    referrer: r.referrer,
+    anonymousId: r.anonymous_id,
+    personId: r.person_id,
+    properties: r.properties,
+    occurredAt: new Date(r.occurred_at),
+    receivedAt: new Date(r.received_at),
+  })
+  const byId = (x: { id: string }, y: { id: string }) => x.id.localeCompare(y.id)
+  expect(stored.sort(byId)).toEqual(rows.map(asStored).sort(byId))
 })
