@@ -35,7 +35,12 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { cpus, loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { eq } from 'drizzle-orm'
 import postgres from 'postgres'
+import { openDatabase } from '../db/client.ts'
+import { analyticsEvents } from '../db/schema/index.ts'
+import { type EventRow, eventInserter } from '../src/areas/analytics/service.ts'
+import { POSTGRES_INSERTS_IN_FLIGHT as STATEMENTS_IN_FLIGHT } from '../src/config.ts'
 import { cpuSecondsOf, median as medianOf } from './measure.ts'
 import {
   ALLOWED_ORIGIN,
@@ -159,6 +164,8 @@ interface Runs {
   single: Run[]
   batch: Run[]
   baseline: Run[]
+  /** This tree's insert statement without the service: the most a service built on it can reach. */
+  statement: Run[]
 }
 
 async function main(): Promise<number> {
@@ -201,7 +208,7 @@ async function main(): Promise<number> {
       )
     }
 
-    const results = new Map<Subject, Runs>(subjects.map((s) => [s, { whoami: [], single: [], batch: [], baseline: [] }]))
+    const results = new Map<Subject, Runs>(subjects.map((s) => [s, { whoami: [], single: [], batch: [], baseline: [], statement: [] }]))
     for (let repetition = 1; repetition <= REPETITIONS; repetition++) {
       for (const subject of subjects) {
         const runs = results.get(subject)!
@@ -217,6 +224,11 @@ async function main(): Promise<number> {
         const baseline = await measureBaseline(subject, batch.businessId)
         runs.baseline.push(baseline)
         console.log(`    PostgreSQL alone, the same rows: ${baseline.detail}`)
+        if (subject === subjects[0]) {
+          const statement = await measureStatementAlone(subject, batch.businessId)
+          runs.statement.push(statement)
+          console.log(`    this tree's insert statement alone, the same rows: ${statement.detail}`)
+        }
       }
     }
 
@@ -231,6 +243,11 @@ async function main(): Promise<number> {
       `| ${label} | ${SINGLE.label}, c${SINGLE.connections} (events) | ${format(median(runs.single))} | ${p99(runs.single)} | ${each(runs.single)} |`,
       `| ${label} | ${BATCH.label}, c${BATCH.connections} (events) | ${format(median(runs.batch))} | ${p99(runs.batch)} | ${each(runs.batch)} |`,
       `| ${label} | PostgreSQL alone, the same rows, ${BASELINE_ROWS_PER_STATEMENT} per statement (rows) | ${format(median(runs.baseline))} | | ${each(runs.baseline)} |`,
+      ...(runs.statement.length === 0
+        ? []
+        : [
+            `| ${label} | its insert statement alone, no HTTP, the same rows, ${BASELINE_ROWS_PER_STATEMENT} per statement, ${STATEMENTS_IN_FLIGHT} in flight (rows) | ${format(median(runs.statement))} | | ${each(runs.statement)} |`,
+          ]),
     ]
     const valid = [...results.values()].every((runs) => Object.values(runs).every((list: Run[]) => list.every((r) => r.valid)))
     console.log(
@@ -245,6 +262,12 @@ async function main(): Promise<number> {
           return [
             `${subject.label}: 1-event POSTs / whoami: ${(median(runs.single) / median(runs.whoami)).toFixed(2)} (aim: at least 0.5)`,
             `${subject.label}: 50-event batches / PostgreSQL alone: ${(median(runs.batch) / median(runs.baseline)).toFixed(2)} (aim: at least 0.85)`,
+            ...(runs.statement.length === 0
+              ? []
+              : [
+                  `${subject.label}: its insert statement alone, no HTTP / PostgreSQL alone: ${(median(runs.statement) / median(runs.baseline)).toFixed(2)} (the ceiling of the line above)`,
+                  `${subject.label}: 50-event batches / its insert statement alone: ${(median(runs.batch) / median(runs.statement)).toFixed(2)}`,
+                ]),
           ]
         }),
         `load average at the end: ${loadavg()
@@ -341,6 +364,57 @@ async function main(): Promise<number> {
           `${(rows / Math.max(commits, 1)).toFixed(1)} rows per commit; ${cpuPerEvent}`,
         valid,
       },
+    }
+  }
+
+  /**
+   * The service's own insert statement (src/areas/analytics/service.ts `eventInserter`) fed
+   * the rows the service stored for `businessId`, with fresh ids, from this process: no
+   * HTTP, no JSON body, no key chain, 500 rows a statement and two in flight, as the
+   * service runs them. PostgreSQL must turn JSON text into typed rows here, which its own
+   * loop above does not do, so this is the most a service built on this statement can reach.
+   */
+  async function measureStatementAlone({ url }: Subject, businessId: string): Promise<Run> {
+    const database = await openDatabase({ databaseUrl: url, dataDir: '', maxConnections: STATEMENTS_IN_FLIGHT })
+    try {
+      const stored = await database.db.select().from(analyticsEvents).where(eq(analyticsEvents.businessId, businessId))
+      const otherBusiness = crypto.randomUUID()
+      const rows: EventRow[] = stored.map((row) => ({
+        id: Bun.randomUUIDv7(),
+        business_id: otherBusiness,
+        key_id: row.keyId,
+        origin: row.origin,
+        event_type: row.eventType,
+        url: row.url,
+        referrer: row.referrer,
+        anonymous_id: row.anonymousId,
+        person_id: row.personId,
+        properties: row.properties as Record<string, unknown>,
+        occurred_at: row.occurredAt.toISOString(),
+        received_at: row.receivedAt.toISOString(),
+      }))
+      const batches: EventRow[][] = []
+      for (let first = 0; first < rows.length; first += BASELINE_ROWS_PER_STATEMENT) {
+        batches.push(rows.slice(first, first + BASELINE_ROWS_PER_STATEMENT))
+      }
+      const insert = eventInserter(database.db)
+      await insert(batches[0]!.slice(0, 1).map((row) => ({ ...row, id: Bun.randomUUIDv7() }))) // prepares the statement
+      const started = performance.now()
+      let next = 0
+      const lane = async () => {
+        while (next < batches.length) await insert(batches[next++]!)
+      }
+      await Promise.all(Array.from({ length: STATEMENTS_IN_FLIGHT }, lane))
+      const seconds = (performance.now() - started) / 1000
+      const perSecond = rows.length / seconds
+      return {
+        perSecond,
+        p99Us: null,
+        detail: `${format(perSecond)} rows/s (${rows.length} rows in ${seconds.toFixed(2)} s, timed by this process)`,
+        valid: true,
+      }
+    } finally {
+      await database.close()
     }
   }
 

@@ -24,7 +24,7 @@ import { createKeyService } from './keys/service.ts'
 import { createClientAddressOf, type ClientAddressOf } from './access/client-address.ts'
 import { createFailureBudget, createRateLimiter } from './access/rate-limit/limiter.ts'
 import { createAdminGuard } from './admin/auth.ts'
-import { DEFAULT_INGEST_QUEUE_ROWS, DEFAULT_RATE_LIMITS, type Config } from './config.ts'
+import { DEFAULT_INGEST_QUEUE_ROWS, DEFAULT_RATE_LIMITS, POSTGRES_INSERTS_IN_FLIGHT, type Config } from './config.ts'
 import { feedKeyChanges, type KeyChangeFeedOptions } from './access/key-invalidation.ts'
 import { createLogger, errorFields, lineLogger, type Logger } from './observability/log.ts'
 import { createMetrics, type Metrics } from './observability/metrics.ts'
@@ -137,7 +137,7 @@ export function createApp(options: AppOptions) {
     ingest: {
       maxQueuedRows: options.ingestQueueRows ?? DEFAULT_INGEST_QUEUE_ROWS,
       // PGlite has one connection: a second insert would only wait behind the first.
-      concurrency: options.database.engine === 'postgres' ? 2 : 1,
+      concurrency: options.database.engine === 'postgres' ? POSTGRES_INSERTS_IN_FLIGHT : 1,
       store: options.eventStore,
     },
   }

@@ -18,6 +18,12 @@ export const DEFAULT_RATE_LIMITS = {
   adminAuthFailures: { limit: 30, windowSeconds: 60 },
 } as const satisfies Record<string, Budget>
 
+/**
+ * Event inserts in flight at once on PostgreSQL: two beat one and four (bench/README.md,
+ * "More inserts in flight"). PGlite has one connection, so one there.
+ */
+export const POSTGRES_INSERTS_IN_FLIGHT = 2
+
 /** Most analytics rows waiting to be committed, by default (INGEST_QUEUE_ROWS). */
 export const DEFAULT_INGEST_QUEUE_ROWS = 20_000
 
