@@ -2,6 +2,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'bun:tes
 import { eq } from 'drizzle-orm'
 import { analyticsEvents, apiKeys } from '../../db/schema/index.ts'
 import type { Service } from '../../src/app.ts'
+import { POSTGRES_INSERTS_IN_FLIGHT } from '../../src/config.ts'
 import { SERVER_OPTIONS } from '../../src/http/server-options.ts'
 import { testDatabase } from '../support/database.ts'
 import { call, seedBusiness, seedKey, testService } from '../support/service.ts'
@@ -189,5 +190,52 @@ test('hostile requests to the hot routes get the same 4xx over the socket as thr
     expect(response.status).toBe(200)
     expect(response.headers.get('access-control-allow-origin')).toBe(`https://site-${i}.example.net`)
     await response.arrayBuffer()
+  }
+})
+
+test('an event whose client hangs up while it waits for an insert is not stored; those in inserts are', async () => {
+  // An event store the test holds: every insert waits until released.
+  const inserts: string[][] = []
+  let release = () => {}
+  const held = new Promise<void>((resolve) => (release = resolve))
+  const database = await testDatabase()
+  const own = await testService({
+    database,
+    eventStore: async (rows) => {
+      inserts.push(rows.map((row) => row.event_type))
+      await held
+    },
+  })
+  own.app.listen({ hostname: '127.0.0.1', port: 0, ...SERVER_OPTIONS })
+  try {
+    const ownKey = (await seedKey(own, await seedBusiness(own))).key
+    const post = (eventType: string, signal?: AbortSignal) =>
+      fetch(`http://127.0.0.1:${own.app.server!.port}/api/v0/analytics`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${ownKey}`, origin: ORIGIN, 'content-type': 'application/json' },
+        body: JSON.stringify({ eventType }),
+        signal,
+      })
+    // Fill every insert slot (two on PostgreSQL, one on PGlite), one request each.
+    const slots = database.engine === 'postgres' ? POSTGRES_INSERTS_IN_FLIGHT : 1
+    const inFlight: Promise<Response>[] = []
+    for (let slot = 0; slot < slots; slot++) {
+      inFlight.push(post(`in-insert-${slot}`))
+      while (inserts.length === slot) await Bun.sleep(5)
+    }
+    const client = new AbortController()
+    const gone = post('client-gone', client.signal).catch(() => 'hung up')
+    const kept = post('still-waiting')
+    // Both wait for a slot; then one client hangs up.
+    await Bun.sleep(100)
+    client.abort()
+    expect(await gone).toBe('hung up')
+    await Bun.sleep(50)
+    release()
+    for (const response of await Promise.all(inFlight)) expect(response.status).toBe(202)
+    expect((await kept).status).toBe(202)
+    expect(inserts.flat().sort()).toEqual([...inFlight.map((_, slot) => `in-insert-${slot}`), 'still-waiting'].sort())
+  } finally {
+    await own.app.stop(true)
   }
 })

@@ -20,10 +20,12 @@ export interface GroupCommitter<Row> {
   /**
    * Resolves once `rows` are committed; rejects with the error of the insert that carried
    * them, or at once with 503 when the queue (or this tenant's share of it) is full.
-   * `client`: the request; once its signal aborts, rows that have not started committing
-   * are dropped. The signal is read only when the rows have to wait: in Bun, reading a
-   * request's signal and listening on it costs about 5 µs, as much as a quarter of a
-   * whole single-event request, and rows that go straight into an insert cannot be dropped.
+   * `client`: the request; rows whose client has gone when an insert comes to take them
+   * are dropped (rejected with 503) instead. The signal is read only then, for rows that
+   * had to wait: in Bun, reading a request's signal costs about 2.3 µs and listening on
+   * it 2.7 µs more, together as much as a tenth of a single-event request, and rows that
+   * go straight into an insert cannot be dropped. (Bun answers `aborted` true for a signal
+   * first read after its client went away.)
    */
   write(tenant: string, rows: readonly Row[], client?: { readonly signal: AbortSignal }): Promise<void>
   /**
@@ -55,8 +57,8 @@ interface Waiting<Row> {
   rows: readonly Row[]
   resolve(): void
   reject(error: unknown): void
-  /** Set once the client has gone before its rows were taken into an insert. */
-  abandoned: boolean
+  /** The request, for rows that had to wait: checked when an insert comes to take them. */
+  client?: { readonly signal: AbortSignal }
 }
 
 /**
@@ -94,6 +96,13 @@ export function createGroupCommitter<Row>(options: GroupCommitOptions<Row>): Gro
     if (tenant.rows === 0 && tenant.queue.length === 0) tenants.delete(waiting.tenant)
   }
 
+  /** Rows whose client went away while they waited: never written, and the request told so. */
+  function abandon(waiting: Waiting<Row>): void {
+    stats.abandoned++
+    release(waiting)
+    waiting.reject(new ApiError('unavailable', 'The client went away before its events were written; nothing was written.'))
+  }
+
   /** One request from each tenant in turn, then again, until the batch is full. */
   function takeBatch(): Waiting<Row>[] {
     const batch: Waiting<Row>[] = []
@@ -102,7 +111,7 @@ export function createGroupCommitter<Row>(options: GroupCommitOptions<Row>): Gro
     while (progress) {
       progress = false
       for (const [name, tenant] of tenants) {
-        while (tenant.queue.length > 0 && tenant.queue[0]!.abandoned) tenant.queue.shift()
+        while (tenant.queue.length > 0 && tenant.queue[0]!.client?.signal.aborted) abandon(tenant.queue.shift()!)
         const next = tenant.queue[0]
         if (next === undefined) continue
         if (batch.length > 0 && rows + next.rows.length > maxBatchRows) continue
@@ -185,7 +194,7 @@ export function createGroupCommitter<Row>(options: GroupCommitOptions<Row>): Gro
         stats.queuedRows > 0 && (stats.queuedRows + rows.length > maxQueuedRows || (own?.rows ?? 0) + rows.length > maxTenantRows)
       if (tooMuch) return Promise.reject(queueFull())
       return new Promise<void>((resolve, reject) => {
-        const waiting: Waiting<Row> = { tenant, rows, resolve, reject, abandoned: false }
+        const waiting: Waiting<Row> = { tenant, rows, resolve, reject }
         let queue = own
         if (queue === undefined) {
           queue = { queue: [], rows: 0 }
@@ -197,21 +206,8 @@ export function createGroupCommitter<Row>(options: GroupCommitOptions<Row>): Gro
         // A free slot takes the rows into an insert right here (run() reads the queues before
         // its first await): then there is nothing left to drop.
         if (running < concurrency) void run()
-        if (client === undefined || queue.queue.at(-1) !== waiting) return
-        client.signal.addEventListener(
-          'abort',
-          () => {
-            // Only while still queued: rows taken into an insert are committed and counted.
-            const index = queue.queue.indexOf(waiting)
-            if (index === -1) return
-            queue.queue.splice(index, 1)
-            waiting.abandoned = true
-            stats.abandoned++
-            release(waiting)
-            reject(new ApiError('unavailable', 'The client went away before its events were written; nothing was written.'))
-          },
-          { once: true },
-        )
+        // Still queued (the last entry): it waits, so its client is checked when it is taken.
+        if (client !== undefined && queue.queue.at(-1) === waiting) waiting.client = client
       })
     },
     admit(tenant) {
