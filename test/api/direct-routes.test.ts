@@ -239,3 +239,27 @@ test('an event whose client hangs up while it waits for an insert is not stored;
     await own.app.stop(true)
   }
 })
+
+test('a page view with a chunked body (no Content-Length) is read over the socket, and refused past 1 MiB', async () => {
+  const chunked = (parts: string[]) =>
+    fetch(`${base}/api/v0/analytics`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, origin: ORIGIN, 'content-type': 'application/json' },
+      body: new ReadableStream<Uint8Array>({
+        start(controller) {
+          for (const part of parts) controller.enqueue(new TextEncoder().encode(part))
+          controller.close()
+        },
+      }),
+    })
+  const accepted = await chunked(['{"eventType":', '"chunked"}'])
+  expect(accepted.status).toBe(202)
+  const stored = await (await testDatabase()).db
+    .select({ eventType: analyticsEvents.eventType })
+    .from(analyticsEvents)
+    .where(eq(analyticsEvents.businessId, businessId))
+  expect(stored).toEqual([{ eventType: 'chunked' }])
+  const tooLarge = await chunked(['{"eventType":"big","properties":{"pad":"', 'x'.repeat(1024 * 1024), '"}}'])
+  expect(tooLarge.status).toBe(413)
+  expect(((await tooLarge.json()) as { error: { code: string } }).error.code).toBe('payload_too_large')
+})
