@@ -263,3 +263,44 @@ test('a page view with a chunked body (no Content-Length) is read over the socke
   expect(tooLarge.status).toBe(413)
   expect(((await tooLarge.json()) as { error: { code: string } }).error.code).toBe('payload_too_large')
 })
+
+test('odd framings of a page view over the raw socket: a clear 400 (or 202 when well formed), never a 5xx', async () => {
+  const port = service.app.server!.port
+  const head = `POST /api/v0/analytics HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nOrigin: ${ORIGIN}\r\nContent-Type: application/json\r\nConnection: close\r\n`
+  const cases: [string, string, number][] = [
+    ['Content-Length: 0', `${head}Content-Length: 0\r\n\r\n`, 400],
+    ['Content-Length: 00', `${head}Content-Length: 00\r\n\r\n`, 400],
+    ['neither length nor chunks', `${head}\r\n`, 400],
+    ['an empty chunked body', `${head}Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n`, 400],
+    ['a chunked event', `${head}Transfer-Encoding: chunked\r\n\r\n16\r\n{"eventType":"chunky"}\r\n0\r\n\r\n`, 202],
+    ['length and chunks', `${head}Content-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n`, 400],
+    ['a body cut short', `${head}Content-Length: 3\r\n\r\n{"e`, 400],
+    ['a signed length', `${head}Content-Length: +5\r\n\r\n{"a":`, 400],
+    ['a length past 2^64', `${head}Content-Length: 99999999999999999999\r\n\r\n{}`, 400],
+    ['a negative length', `${head}Content-Length: -1\r\n\r\n`, 400],
+  ]
+  for (const [name, raw, status] of cases) {
+    const answer = await new Promise<string>((resolve) => {
+      let text = ''
+      const timer = setTimeout(() => resolve(text), 5_000)
+      void Bun.connect({
+        hostname: '127.0.0.1',
+        port,
+        socket: {
+          open: (socket) => void socket.write(raw),
+          data: (_socket, data) => void (text += data.toString()),
+          close: () => {
+            clearTimeout(timer)
+            resolve(text)
+          },
+        },
+      })
+    })
+    expect({ name, status: answer.split('\r\n', 1)[0] }).toEqual({ name, status: expect.stringContaining(` ${status} `) })
+  }
+  const stored = await (await testDatabase()).db
+    .select({ eventType: analyticsEvents.eventType })
+    .from(analyticsEvents)
+    .where(eq(analyticsEvents.businessId, businessId))
+  expect(stored).toEqual([{ eventType: 'chunky' }])
+})
