@@ -2,39 +2,13 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { SERVER_OPTIONS } from '../../src/http/server-options.ts'
 import type { Service } from '../../src/app.ts'
 import { seedBusiness, seedKey, testService } from '../support/service.ts'
+import { raw, statusOf } from '../support/raw-http.ts'
 
 // Requests refused at the socket, through a real listening server with the options
 // src/index.ts uses. Which of them the service answers (with the envelope and
 // X-Request-Id) and which Bun's parser answers itself is set out in
 // src/http/server-options.ts. Engine-independent: runs in the PGlite pass only.
 const MiB = 1024 * 1024
-
-/** One request written byte for byte on a fresh connection; the raw answer. */
-async function raw(port: number, request: string | Uint8Array): Promise<string> {
-  let answer = ''
-  const { promise, resolve } = Promise.withResolvers<string>()
-  const socket = await Bun.connect({
-    hostname: '127.0.0.1',
-    port,
-    socket: {
-      data(_socket, data) {
-        answer += data.toString('latin1')
-      },
-      close: () => resolve(answer),
-      error: () => resolve(answer),
-    },
-  })
-  socket.write(request)
-  setTimeout(() => {
-    socket.end()
-    resolve(answer)
-  }, 2_000)
-  return promise
-}
-
-function statusOf(answer: string): number {
-  return Number(/^HTTP\/1\.1 (\d{3})/.exec(answer)?.[1] ?? 0)
-}
 
 describe.if(!process.env.DATABASE_URL)('refusals at the socket', () => {
   let service: Service
