@@ -32,7 +32,8 @@ import {
   Removed,
   SlugParams,
 } from './model.ts'
-import { COMPANIES, deleteMatched, getMatched, listMatched, type MatchedKind, type MatchedTable, matchedByIds, PEOPLE } from './service.ts'
+import type { MatchedTable } from './kind.ts'
+import { COMPANIES, deleteMatched, getMatched, listMatched, type MatchedKind, matchedByIds, PEOPLE } from './service.ts'
 import { upsertRecords } from './upsert.ts'
 import { mayRemoveMember, mayUpdateStored } from './write-rights.ts'
 import { identitySecretOf } from '../../identity/secret.ts'

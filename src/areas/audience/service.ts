@@ -4,17 +4,13 @@ import { companies, people } from '../../../db/schema/index.ts'
 import { ApiError } from '../../errors.ts'
 import { before, byCreatedAt, toPage, type Page, type Position } from '../shared/paging.ts'
 import type { CompanyRecord, PersonRecord } from './model.ts'
-import type { IdentitySpec } from './upsert.ts'
+import type { IdentitySpec, MatchedTable } from './kind.ts'
 
 /**
  * People and companies are one kind of record: matched on externalId, else on a second
  * key (email, domain: case-insensitively), listed newest first, read by id. One set of
  * queries serves both, handed the kind; the upsert statement is upsert.ts's.
  */
-// The queries below widen `kind.table` to this union: Drizzle types a query over a union
-// of tables, not over a generic one. The rows are still the kind's own, for its toRecord.
-export type MatchedTable = typeof people | typeof companies
-
 /** A kind: what the upsert statement reads (upsert.ts), and how a row is rendered. */
 export interface MatchedKind<T extends MatchedTable, R extends PersonRecord | CompanyRecord> extends IdentitySpec {
   table: T

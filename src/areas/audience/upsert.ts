@@ -1,8 +1,7 @@
 import { getTableName, sql, type SQL } from 'drizzle-orm'
-import type { AnyPgColumn } from 'drizzle-orm/pg-core'
 import { queryRows, type Db } from '../../../db/client.ts'
 import { ApiError } from '../../errors.ts'
-import type { MatchedTable } from './service.ts'
+import type { IdentitySpec } from './kind.ts'
 import { DEADLOCK_DETECTED, fieldPath, invalidField, recordPath, sqlState, UNIQUE_VIOLATION } from '../shared/validation.ts'
 
 /**
@@ -34,17 +33,6 @@ import { DEADLOCK_DETECTED, fieldPath, invalidField, recordPath, sqlState, UNIQU
  * with concurrent upserts: a unique violation or deadlock runs the statement again (it then
  * sees the other request's rows), at most three times in all.
  */
-export interface IdentitySpec {
-  table: MatchedTable
-  /** What one record is, for messages. */
-  noun: 'person' | 'company'
-  /** The body's name for batches: `people`, `companies`. */
-  batchKey: 'people' | 'companies'
-  /** The second key: its body name and its column (`email`, `domain`). */
-  secondKey: { field: 'email' | 'domain'; column: AnyPgColumn }
-  /** The other text fields: body name and column. */
-  fields: readonly { field: string; column: AnyPgColumn }[]
-}
 
 type InputRecord = Record<string, unknown> & { externalId?: string; properties?: Record<string, unknown> }
 
