@@ -163,3 +163,13 @@ describe('event ids', () => {
     expect(page.data[1]!.id).not.toBe(id)
   })
 })
+
+test('the API reference describes an event id as a UUID of the sender', async () => {
+  const service = await testService()
+  const document = (await (await call(service, '/openapi')).json()) as {
+    paths: Record<string, { post?: { requestBody: { content: Record<string, { schema: unknown }> } } }>
+  }
+  const body = JSON.stringify(document.paths['/api/v0/analytics']!.post!.requestBody)
+  expect(body).toContain('"id":{"pattern":"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"')
+  expect(body).toContain('Your UUID for this event')
+})
