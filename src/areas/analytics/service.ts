@@ -2,10 +2,14 @@ import { and, desc, eq, gte, lt, sql } from 'drizzle-orm'
 import type { Db } from '../../../db/client.ts'
 import { analyticsEvents } from '../../../db/schema/index.ts'
 import { before, positionCursor, toPage, type Page, type Position } from '../shared/paging.ts'
+import { DEADLOCK_DETECTED, sqlState } from '../shared/validation.ts'
 
 /** One event as the writer stores it; times are ISO strings, ready for JSON. */
 export interface EventRow {
-  /** UUIDv7, made by the service: time-ordered, so events of one millisecond list in arrival order. */
+  /**
+   * The sender's `id`, else a UUIDv7 made by the service: time-ordered, so events of one
+   * millisecond list in arrival order.
+   */
   id: string
   business_id: string
   key_id: string
@@ -47,9 +51,21 @@ export function eventInserter(db: Db): (rows: readonly EventRow[]) => Promise<vo
             as e(id uuid, type text, url text, referrer text, anonymous text, person text, properties jsonb,
                  received timestamptz, occurred timestamptz)`,
     )
+    // An id the business already stored (a retry, a duplicate in this batch, or one a
+    // concurrent insert is writing: it waits for that one) is skipped, not an error.
+    .onConflictDoNothing({ target: [analyticsEvents.businessId, analyticsEvents.id] })
     .prepare('insert_analytics_events')
   return async (rows) => {
-    await statement.execute({ groups: insertParameter(rows) })
+    const groups = insertParameter(rows)
+    try {
+      await statement.execute({ groups })
+    } catch (error) {
+      // Two inserts in flight that hold the same sender ids in opposite orders (retries of
+      // two requests grouped differently) wait on each other; PostgreSQL ends one. Run
+      // again, it finds the other's rows committed and skips them.
+      if (sqlState(error) !== DEADLOCK_DETECTED) throw error
+      await statement.execute({ groups })
+    }
   }
 }
 
