@@ -1,5 +1,6 @@
 import { t } from 'elysia'
 import { ScopeName } from '../access/scopes.ts'
+import { BodyInteger } from '../http/strict-number.ts'
 
 export { IdParams } from '../http/uuid.ts'
 
@@ -9,12 +10,12 @@ export const NewBusiness = t.Object({ name: t.String({ minLength: 1, maxLength: 
 function RateLimit() {
   return t.Object(
     {
-      limit: t.Integer({
+      limit: BodyInteger({
         minimum: 1,
         maximum: 1_000_000,
         error: 'must be a whole number of requests from 1 to 1000000',
       }),
-      windowSeconds: t.Integer({
+      windowSeconds: BodyInteger({
         minimum: 1,
         maximum: 86_400,
         error: 'must be a whole number of seconds from 1 to 86400 (one day)',
@@ -34,7 +35,7 @@ const OriginPolicySchema = t.Union([t.Literal('enforce'), t.Literal('report')], 
 
 export const RollKey = t.Object({
   graceSeconds: t.Optional(
-    t.Integer({
+    BodyInteger({
       minimum: 0,
       maximum: 604_800,
       error: 'must be a whole number of seconds from 0 (end the old key now) to 604800 (7 days)',

@@ -1,12 +1,13 @@
 import { ApiError } from '../errors.ts'
-import { assertStorableText } from '../areas/shared/validation.ts'
+import { assertStorableText, invalidField } from '../areas/shared/validation.ts'
 
 /**
  * JSON request bodies, read before any route sees them (the API's key chain and the admin
  * API call this from their `parse` hooks). Three refusals, all 400 `invalid_request`:
  * nesting deeper than MAX_JSON_DEPTH (found by a scan of the text before JSON.parse, so no
- * parser or later walk can run out of stack), text that is not JSON, and strings
- * PostgreSQL cannot store (U+0000, lone surrogates), named by their field.
+ * parser or later walk can run out of stack), text that is not JSON, strings PostgreSQL
+ * cannot store (U+0000, lone surrogates) and numbers out of range (`1e400`, which
+ * JSON.parse turns into Infinity and jsonb into null), named by their field.
  */
 
 /**
@@ -62,8 +63,38 @@ export function parseJsonBody(text: string): unknown {
   // so a text that holds no U+0000, no lone surrogate and no "__proto__" needs no walk
   // (native scans of the text instead of a walk over every string and name).
   if (needsWalk(text)) assertStorableText(value, '')
+  // Only an exponent or a run of 309 digits can exceed 1.8e308: other texts need no walk
+  // (hex ids match too, so the walk builds paths only once it knows something failed).
+  if (MAYBE_HUGE.test(text) && !allFinite(value)) assertFinite(value, '')
   if (text.includes('"toString"') || text.includes('"valueOf"')) convertible(value)
   return value
+}
+
+const MAYBE_HUGE = /[0-9][eE]|[0-9]{309}/
+
+const OUT_OF_RANGE = 'is a number out of range (beyond ±1.8e308, it would be Infinity); send a finite number'
+
+function allFinite(value: unknown): boolean {
+  if (typeof value === 'number') return Number.isFinite(value)
+  if (typeof value !== 'object' || value === null) return true
+  if (Array.isArray(value)) return value.every(allFinite)
+  for (const key in value) if (!allFinite((value as Record<string, unknown>)[key])) return false
+  return true
+}
+
+/** Throws naming the first number JSON.parse made Infinity (`events[2].properties.big`). */
+function assertFinite(value: unknown, path: string): void {
+  if (typeof value === 'number') {
+    if (Number.isFinite(value)) return
+    if (path === '') throw new ApiError('invalid_request', `Invalid body: it ${OUT_OF_RANGE}.`)
+    throw invalidField(path.slice(0, 200), OUT_OF_RANGE)
+  }
+  if (typeof value !== 'object' || value === null) return
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) assertFinite(value[i], `${path}[${i}]`)
+    return
+  }
+  for (const key in value) assertFinite((value as Record<string, unknown>)[key], path === '' ? key : `${path}.${key}`)
 }
 
 function needsWalk(text: string): boolean {

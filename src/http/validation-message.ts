@@ -1,5 +1,5 @@
 import { Kind, type TSchema } from '@sinclair/typebox'
-import { ValueErrorType, type ValueError } from '@sinclair/typebox/errors'
+import { Errors, ValueErrorType, type ValueError } from '@sinclair/typebox/errors'
 
 /**
  * Schema failures in words a client can act on. TypeBox's own messages ("Expected union
@@ -19,8 +19,9 @@ const MAX_ERRORS_READ = 100
 
 /** The message for a failed check: the first unknown field if any, else the first error. */
 export function validationMessage(where: Where, errors: Iterable<ValueError>): string {
-  const error = pick(errors)
-  if (!error) return `Invalid ${where}.`
+  const picked = pick(errors)
+  if (!picked) return `Invalid ${where}.`
+  const error = within(picked)
   const field = fieldName(error.path)
   if (error.type === ValueErrorType.ObjectAdditionalProperties) {
     return unknownFieldMessage(where, field, lastSegment(error.path), knownNames(error.schema))
@@ -102,6 +103,22 @@ function pick(errors: Iterable<ValueError>): ValueError | undefined {
     if (++read >= MAX_ERRORS_READ) break
   }
   return first
+}
+
+/**
+ * A union's failure inside the one variant of the value's JSON type, when that variant is
+ * an object or list: `rateLimit.limit` names the field at fault, `rateLimit` only its parent.
+ */
+function within(error: ValueError): ValueError {
+  if (error.type !== ValueErrorType.Union) return error
+  const variant = matchingVariant(error)
+  if (variant === undefined) return error
+  const kind = ((error.schema as { anyOf?: TSchema[] }).anyOf ?? [])[variant]?.[Kind]
+  if (kind !== 'Object' && kind !== 'Array') return error
+  // Read afresh: pick() may have drained the union's own iterators looking for unknown fields.
+  const variantSchema = ((error.schema as { anyOf?: TSchema[] }).anyOf ?? [])[variant]!
+  const inner = Errors(variantSchema, error.value).First()
+  return inner ? within({ ...inner, path: error.path + inner.path }) : error
 }
 
 function unknownIn(error: ValueError): ValueError | undefined {

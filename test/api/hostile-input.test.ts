@@ -5,6 +5,7 @@ import { nestsDeeperThan } from '../../src/http/json-body.ts'
 import { MAX_PAGE_BYTES } from '../../src/areas/shared/paging.ts'
 import { cookieFrom, hiddenValue, KEYS, memberOf } from '../dashboard/support.ts'
 import { testDatabase } from '../support/database.ts'
+import { storedRows } from '../support/hostile.ts'
 import { admin, call, errorOf, seedBusiness, seedKey, testService } from '../support/service.ts'
 
 /** Named regressions of issue 7 item 3: each answered 500 before. test/api/fuzz.test.ts throws random input. */
@@ -48,6 +49,47 @@ async function expect400(response: Promise<Response>, field: string) {
 
 const cursorOf = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url')
 const SOME_ID = '00000000-0000-4000-8000-000000000000'
+
+describe('numbers out of range', () => {
+  // JSON.parse reads 1e400 as Infinity, which jsonb stored as null behind a 202 (contract section 3).
+  for (const big of ['1e400', '-1e400']) {
+    test(`${big} anywhere a body holds a number: 400 naming the field, nothing stored`, async () => {
+      const s = await setup()
+      const before = await storedRows()
+      const cases: [Promise<Response>, string][] = [
+        [call(s.service, '/api/v0/analytics', { key: s.pk, body: `{"eventType":"x","properties":{"n":${big}}}` }), '"properties.n"'],
+        [
+          call(s.service, '/api/v0/analytics', {
+            key: s.sk,
+            body: `{"events":[{"eventType":"x"},{"eventType":"y","properties":{"a":[1,${big}]}}]}`,
+          }),
+          '"events[1].properties.a[1]"',
+        ],
+        [
+          call(s.service, '/api/v0/audience/people', { key: s.sk, body: `{"email":"a@b.io","properties":{"score":${big}}}` }),
+          '"properties.score"',
+        ],
+        [call(s.service, '/api/v0/memory', { key: s.sk, body: `{"content":"x","metadata":{"k":{"n":${big}}}}` }), '"metadata.k.n"'],
+        [call(s.service, `/api/v0/flow/${SOME_ID}/trigger`, { key: s.sk, body: `{"input":{"n":${big}}}` }), '"input.n"'],
+        [
+          admin(s.service, `/businesses/${s.businessId}/keys`, {
+            body: `{"type":"private","name":"k","scopes":["ANALYTICS_READ"],"createdBy":"ops","rateLimit":{"limit":${big},"windowSeconds":60}}`,
+          }),
+          '"rateLimit.limit"',
+        ],
+      ]
+      for (const [response, field] of cases) {
+        const answer = await response
+        expect(answer.status, field).toBe(400)
+        const error = await errorOf(answer)
+        expect(error.code).toBe('invalid_request')
+        expect(error.message).toContain(field)
+        expect(error.message).toContain('out of range')
+      }
+      expect(await storedRows()).toBe(before)
+    })
+  }
+})
 
 describe('strings PostgreSQL cannot store', () => {
   const cases: [string, string, string][] = [

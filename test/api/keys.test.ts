@@ -34,6 +34,9 @@ describe('creation rules', () => {
     ['an expiry in the past', { ...publicBase, expiresAt: '2020-01-01T00:00:00Z' }, 'expiresAt'],
     ['an expiry that is not a date', { ...publicBase, expiresAt: 'next week' }, 'expiresAt'],
     ['an unknown type', { ...publicBase, type: 'secret' }, 'type'],
+    // Bodies are never coerced (contract section 3): "5" is not 5.
+    ['a rate limit given as text', { ...privateBase, rateLimit: { limit: '5', windowSeconds: 60 } }, 'rateLimit.limit'],
+    ['a rate-limit window given as text', { ...privateBase, rateLimit: { limit: 5, windowSeconds: '60' } }, 'rateLimit.windowSeconds'],
     ['a missing createdBy', { type: 'public', name: 'x', allowedOrigins: ['example.com'], scopes: ['ANALYTICS_WRITE'] }, 'createdBy'],
   ]
   test.each(refused)('%s answers 400 invalid_request naming the field, and stores nothing', async (_, body, field) => {
@@ -45,6 +48,24 @@ describe('creation rules', () => {
     expect(error.code).toBe('invalid_request')
     expect(error.message).toContain(field)
     expect(await rows()).toEqual([])
+  })
+
+  test('PATCH refuses a rate limit given as text and keeps the stored one', async () => {
+    const service = await testService()
+    const businessId = await seedBusiness(service)
+    const { record } = await seedKey(service, businessId, { type: 'private', rateLimit: { limit: 7, windowSeconds: 60 } })
+    for (const [rateLimit, field] of [
+      [{ limit: '5', windowSeconds: 60 }, 'rateLimit.limit'],
+      [{ limit: 5, windowSeconds: '60' }, 'rateLimit.windowSeconds'],
+    ] as const) {
+      const response = await admin(service, `/keys/${record.id}`, { method: 'PATCH', body: { rateLimit } })
+      expect(response.status).toBe(400)
+      const error = await errorOf(response)
+      expect(error.code).toBe('invalid_request')
+      expect(error.message).toContain(field)
+    }
+    const [stored] = await rows()
+    expect([stored!.rateLimitLimit, stored!.rateLimitWindowSeconds]).toEqual([7, 60])
   })
 
   test('every problem of a request is named at once', async () => {

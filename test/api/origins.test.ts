@@ -81,6 +81,8 @@ describe('invalid entries are refused at creation with the reason', () => {
     'user@example.com',
     'null',
     'localhost',
+    'http://localhost',
+    'https://localhost',
     'localhost:0',
     'localhost:65536',
     'example.com:8080',
@@ -111,6 +113,22 @@ describe('invalid entries are refused at creation with the reason', () => {
     expect(error.code).toBe('invalid_request')
     expect(error.message).toContain('allowedOrigins[0]')
     expect(error.message.length).toBeGreaterThan(40)
+  })
+
+  test('PATCH refuses localhost without a port in every form, like creation, and keeps the list', async () => {
+    const service = await testService()
+    const businessId = await seedBusiness(service)
+    const { record } = await seedKey(service, businessId, { allowedOrigins: ['localhost:3000'] })
+    for (const entry of ['localhost', 'http://localhost', 'https://localhost']) {
+      const response = await admin(service, `/keys/${record.id}`, { method: 'PATCH', body: { allowedOrigins: ['example.com', entry] } })
+      expect(response.status).toBe(400)
+      const error = await errorOf(response)
+      expect(error.code).toBe('invalid_request')
+      expect(error.message).toContain('allowedOrigins[1]')
+      expect(error.message).toContain('needs a port')
+    }
+    const answer = await admin(service, `/keys/${record.id}`)
+    expect(((await answer.json()) as { allowedOrigins: string[] }).allowedOrigins).toEqual(['localhost:3000'])
   })
 
   test('example.com:8080 is refused with the advice to write https://example.com:8080', async () => {

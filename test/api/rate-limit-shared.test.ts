@@ -80,3 +80,48 @@ describe.if(!redisMissing)('several instances with REDIS_URL', () => {
     expect(lost.join('\n')).not.toContain(redis.url)
   })
 })
+
+// Contract section 8: losing Redis never refuses traffic, and never hands out a budget
+// twice. An instance holding a lease goes on alone from what it knew was left; every
+// instance, busy or idle, logs the loss at once.
+describe.if(!redisMissing)('losing Redis mid-budget', () => {
+  let redis: Awaited<ReturnType<typeof startRedis>>
+  let instances: Service[] = []
+
+  beforeAll(async () => {
+    redis = await startRedis()
+  })
+  afterAll(async () => {
+    await Promise.all(instances.map((instance) => instance.services.limiter.close()))
+    await redis.stop()
+  })
+
+  test('the instance holding a lease grants no more than the budget in all; both instances log the loss', async () => {
+    const logs: string[][] = [[], []]
+    instances = await Promise.all(
+      logs.map((lines) => testService({ redisUrl: redis.url, logger: createLogger({ write: (line) => void lines.push(line) }) })),
+    )
+    await waitUntil(() => instances.every((instance) => instance.services.limiter.sharing()), 'both instances to reach Redis')
+    const [a] = instances
+    const businessId = await seedBusiness(a!)
+    const limit = 5
+    const { key } = await seedKey(a!, businessId, { type: 'private', scopes: ['ANALYTICS_READ'], rateLimit: { limit, windowSeconds: 60 } })
+    const statuses: number[] = []
+    for (let i = 0; i < 3; i++) statuses.push((await call(a!, '/api/v0/whoami', { key })).status)
+    expect(statuses).toEqual([200, 200, 200])
+
+    await redis.stop()
+    // Well past the budget: only what was left may pass, and nothing fails.
+    for (let i = 0; i < 6; i++) statuses.push((await call(a!, '/api/v0/whoami', { key })).status)
+    expect(statuses.filter((status) => status !== 200 && status !== 429)).toEqual([])
+    expect(statuses.filter((status) => status === 200)).toHaveLength(limit)
+
+    // The second instance took no request since: its heartbeat finds the loss (a generous wait).
+    await waitUntil(
+      () => logs.every((lines) => lines.some((line) => line.includes('Redis unreachable'))),
+      'both instances to log the loss',
+      3_000,
+    )
+    for (const lines of logs) expect(lines.filter((line) => line.includes('Redis unreachable'))).toHaveLength(1)
+  })
+})

@@ -134,6 +134,65 @@ function fieldName(path: (string | number)[]): string {
   return path.map((part, i) => (typeof part === 'number' ? `[${part}]` : i === 0 ? part : `.${part}`)).join('')
 }
 
+/** Kinds JSON writes without quotes; a string in their place is refused, never coerced. */
+const UNQUOTED = new Set(['Integer', 'Number', 'Boolean'])
+
+function unquoted(schema: Node): Node | undefined {
+  if (UNQUOTED.has(schema[Kind] as string)) return schema
+  if (Array.isArray(schema.anyOf)) return (schema.anyOf as Node[]).find((variant) => UNQUOTED.has(variant[Kind] as string))
+  return undefined
+}
+
+/** A value the schema takes, or undefined when this little generator cannot make one. */
+function example(schema: Node): unknown {
+  if ('const' in schema) return schema.const
+  switch (schema[Kind]) {
+    case 'Integer':
+    case 'Number':
+      return typeof schema.minimum === 'number' ? schema.minimum : 1
+    case 'Boolean':
+      return true
+    case 'Null':
+      return null
+    case 'Array':
+      return typeof schema.minItems === 'number' && schema.minItems > 0 ? [example(schema.items as Node)] : []
+    case 'Record':
+      return {}
+    case 'String':
+      if (schema.format === 'date-time') return new Date(Date.now() + 86_400_000).toISOString()
+      return 'x'.repeat(Math.max(1, Number(schema.minLength ?? 1)))
+    case 'Object': {
+      const required = (schema.required as string[] | undefined) ?? []
+      const properties = schema.properties as Record<string, Node>
+      return Object.fromEntries(required.map((name) => [name, example(properties[name]!)]))
+    }
+  }
+  if (Array.isArray(schema.anyOf)) {
+    for (const variant of schema.anyOf as Node[]) {
+      const value = example(variant)
+      if (value !== undefined && Value.Check(variant, value)) return value
+    }
+  }
+  return undefined
+}
+
+/** `body` with `value` put at `path`, the objects on the way made from their schemas. */
+function placed(schema: Node, path: (string | number)[], value: unknown): unknown {
+  if (path.length === 0) return value
+  const [head, ...rest] = path
+  const inner = (node: Node): Node => {
+    if (Array.isArray(node.anyOf)) {
+      const found = (node.anyOf as Node[]).find((v) => (typeof head === 'number' ? v[Kind] === 'Array' : v[Kind] === 'Object'))
+      return found ?? node
+    }
+    return node
+  }
+  const here = inner(schema)
+  if (typeof head === 'number') return [placed(inner(here.items as Node), rest, value)]
+  const base = (example(here) ?? {}) as Record<string, unknown>
+  return { ...base, [head!]: placed(inner((here.properties as Record<string, Node>)[head!]!), rest, value) }
+}
+
 test('the route list has the bodies of both surfaces', () => {
   const names = bodyRoutes.map((r) => `${r.method} ${r.path}`)
   expect(names).toContain('POST /api/v0/audience/people')
@@ -237,6 +296,33 @@ describe.each(bodyRoutes)('$method $path', (route) => {
     }
     expect(leaks).toEqual([])
   })
+})
+
+test('a number or boolean written as text is refused in every body, never coerced, and nothing is stored', async () => {
+  const key = await privateKey()
+  const refused: string[] = []
+  for (const route of bodyRoutes) {
+    for (const site of sites(route.schema)) {
+      const schema = unquoted(site.schema)
+      if (!schema || site.path.length === 0) continue
+      const field = fieldName(site.path)
+      const fine = example(schema)
+      const body = placed(route.schema as Node, site.path, String(fine))
+      // Named when the text is the body's only fault (the rest made from the schema).
+      const named = Value.Check(route.schema, placed(route.schema as Node, site.path, fine))
+      const before = await storedRows()
+      const response = await send(key, route, body)
+      expect(response.status, `${route.method} ${route.path} ${field}`).toBe(400)
+      const error = await errorOf(response)
+      expect(error.code).toBe('invalid_request')
+      if (named) expect(error.message).toContain(`"${field}"`)
+      expect(await storedRows()).toBe(before)
+      refused.push(`${route.method} ${route.path} ${field}${named ? '' : ' (unnamed)'}`)
+    }
+  }
+  // The key settings carry whole numbers; the sweep must have found them.
+  expect(refused).toContain('POST /admin/v0/businesses/:id/keys rateLimit.limit')
+  expect(refused).toContain('PATCH /admin/v0/keys/:id rateLimit.windowSeconds')
 })
 
 test('query strings and path parameters are worded the same way', async () => {

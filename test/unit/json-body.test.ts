@@ -57,3 +57,27 @@ describe('parseJsonBody', () => {
     })
   })
 })
+
+describe('numbers out of range', () => {
+  // JSON.parse reads 1e400 as Infinity, which jsonb would store as null (contract section 3).
+  test.each([
+    ['1e400', ''],
+    ['{"a": -1e400}', 'a'],
+    ['{"events": [{"properties": {"big": 1E+400}}]}', 'events[0].properties.big'],
+    ['{"x": [1, 2, ' + '9'.repeat(400) + ']}', 'x[2]'],
+  ])('%s is refused naming %p', (text, field) => {
+    let message = ''
+    try {
+      parseJsonBody(text)
+    } catch (error) {
+      expect(error).toBeInstanceOf(ApiError)
+      message = (error as ApiError).message
+    }
+    expect(message).toContain('out of range')
+    if (field) expect(message).toContain(`"${field}"`)
+  })
+
+  test('large finite numbers and hex-looking ids pass', () => {
+    expect(parseJsonBody('{"a": 1e308, "b": -1.7e308, "c": "3e7a", "d": 5e-400}')).toEqual({ a: 1e308, b: -1.7e308, c: '3e7a', d: 0 })
+  })
+})

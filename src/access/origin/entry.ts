@@ -182,7 +182,16 @@ function parseFullForm(scheme: Scheme, rest: string, shown: string): ParsedEntry
     if (ipv6 === null) return refused(`${shown} has an invalid IPv6 address; write e.g. "http://[::1]:3000"`)
     return accepted(origin(ipv6))
   }
-  if (rawHost === 'localhost') return accepted(origin('localhost'))
+  // localhost without a port in any form (contract section 4): a dev server has one. A
+  // default port written out counts as none: it would be stored as "https://localhost".
+  if (rawHost === 'localhost') {
+    if (port === null) {
+      return refused(
+        `${shown} needs a port; write "localhost:PORT" or "${scheme}://localhost:PORT" with your dev server's port, e.g. "localhost:3000" or "http://localhost:3000"`,
+      )
+    }
+    return accepted(origin('localhost'))
+  }
   const hostName = checkHostName(rawHost, shown)
   if (!hostName.ok) return refused(hostName.reason)
   if (hostName.ip) return accepted(origin(hostName.host))

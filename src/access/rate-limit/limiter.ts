@@ -54,6 +54,24 @@ export function createRateLimiter(options: RateLimiterOptions = {}): RateLimiter
     return { ...verdict, limit: budget.limit }
   }
 
+  /**
+   * Redis is gone and this instance held a lease for the bucket: it goes on counting alone
+   * from what it knew was left (its unspent tokens plus the shared remainder at the last
+   * lease), not from a whole budget, which let limit + consumed through.
+   */
+  function fallBack(bucket: string, budget: Budget, now: number): RateLimitOutcome {
+    const lease = leases.get(bucket)
+    if (lease !== undefined) {
+      leases.delete(bucket)
+      const left = Math.min(budget.limit, Math.max(0, lease.tokens + lease.sharedRemaining))
+      const tat = now + (budget.limit - left) * emissionInterval(budget)
+      const cell = local.get(bucket)
+      if (cell === undefined) local.set(bucket, { tat })
+      else cell.tat = Math.max(cell.tat, tat)
+    }
+    return takeLocally(bucket, budget, now)
+  }
+
   function spend(lease: Lease, budget: Budget): RateLimitOutcome {
     lease.tokens--
     const remaining = lease.tokens + lease.sharedRemaining
@@ -100,13 +118,14 @@ export function createRateLimiter(options: RateLimiterOptions = {}): RateLimiter
   }
 
   async function takeShared(bucket: string, lease: Lease, budget: Budget, now: number): Promise<RateLimitOutcome> {
-    if (!(await refill(bucket, lease, budget, now))) return takeLocally(bucket, budget, now)
+    if (!(await refill(bucket, lease, budget, now))) return fallBack(bucket, budget, now)
     return lease.tokens > 0 ? spend(lease, budget) : refuse(lease, budget, now)
   }
 
   return {
     take(bucket, budget, now) {
-      if (shared === null || !shared.available()) return takeLocally(bucket, budget, now)
+      if (shared === null) return takeLocally(bucket, budget, now)
+      if (!shared.available()) return fallBack(bucket, budget, now)
       const lease = leases.get(bucket)
       if (lease === undefined) {
         // First sight on this instance: accept at once, charge it with the first lease.

@@ -47,6 +47,11 @@ const ANSWER_TIMEOUT_MS = 250
 /** The first connection, at start-up, may take longer (a busy machine starting everything at once). */
 const FIRST_CONNECT_TIMEOUT_MS = 3_000
 const PROBE_INTERVAL_MS = 1_000
+/**
+ * While up, a PING this often: an instance that is not leasing at the moment still
+ * notices (and logs) the loss within a second, not at its next lease (contract section 8).
+ */
+const HEARTBEAT_MS = 500
 
 export function createSharedCounters(url: string, log: (line: string) => void): SharedCounters {
   const client = new RedisClient(url, {
@@ -86,6 +91,16 @@ export function createSharedCounters(url: string, log: (line: string) => void): 
     }
   }
 
+  // A dropped connection is a loss at once; a hung one is found by the heartbeat.
+  client.onclose = (error) => {
+    if (!closed) markDown(error ?? new Error('connection closed'))
+  }
+  const heartbeat = setInterval(() => {
+    if (!up || closed) return
+    withTimeout(client.send('PING', [])).catch((error: unknown) => markDown(error))
+  }, HEARTBEAT_MS)
+  heartbeat.unref?.()
+
   // Starts down; the first probe (at once) brings it up, logged as "back" only after a fall.
   void (async () => {
     try {
@@ -120,6 +135,7 @@ export function createSharedCounters(url: string, log: (line: string) => void): 
     },
     async close() {
       closed = true
+      clearInterval(heartbeat)
       if (probing !== null) clearInterval(probing)
       client.close()
     },
