@@ -16,6 +16,7 @@ export const EventType = t.String({
 })
 
 export const TrackedEvent = t.Object({
+  id: t.Optional(t.String({ format: 'uuid', description: 'Your id of the event: one sent again is acknowledged and not stored twice.' })),
   eventType: EventType,
   url: t.Optional(t.String({ maxLength: 2048, description: 'The page URL, at most 2048 characters; an empty string is stored as null.' })),
   referrer: t.Optional(
