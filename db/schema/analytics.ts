@@ -14,7 +14,10 @@ import { index, jsonb, pgTable, primaryKey, text, timestamp, uuid } from 'drizzl
 export const analyticsEvents = pgTable(
   'analytics_events',
   {
-    /** UUIDv7 from the service (time-ordered); the default serves other writers. */
+    /**
+     * The sender's own UUID when the event carried one (a retry sends the same), else a
+     * UUIDv7 from the service (time-ordered); the default serves other writers.
+     */
     id: uuid('id').notNull().defaultRandom(),
     businessId: uuid('business_id').notNull(),
     keyId: uuid('key_id').notNull(),
@@ -29,12 +32,14 @@ export const analyticsEvents = pgTable(
     occurredAt: timestamp('occurred_at', { withTimezone: true, precision: 3 }).notNull(),
     receivedAt: timestamp('received_at', { withTimezone: true }).notNull(),
   },
-  // Only the indexes the reads need (every insert pays for each one): lists page on
-  // (occurredAt, id) within a business, with or without a type. The primary key is that
-  // order, so it also serves the untyped list (scanned backwards); nothing reads by id
-  // alone, so no index of its own (issue 11: 3 indexes to 2, bench/README.md).
+  // Only the indexes the reads need (every insert pays for each one). The primary key is
+  // (businessId, id): a business stores an event id once, whatever its occurredAt (a retry
+  // without timestamp gets another), and the insert skips ids already there (ON CONFLICT).
+  // Lists page on (occurredAt, id) within a business, with or without a type: one index each
+  // (the untyped one scanned backwards). Issue 17: 2 indexes to 3, bench/README.md.
   (table) => [
-    primaryKey({ name: 'analytics_events_pkey', columns: [table.businessId, table.occurredAt, table.id] }),
+    primaryKey({ name: 'analytics_events_pkey', columns: [table.businessId, table.id] }),
+    index('analytics_events_business_time_idx').on(table.businessId, table.occurredAt, table.id),
     index('analytics_events_business_type_time_idx').on(table.businessId, table.eventType, table.occurredAt.desc(), table.id.desc()),
   ],
 )

@@ -103,7 +103,7 @@ function toEventRows(events: readonly Static<typeof TrackedEvent>[], batchKey: s
       occurred = time.toISOString()
     }
     return {
-      id: Bun.randomUUIDv7(),
+      id: event.id ?? Bun.randomUUIDv7(),
       business_id: key.businessId,
       key_id: key.id,
       origin,

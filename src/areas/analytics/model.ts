@@ -1,7 +1,7 @@
 import { t } from 'elysia'
 import { CursorQuery, limitQuery, pageSchema } from '../shared/paging.ts'
 import { isoTime } from '../shared/time.ts'
-import { oneOrBatch, PropertyBag } from '../shared/validation.ts'
+import { oneOrBatch, PropertyBag, Uuid } from '../shared/validation.ts'
 
 export const MAX_EVENTS_PER_REQUEST = 500
 
@@ -16,7 +16,14 @@ export const EventType = t.String({
 })
 
 export const TrackedEvent = t.Object({
-  id: t.Optional(t.String({ format: 'uuid', description: 'Your id of the event: one sent again is acknowledged and not stored twice.' })),
+  // The shared Uuid rule (a pattern, not `format: 'uuid'`: see src/http/uuid.ts).
+  id: t.Optional(
+    t.String({
+      ...Uuid,
+      description:
+        'Your UUID for this event, set once when it is created: a business stores an id once, so a retry of the same event is acknowledged and not stored again. Default: a time-ordered UUID from the service.',
+    }),
+  ),
   eventType: EventType,
   url: t.Optional(t.String({ maxLength: 2048, description: 'The page URL, at most 2048 characters; an empty string is stored as null.' })),
   referrer: t.Optional(
@@ -35,7 +42,9 @@ export const TrackBody = oneOrBatch(
 )
 
 export const Accepted = t.Object({
-  accepted: t.Integer({ description: 'Events committed by this request.' }),
+  accepted: t.Integer({
+    description: 'Events processed: stored by this request, or already stored by an earlier one with the same `id`.',
+  }),
 })
 
 export const EventQuery = t.Object({

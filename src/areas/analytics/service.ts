@@ -5,7 +5,10 @@ import { before, positionCursor, toPage, type Page, type Position } from '../sha
 
 /** One event as the writer stores it; times are ISO strings, ready for JSON. */
 export interface EventRow {
-  /** UUIDv7, made by the service: time-ordered, so events of one millisecond list in arrival order. */
+  /**
+   * The sender's `id`, else a UUIDv7 made by the service: time-ordered, so events of one
+   * millisecond list in arrival order.
+   */
   id: string
   business_id: string
   key_id: string
@@ -47,6 +50,9 @@ export function eventInserter(db: Db): (rows: readonly EventRow[]) => Promise<vo
             as e(id uuid, type text, url text, referrer text, anonymous text, person text, properties jsonb,
                  received timestamptz, occurred timestamptz)`,
     )
+    // An id the business already stored (a retry, a duplicate in this batch, or one a
+    // concurrent insert is writing: it waits for that one) is skipped, not an error.
+    .onConflictDoNothing({ target: [analyticsEvents.businessId, analyticsEvents.id] })
     .prepare('insert_analytics_events')
   return async (rows) => {
     await statement.execute({ groups: insertParameter(rows) })
