@@ -181,11 +181,17 @@ function start(queue: Command[]) {
   // (memory queues are the page's own, so they need neither).
   function flush() {
     if (sending || !key) return
-    const locks = navigator.locks
-    if (memory) void sendAll()
-    else if (locks) void locks.request(LOCK_NAME, { ifAvailable: true }, (lock) => (lock ? sendAll() : busy()))
-    else if (lease(Date.now() + LEASE_MS)) void sendAll().finally(() => lease(0))
-    else busy()
+    try {
+      const locks = navigator.locks
+      if (memory) void sendAll()
+      else if (locks) void locks.request(LOCK_NAME, { ifAvailable: true }, (lock) => (lock ? sendAll() : busy()))
+      else if (lease(Date.now() + LEASE_MS)) void sendAll().finally(() => lease(0))
+      else busy()
+    } catch (reason) {
+      // Runs from timers too, where a throw would reach the page.
+      console.warn(PREFIX, String(reason))
+      schedule(MAX_BACKOFF)
+    }
   }
 
   // Another tab is sending: this page's events left the shared queue once it committed them.

@@ -251,6 +251,30 @@ describe.skipIf(chromiumMissing)('the snippet delivers every event once (contrac
   )
 
   test(
+    '(d2) two tabs without Web Locks share the queue through the localStorage lease',
+    async () => {
+      const { key, businessId } = await publicKey()
+      servePage('/d2', key)
+      const context = await newContext(() => {
+        Object.defineProperty(Navigator.prototype, 'locks', { get: () => undefined })
+      })
+      const left = await openTab(context, '/d2')
+      const right = await openTab(context, '/d2')
+      await stopApi()
+      await track(left, 'd2', 10)
+      await track(right, 'd2', 10, 10)
+      await Bun.sleep(2000)
+      await startApi()
+      const back = Date.now()
+      const { perTag } = await measure('d2 (two tabs, lease)', businessId, 20, back)
+      expectEachOnce(perTag, tags('d2', 20))
+      expect(await results(left)).toEqual(Array(10).fill(true))
+      expect(await results(right)).toEqual(Array(10).fill(true))
+    },
+    DELIVERY_TIMEOUT,
+  )
+
+  test(
     '(e) a 403 is final: promise false, the code on the console, nothing stored, one request',
     async () => {
       const businessId = await seedBusiness(harness.service)
