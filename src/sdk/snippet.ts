@@ -124,7 +124,7 @@ function start(queue: Command[]) {
 
   // The queue (contract section 15): in localStorage, shared by the origin's tabs and kept
   // across pages until sent or dropped by the bound; in `memory` where storage throws.
-  const queueKey = QUEUE_KEY + key.slice(0, 16)
+  const queueKey = QUEUE_KEY + key.slice(0, 16) + ':'
   const leaseKey = LEASE_KEY + key.slice(0, 16)
   const tab = randomId()
   let memory: QueuedEvent[] | null = null
@@ -134,31 +134,48 @@ function start(queue: Command[]) {
   let timer: ReturnType<typeof setTimeout> | undefined
   let sending = false
 
+  // One localStorage entry per event (`keygate_queue:<key prefix>:<id>`): Chromium syncs
+  // storage between tabs' processes lazily, so a shared array rewritten by two tabs would
+  // lose one tab's events; single entries are only ever added or removed whole.
   function readQueue(): QueuedEvent[] {
     if (memory) return memory
     try {
-      return JSON.parse(localStorage.getItem(queueKey) || '[]') as QueuedEvent[]
+      const events: QueuedEvent[] = []
+      for (let index = 0; index < localStorage.length; index++) {
+        const name = localStorage.key(index)
+        if (name?.startsWith(queueKey)) events.push(JSON.parse(localStorage.getItem(name)!) as QueuedEvent)
+      }
+      return events.sort((a, b) => (a.timestamp < b.timestamp ? -1 : a.timestamp > b.timestamp ? 1 : 0))
     } catch {
       return (memory = [])
     }
   }
 
-  function writeQueue(events: QueuedEvent[]) {
-    let dropped = 0
-    let json = JSON.stringify(events)
-    while (events.length > MAX_QUEUED || json.length > MAX_QUEUE_BYTES) {
+  function add(event: QueuedEvent) {
+    const events = [...readQueue(), event]
+    let bytes = JSON.stringify(events).length
+    const dropped: string[] = []
+    while (events.length > MAX_QUEUED || bytes > MAX_QUEUE_BYTES) {
       const oldest = events.shift()!
-      waiting.get(oldest.id)?.(false)
-      dropped++
-      json = JSON.stringify(events)
+      bytes -= JSON.stringify(oldest).length + 1
+      dropped.push(oldest.id)
     }
-    if (dropped) console.warn(PREFIX, `queue full: dropped the ${dropped} oldest events`)
+    if (dropped.length) {
+      console.warn(PREFIX, `queue full: dropped the ${dropped.length} oldest events`)
+      remove(dropped)
+      settle(dropped, false)
+    }
     if (memory) return void (memory = events)
     try {
-      localStorage.setItem(queueKey, json)
+      localStorage.setItem(queueKey + event.id, JSON.stringify(event))
     } catch {
       memory = events
     }
+  }
+
+  function remove(ids: string[]) {
+    if (memory) return void (memory = memory.filter((event) => !ids.includes(event.id)))
+    for (const id of ids) forget(queueKey + id)
   }
 
   function settle(ids: string[], committed: boolean) {
@@ -166,10 +183,6 @@ function start(queue: Command[]) {
       waiting.get(id)?.(committed)
       waiting.delete(id)
     }
-  }
-
-  function remove(ids: string[]) {
-    writeQueue(readQueue().filter((event) => !ids.includes(event.id)))
   }
 
   function schedule(ms: number) {
@@ -248,7 +261,7 @@ function start(queue: Command[]) {
       timestamp: new Date().toISOString(),
     }
     const committed = new Promise<boolean>((resolve) => waiting.set(event.id, resolve))
-    writeQueue([...readQueue(), event])
+    add(event)
     // A burst of calls goes out as one batch.
     if (!attempt) schedule(0)
     return committed
