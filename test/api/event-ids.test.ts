@@ -1,5 +1,5 @@
-import { describe, expect, test } from 'bun:test'
-import { asc, eq } from 'drizzle-orm'
+import { afterEach, describe, expect, test } from 'bun:test'
+import { asc, eq, sql } from 'drizzle-orm'
 import { analyticsEvents } from '../../db/schema/index.ts'
 import { testDatabase } from '../support/database.ts'
 import { call, errorOf, seedBusiness, seedKey, testService, type Handles } from '../support/service.ts'
@@ -30,6 +30,12 @@ async function stored(businessId?: string) {
 }
 
 describe('event ids', () => {
+  afterEach(async () => {
+    const { db } = await testDatabase()
+    await db.execute(sql`drop trigger if exists poison_events on analytics_events`)
+    await db.execute(sql`drop function if exists poison_events()`)
+  })
+
   test('the same id sent twice is stored once, and both answers are the same 202', async () => {
     const s = await setup()
     const id = crypto.randomUUID()
@@ -79,6 +85,30 @@ describe('event ids', () => {
     expect(rows.filter((row) => row.id === id)).toHaveLength(1)
     // The events without id each got their own.
     expect(rows).toHaveLength(21)
+  })
+
+  test("through the group commit's retries (a poisoned request in the batch) an id is still stored once", async () => {
+    // As in test/api/ingest-isolation.test.ts: the database refuses event type "poison",
+    // so a batch holding one fails and each of its requests is inserted again alone.
+    const { db } = await testDatabase()
+    await db.execute(sql`create function poison_events() returns trigger language plpgsql as $$
+      begin raise exception 'poisoned row'; end $$`)
+    await db.execute(sql`create trigger poison_events before insert on analytics_events
+      for each row when (new.event_type = 'poison') execute function poison_events()`)
+    const s = await setup()
+    const id = crypto.randomUUID()
+    const answers = await Promise.all(
+      Array.from({ length: 30 }, (_, n) =>
+        track(s.service, s.pk, { events: [{ id, eventType: n % 3 === 0 ? 'poison' : 'page_view' }, { eventType: 'click' }] }),
+      ),
+    )
+    for (const [n, answer] of answers.entries()) {
+      expect(answer.status).toBe(n % 3 === 0 ? 500 : 202)
+      if (n % 3 !== 0) expect(await answer.json()).toEqual({ accepted: 2 })
+    }
+    const rows = await stored()
+    expect(rows.filter((row) => row.id === id)).toHaveLength(1)
+    expect(rows.filter((row) => row.eventType === 'click')).toHaveLength(20)
   })
 
   test('a duplicate id within one batch is stored once and counted twice', async () => {
@@ -162,4 +192,14 @@ describe('event ids', () => {
     ])
     expect(page.data[1]!.id).not.toBe(id)
   })
+})
+
+test('the API reference describes an event id as a UUID of the sender', async () => {
+  const service = await testService()
+  const document = (await (await call(service, '/openapi')).json()) as {
+    paths: Record<string, { post?: { requestBody: { content: Record<string, { schema: unknown }> } } }>
+  }
+  const body = JSON.stringify(document.paths['/api/v0/analytics']!.post!.requestBody)
+  expect(body).toContain('"id":{"pattern":"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"')
+  expect(body).toContain('Your UUID for this event')
 })

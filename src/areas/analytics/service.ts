@@ -2,6 +2,7 @@ import { and, desc, eq, gte, lt, sql } from 'drizzle-orm'
 import type { Db } from '../../../db/client.ts'
 import { analyticsEvents } from '../../../db/schema/index.ts'
 import { before, positionCursor, toPage, type Page, type Position } from '../shared/paging.ts'
+import { DEADLOCK_DETECTED, sqlState } from '../shared/validation.ts'
 
 /** One event as the writer stores it; times are ISO strings, ready for JSON. */
 export interface EventRow {
@@ -55,7 +56,16 @@ export function eventInserter(db: Db): (rows: readonly EventRow[]) => Promise<vo
     .onConflictDoNothing({ target: [analyticsEvents.businessId, analyticsEvents.id] })
     .prepare('insert_analytics_events')
   return async (rows) => {
-    await statement.execute({ groups: insertParameter(rows) })
+    const groups = insertParameter(rows)
+    try {
+      await statement.execute({ groups })
+    } catch (error) {
+      // Two inserts in flight that hold the same sender ids in opposite orders (retries of
+      // two requests grouped differently) wait on each other; PostgreSQL ends one. Run
+      // again, it finds the other's rows committed and skips them.
+      if (sqlState(error) !== DEADLOCK_DETECTED) throw error
+      await statement.execute({ groups })
+    }
   }
 }
 
