@@ -1,0 +1,329 @@
+import { chromiumMissing } from '../support/chromium.ts'
+import { afterAll, afterEach, beforeAll, describe, expect, test } from 'bun:test'
+import type { BrowserContext, Page } from 'playwright-core'
+import { eq } from 'drizzle-orm'
+import { analyticsEvents } from '../../db/schema/index.ts'
+import type { Service } from '../../src/app.ts'
+import { testDatabase } from '../support/database.ts'
+import { seedBusiness, seedKey, testService } from '../support/service.ts'
+import { startHarness, type Harness } from './support.ts'
+
+// Contract section 15 in a real browser: the snippet's queue, retries and promises while
+// the service is stopped, rate-limits or refuses. The snippet itself comes from the
+// harness's server (always up); events go to a second service on the same database, on a
+// port of its own, that the tests stop and start again ("the outage").
+
+// Real backoff (1 s doubling to 30 s) and outages of a few seconds: tests take seconds.
+const DELIVERY_TIMEOUT = 90_000
+
+let harness: Harness
+let api: Service | undefined
+let apiPort = 0
+const contexts: BrowserContext[] = []
+
+beforeAll(async () => {
+  if (chromiumMissing) return
+  harness = await startHarness()
+  await startApi()
+}, DELIVERY_TIMEOUT)
+
+afterEach(async () => {
+  await Promise.all(contexts.splice(0).map((context) => context.close().catch(() => {})))
+  if (!api) await startApi()
+})
+
+afterAll(async () => {
+  await stopApi()
+  await harness?.close()
+}, DELIVERY_TIMEOUT)
+
+/** A fresh service process state (new app, limiter and caches) on the same database and port. */
+async function startApi() {
+  api = await testService()
+  api.app.listen({ port: apiPort, hostname: '127.0.0.1' })
+  apiPort = api.app.server!.port!
+}
+
+async function stopApi() {
+  if (!api) return
+  const stopping = api
+  api = undefined
+  await stopping.app.stop(true)
+  await stopping.drain()
+}
+
+const apiOrigin = () => `http://localhost:${apiPort}`
+
+async function publicKey(rateLimit?: { limit: number; windowSeconds: number }) {
+  const businessId = await seedBusiness(harness.service)
+  const { key } = await seedKey(harness.service, businessId, {
+    scopes: ['ANALYTICS_WRITE'],
+    allowedOrigins: [harness.allowedEntry],
+    rateLimit,
+  })
+  return { key, businessId }
+}
+
+/** Serves a snippet page at `path` whose events go to the stoppable service. */
+function servePage(path: string, key: string) {
+  harness.setPage(
+    path,
+    `<!doctype html><html><head><title>shop</title>
+<script async src="${harness.apiOrigin}/sdk/v0.js" data-key="${key}" data-api="${apiOrigin()}"></script>
+</head><body></body></html>`,
+  )
+}
+
+interface Tab {
+  page: Page
+  consoleLines: string[]
+  pageErrors: string[]
+  /** Status of each POST to the analytics route, in order (0: the request failed). */
+  posts: number[]
+}
+
+async function openTab(context: BrowserContext, path: string): Promise<Tab> {
+  const page = await context.newPage()
+  const tab: Tab = { page, consoleLines: [], pageErrors: [], posts: [] }
+  page.on('console', (message) => void tab.consoleLines.push(`${message.type()}: ${message.text()}`))
+  page.on('pageerror', (error) => void tab.pageErrors.push(String(error)))
+  const isPost = (url: string, method: string) => url.endsWith('/api/v0/analytics') && method === 'POST'
+  page.on('requestfinished', (request) => {
+    if (isPost(request.url(), request.method())) void request.response().then((response) => tab.posts.push(response?.status() ?? 0))
+  })
+  page.on('requestfailed', (request) => void (isPost(request.url(), request.method()) && tab.posts.push(0)))
+  await page.goto(`${harness.allowedOrigin}${path}`)
+  await page.waitForFunction(() => (window as { keygate?: { version?: number } }).keygate?.version === 0, null, { timeout: 5000 })
+  return tab
+}
+
+async function newContext(init?: () => void) {
+  const context = await harness.browser.newContext()
+  if (init) await context.addInitScript(init)
+  contexts.push(context)
+  return context
+}
+
+/** Starts `count` track() calls tagged `<tag>-<n>` in the page; their promises land in window.results. */
+async function track(tab: Tab, tag: string, count: number, first = 0, spacingMs = 0) {
+  await tab.page.evaluate(
+    async ({ tag, count, first, spacingMs }) => {
+      const page = window as unknown as { keygate: { track(type: string, p: object): Promise<boolean> }; results?: Promise<boolean>[] }
+      page.results ??= []
+      for (let n = first; n < first + count; n++) {
+        page.results.push(page.keygate.track('delivery', { tag: `${tag}-${n}` }))
+        if (spacingMs) await new Promise((resolve) => setTimeout(resolve, spacingMs))
+      }
+    },
+    { tag, count, first, spacingMs },
+  )
+}
+
+const results = (tab: Tab) => tab.page.evaluate(() => Promise.all((window as unknown as { results: Promise<boolean>[] }).results))
+
+async function storedTags(businessId: string) {
+  const { db } = await testDatabase()
+  const rows = await db.select().from(analyticsEvents).where(eq(analyticsEvents.businessId, businessId))
+  return rows
+    .filter((row) => row.eventType === 'delivery')
+    .map((row) => ({ tag: (row.properties as { tag: string }).tag, receivedAt: row.receivedAt }))
+}
+
+/** Polls (bounded) until `tracked` distinct tags are stored; returns the case's figures. */
+async function measure(name: string, businessId: string, tracked: number, back: number, timeoutMs = 60_000) {
+  const deadline = Date.now() + timeoutMs
+  let rows = await storedTags(businessId)
+  while (new Set(rows.map((row) => row.tag)).size < tracked && Date.now() < deadline) {
+    await Bun.sleep(100)
+    rows = await storedTags(businessId)
+  }
+  // Settle a moment so a late duplicate would be counted too.
+  await Bun.sleep(500)
+  rows = await storedTags(businessId)
+  const perTag = new Map<string, number>()
+  for (const row of rows) perTag.set(row.tag, (perTag.get(row.tag) ?? 0) + 1)
+  const last = Math.max(...rows.map((row) => new Date(row.receivedAt).getTime()))
+  const figures = {
+    tracked,
+    stored: perTag.size,
+    storedTwice: [...perTag.values()].filter((count) => count > 1).length,
+    secondsToLast: rows.length ? Number(((last - back) / 1000).toFixed(1)) : null,
+  }
+  console.log(`[delivery] ${name}: ${JSON.stringify(figures)}`)
+  return { figures, perTag }
+}
+
+function expectEachOnce(perTag: Map<string, number>, tags: string[]) {
+  expect([...perTag.keys()].sort()).toEqual([...tags].sort())
+  expect([...perTag.values()].every((count) => count === 1)).toBe(true)
+}
+
+const tags = (tag: string, count: number) => Array.from({ length: count }, (_, n) => `${tag}-${n}`)
+
+describe.skipIf(chromiumMissing)('the snippet delivers every event once (contract section 15)', () => {
+  test(
+    '(a) 20 events tracked while the service is stopped are all stored once, from the same page',
+    async () => {
+      const { key, businessId } = await publicKey()
+      servePage('/a', key)
+      const tab = await openTab(await newContext(), '/a')
+      await stopApi()
+      await track(tab, 'a', 20)
+      await Bun.sleep(2500)
+      await startApi()
+      const back = Date.now()
+      const { perTag } = await measure('a (outage, same page)', businessId, 20, back)
+      expectEachOnce(perTag, tags('a', 20))
+      expect(await results(tab)).toEqual(Array(20).fill(true))
+      expect(tab.pageErrors).toEqual([])
+    },
+    DELIVERY_TIMEOUT,
+  )
+
+  test(
+    '(b) events of a page left and of a closed tab during an outage go out from the next page',
+    async () => {
+      const { key, businessId } = await publicKey()
+      servePage('/b1', key)
+      servePage('/b2', key)
+      const context = await newContext()
+      const first = await openTab(context, '/b1')
+      await stopApi()
+      await track(first, 'b', 5)
+      // A navigation: the page goes, its queue stays.
+      await first.page.goto(`${harness.allowedOrigin}/b2`)
+      await first.page.waitForFunction(() => (window as { keygate?: object }).keygate !== undefined)
+      await first.page.evaluate(() => {
+        const keygate = (window as unknown as { keygate: { track(type: string, p: object): Promise<boolean> } }).keygate
+        for (let n = 5; n < 10; n++) void keygate.track('delivery', { tag: `b-${n}` })
+      })
+      // The closed tab.
+      await first.page.close()
+      await Bun.sleep(1000)
+      await startApi()
+      const back = Date.now()
+      const next = await openTab(context, '/b1')
+      const { perTag } = await measure('b (navigation + closed tab)', businessId, 10, back)
+      expectEachOnce(perTag, tags('b', 10))
+      expect(next.pageErrors).toEqual([])
+    },
+    DELIVERY_TIMEOUT,
+  )
+
+  test(
+    '(c) a burst of 25 against a budget of 2 requests per 4 s: all stored once, every promise true',
+    async () => {
+      const { key, businessId } = await publicKey({ limit: 2, windowSeconds: 4 })
+      servePage('/c', key)
+      const tab = await openTab(await newContext(), '/c')
+      const back = Date.now()
+      await track(tab, 'c', 25, 0, 20)
+      const { perTag } = await measure('c (rate limit 2 per 4 s)', businessId, 25, back)
+      expectEachOnce(perTag, tags('c', 25))
+      expect(await results(tab)).toEqual(Array(25).fill(true))
+      // The budget was met: the snippet waited out at least one 429.
+      expect(tab.posts).toContain(429)
+      expect(tab.consoleLines.some((line) => line.includes('[keygate] rate_limited'))).toBe(true)
+    },
+    DELIVERY_TIMEOUT,
+  )
+
+  test(
+    '(d) two tabs tracking during an outage: each event stored once',
+    async () => {
+      const { key, businessId } = await publicKey()
+      servePage('/d', key)
+      const context = await newContext()
+      const left = await openTab(context, '/d')
+      const right = await openTab(context, '/d')
+      await stopApi()
+      await track(left, 'd', 10)
+      await track(right, 'd', 10, 10)
+      await Bun.sleep(2000)
+      await startApi()
+      const back = Date.now()
+      const { perTag } = await measure('d (two tabs)', businessId, 20, back)
+      expectEachOnce(perTag, tags('d', 20))
+      expect(await results(left)).toEqual(Array(10).fill(true))
+      expect(await results(right)).toEqual(Array(10).fill(true))
+    },
+    DELIVERY_TIMEOUT,
+  )
+
+  test(
+    '(d2) two tabs without Web Locks share the queue through the localStorage lease',
+    async () => {
+      const { key, businessId } = await publicKey()
+      servePage('/d2', key)
+      const context = await newContext(() => {
+        Object.defineProperty(Navigator.prototype, 'locks', { get: () => undefined })
+      })
+      const left = await openTab(context, '/d2')
+      const right = await openTab(context, '/d2')
+      await stopApi()
+      await track(left, 'd2', 10)
+      await track(right, 'd2', 10, 10)
+      await Bun.sleep(2000)
+      await startApi()
+      const back = Date.now()
+      const { perTag } = await measure('d2 (two tabs, lease)', businessId, 20, back)
+      expectEachOnce(perTag, tags('d2', 20))
+      expect(await results(left)).toEqual(Array(10).fill(true))
+      expect(await results(right)).toEqual(Array(10).fill(true))
+    },
+    DELIVERY_TIMEOUT,
+  )
+
+  test(
+    '(e) a 403 is final: promise false, the code on the console, nothing stored, one request',
+    async () => {
+      const businessId = await seedBusiness(harness.service)
+      // A key without ANALYTICS_WRITE: the service answers 403 insufficient_scope.
+      const { key } = await seedKey(harness.service, businessId, {
+        scopes: ['AUDIENCE_LIST_WRITE'],
+        allowedOrigins: [harness.allowedEntry],
+      })
+      servePage('/e', key)
+      const tab = await openTab(await newContext(), '/e')
+      // The automatic page view is refused first: wait for its answer, then count from there.
+      const deadline = Date.now() + 5000
+      while (tab.posts.length < 1 && Date.now() < deadline) await Bun.sleep(25)
+      const before = tab.posts.length
+      await track(tab, 'e', 1)
+      expect(await results(tab)).toEqual([false])
+      // Longer than the first backoff step: a retry would have come by now.
+      await Bun.sleep(2500)
+      expect(tab.posts.slice(before)).toEqual([403])
+      expect(tab.consoleLines.some((line) => line.startsWith('error: [keygate] insufficient_scope'))).toBe(true)
+      const { figures } = await measure('e (403)', businessId, 1, Date.now(), 0)
+      expect(figures.stored).toBe(0)
+    },
+    DELIVERY_TIMEOUT,
+  )
+
+  test(
+    '(f) with localStorage blocked, events wait in memory and are delivered after an outage',
+    async () => {
+      const { key, businessId } = await publicKey()
+      servePage('/f', key)
+      const context = await newContext(() => {
+        Object.defineProperty(window, 'localStorage', {
+          get() {
+            throw new DOMException('blocked', 'SecurityError')
+          },
+        })
+      })
+      const tab = await openTab(context, '/f')
+      await stopApi()
+      await track(tab, 'f', 10)
+      await Bun.sleep(2000)
+      await startApi()
+      const back = Date.now()
+      const { perTag } = await measure('f (storage blocked)', businessId, 10, back)
+      expectEachOnce(perTag, tags('f', 10))
+      expect(await results(tab)).toEqual(Array(10).fill(true))
+      expect(tab.pageErrors).toEqual([])
+    },
+    DELIVERY_TIMEOUT,
+  )
+})
