@@ -126,7 +126,7 @@ async function storedTags(businessId: string) {
   const rows = await db.select().from(analyticsEvents).where(eq(analyticsEvents.businessId, businessId))
   return rows
     .filter((row) => row.eventType === 'delivery')
-    .map((row) => ({ tag: (row.properties as { tag: string }).tag, receivedAt: row.receivedAt }))
+    .map((row) => ({ id: row.id, tag: (row.properties as { tag: string }).tag, receivedAt: row.receivedAt }))
 }
 
 /** Polls (bounded) until `tracked` distinct tags are stored; returns the case's figures. */
@@ -142,6 +142,11 @@ async function measure(name: string, businessId: string, tracked: number, back: 
   rows = await storedTags(businessId)
   const perTag = new Map<string, number>()
   for (const row of rows) perTag.set(row.tag, (perTag.get(row.tag) ?? 0) + 1)
+  // The stored id is the snippet's: one id per tracked call, each stored once.
+  const perId = new Map<string, number>()
+  for (const row of rows) perId.set(row.id, (perId.get(row.id) ?? 0) + 1)
+  expect(perId.size).toBe(perTag.size)
+  expect([...perId.values()].every((count) => count === 1)).toBe(true)
   const last = Math.max(...rows.map((row) => new Date(row.receivedAt).getTime()))
   const figures = {
     tracked,
