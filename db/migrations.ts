@@ -3,6 +3,7 @@ import m0000 from './migrations/0000_init.sql' with { type: 'text' }
 import m0001 from './migrations/0001_keys_rate_limit_and_notify.sql' with { type: 'text' }
 import m0002 from './migrations/0002_key_roll_audit_usage_identity.sql' with { type: 'text' }
 import m0003 from './migrations/0003_analytics_events_fewer_indexes.sql' with { type: 'text' }
+import m0004 from './migrations/0004_key_allowed_ips.sql' with { type: 'text' }
 
 /**
  * Every committed migration, imported statically so that `bun build --compile` embeds
@@ -14,6 +15,7 @@ export const migrationSources: Record<string, string> = {
   '0001_keys_rate_limit_and_notify': m0001,
   '0002_key_roll_audit_usage_identity': m0002,
   '0003_analytics_events_fewer_indexes': m0003,
+  '0004_key_allowed_ips': m0004,
 }
 
 export const migrationJournal: { entries: { tag: string; when: number; breakpoints: boolean }[] } = journal
