@@ -282,6 +282,19 @@ describe('editing a key', () => {
     expect(text).toContain('cannot be shown again')
     expect((await getPage(service, `${KEYS}/${record.id}/edit`, session)).status).toBe(409)
   })
+
+  test("a private key's page shows its allowed IPs and IP policy (contract section 14)", async () => {
+    const service = await testService()
+    const { businessId, session } = await memberOf(service)
+    const { record } = await seedKey(service, businessId, { type: 'private' })
+    const open = await (await getPage(service, `${KEYS}/${record.id}`, session)).text()
+    expect(open).toContain('Allowed IPs')
+    expect(open).toContain('any address')
+    await service.services.keys.update(null, record.id, { allowedIps: ['203.0.113.0/24'], ipPolicy: 'report' }, TEST_AUTHOR)
+    const restricted = await (await getPage(service, `${KEYS}/${record.id}`, session)).text()
+    expect(restricted).toContain('203.0.113.0/24')
+    expect(restricted).toContain('Report only')
+  })
 })
 
 describe('revoking a key', () => {
