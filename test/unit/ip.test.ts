@@ -3,6 +3,7 @@ import fc from 'fast-check'
 import { formatIp, parseIp } from '../../src/access/ip/address.ts'
 import { parseIpEntry } from '../../src/access/ip/entry.ts'
 import { compileIpMatcher } from '../../src/access/ip/match.ts'
+import { networkOf } from '../../src/access/ip/network.ts'
 
 // Contract section 14: the matcher against a plain reference (compare the first `prefix`
 // bits of two bit strings), and canonical entries that parse back to themselves.
@@ -134,5 +135,14 @@ describe('canonical entries', () => {
     const parsed = parseIpEntry('198.51.100.7/24')
     expect(parsed.ok).toBe(false)
     expect(!parsed.ok && parsed.reason).toContain('198.51.100.0/24')
+  })
+})
+
+describe('networkOf', () => {
+  test('an IPv4 address is offered its /24, an IPv6 address its /64', () => {
+    expect(networkOf('198.51.100.77')).toBe('198.51.100.0/24')
+    expect(networkOf('::ffff:198.51.100.77')).toBe('198.51.100.0/24')
+    expect(networkOf('2001:db8:1:2:3:4:5:6')).toBe('2001:db8:1:2::/64')
+    expect(networkOf('unknown')).toBeNull()
   })
 })
