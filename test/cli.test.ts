@@ -281,6 +281,39 @@ describe('cli keys update', () => {
     expect((await whoami(key, 'https://www.example.com')).status).toBe(403)
   })
 
+  test('--allow-ip and --ip-policy restrict a private key by client address; --allow-ip "" clears the list', async () => {
+    const businessId = await seedBusiness(service)
+    const created = await cliJson<KeyJson>([
+      'keys',
+      'create',
+      '--business',
+      businessId,
+      '--type',
+      'private',
+      '--name',
+      'Backend',
+      '--scope',
+      'ANALYTICS_READ',
+      '--allow-ip',
+      '203.0.113.7',
+      '--allow-ip',
+      '2001:DB8::/32',
+    ])
+    expect(created).toMatchObject({ allowedIps: ['203.0.113.7', '2001:db8::/32'], ipPolicy: 'enforce' })
+    // The CLI's server listens on 127.0.0.1, outside the list.
+    expect((await whoami(created.key!)).status).toBe(403)
+    const reported = await cli(['keys', 'update', created.id, '--ip-policy', 'report'])
+    expect(reported.code).toBe(0)
+    expect(reported.stdout).toMatch(/^IP policy\s+report only/m)
+    expect((await whoami(created.key!)).status).toBe(200)
+    const cleared = await cliJson<KeyJson>(['keys', 'update', created.id, '--allow-ip', ''])
+    expect(cleared.allowedIps).toEqual([])
+    const refused = await cli(['keys', 'update', created.id, '--allow-ip', '198.51.100.7/24'])
+    expect(refused.code).toBe(1)
+    expect(refused.stderr).toContain('198.51.100.0/24')
+    expect((await cli(['keys', 'update', created.id, '--ip-policy', 'sometimes'])).code).toBe(2)
+  })
+
   test('--expires never clears the expiry and an empty --description clears it', async () => {
     const businessId = await seedBusiness(service)
     const { record } = await seedKey(service, businessId, {

@@ -29,6 +29,8 @@ export const businesses = pgTable('businesses', {
  * the old one's `replacedBy` (set once; its `expiresAt` then holds the end of the grace).
  * `originPolicy` `report` (public keys): an Origin the list does not allow is served and
  * counted instead of refused (contract section 11).
+ * `allowedIps` (private keys, canonical addresses and CIDR ranges; empty: any address) and
+ * `ipPolicy` `report` (serve and count addresses outside the list): contract section 14.
  */
 export const apiKeys = pgTable(
   'api_keys',
@@ -56,6 +58,10 @@ export const apiKeys = pgTable(
     originPolicy: text('origin_policy', { enum: ['enforce', 'report'] })
       .notNull()
       .default('enforce'),
+    allowedIps: text('allowed_ips').array().notNull().default(sql`'{}'::text[]`),
+    ipPolicy: text('ip_policy', { enum: ['enforce', 'report'] })
+      .notNull()
+      .default('enforce'),
     rolledFrom: uuid('rolled_from'),
     replacedBy: uuid('replaced_by'),
   },
@@ -64,6 +70,8 @@ export const apiKeys = pgTable(
     foreignKey({ columns: [table.replacedBy], foreignColumns: [table.id], name: 'api_keys_replaced_by_fk' }),
     check('api_keys_origin_policy_check', sql`${table.originPolicy} in ('enforce', 'report')`),
     check('api_keys_report_public_only', sql`${table.originPolicy} = 'enforce' or ${table.type} = 'public'`),
+    check('api_keys_ip_policy_check', sql`${table.ipPolicy} in ('enforce', 'report')`),
+    check('api_keys_ips_private_only', sql`cardinality(${table.allowedIps}) = 0 or ${table.type} = 'private'`),
     index('api_keys_business_idx').on(table.businessId, table.createdAt),
     check('api_keys_type_check', sql`${table.type} in ('public', 'private')`),
     check('api_keys_plaintext_public_only', sql`${table.publicKey} is null or ${table.type} = 'public'`),

@@ -62,3 +62,26 @@ export const keyScopeUses = pgTable(
   },
   (table) => [primaryKey({ columns: [table.keyId, table.scope] })],
 )
+
+/**
+ * Client addresses a private key's allowedIps did not allow (contract section 14), kept
+ * like refused origins: per key, address and hour, `reported` when served anyway
+ * (ipPolicy `report`).
+ */
+export const keyRefusedIps = pgTable(
+  'key_refused_ips',
+  {
+    keyId: uuid('key_id')
+      .notNull()
+      .references(() => apiKeys.id),
+    ip: text('ip').notNull(),
+    hour: timestamp('hour', { withTimezone: true }).notNull(),
+    reported: boolean('reported').notNull(),
+    count: bigint('count', { mode: 'number' }).notNull(),
+    lastSeenAt: timestamp('last_seen_at', { withTimezone: true }).notNull(),
+  },
+  (table) => [
+    primaryKey({ columns: [table.keyId, table.ip, table.hour, table.reported] }),
+    index('key_refused_ips_hour_idx').on(table.hour),
+  ],
+)

@@ -1,6 +1,7 @@
 import type { ErrorCode } from '../errors.ts'
 import { hashKey, readBearer } from './key-format.ts'
 import type { ActiveKey, KeyStore } from './key-store.ts'
+import type { IpMatcher } from './ip/match.ts'
 import type { RouteAccess } from './scopes.ts'
 
 /**
@@ -19,16 +20,27 @@ export interface RequestFacts {
   origin: string | null
   method: string
   path: string
+  /** The client address of section 8; asked only for a private key with allowedIps. */
+  clientAddress: () => string
 }
 
 /**
  * `key`: the key found, when there was one (usage is counted per known key, refusals
  * included). `reportedOrigin`: an Origin the key's list does not allow, served because the
- * key is report-only; undefined otherwise.
+ * key is report-only; undefined otherwise. `refusedIp` / `reportedIp`: the same for a
+ * private key's client address (section 14).
  */
 export type AccessDecision =
-  | { ok: true; key: ActiveKey; reportedOrigin?: string | null }
-  | { ok: false; denial: Denial; key: ActiveKey | null; refusedOrigin?: string | null; reportedOrigin?: string | null }
+  | { ok: true; key: ActiveKey; reportedOrigin?: string | null; reportedIp?: string }
+  | {
+      ok: false
+      denial: Denial
+      key: ActiveKey | null
+      refusedOrigin?: string | null
+      reportedOrigin?: string | null
+      refusedIp?: string
+      reportedIp?: string
+    }
 
 const REALM = 'Bearer realm="api"'
 const INVALID_TOKEN = `${REALM}, error="invalid_token"`
@@ -54,12 +66,37 @@ function checkKey(key: ActiveKey | null, request: RequestFacts, route: RouteAcce
   const known = key!
   const expired = checkExpiry(known, now)
   if (expired) return deny(expired, known)
+  if (known.ips !== null) return checkPrivateKey(known, known.ips, request, route)
   const originRefusal = checkOrigin(known, request.origin)
   // Report-only keys are served whatever the Origin; the origin is counted, not refused.
   if (originRefusal && !known.reportOnly) return { ok: false, denial: originRefusal, key: known, refusedOrigin: request.origin }
   const denial = checkPublicEndpoint(known, route, request) ?? checkScope(known, route)
   if (denial) return originRefusal ? { ok: false, denial, key: known, reportedOrigin: request.origin } : deny(denial, known)
   return originRefusal ? { ok: true, key: known, reportedOrigin: request.origin } : { ok: true, key: known }
+}
+
+/** Check 5 for a private key with allowedIps, then the rest of the chain. */
+function checkPrivateKey(key: ActiveKey, ips: IpMatcher, request: RequestFacts, route: RouteAccess): AccessDecision {
+  const address = request.clientAddress()
+  if (ips.allows(address)) {
+    const denial = checkScope(key, route)
+    return denial ? deny(denial, key) : { ok: true, key }
+  }
+  // Report-only keys are served from any address; the address is counted, not refused.
+  if (!key.ipReportOnly) return { ok: false, denial: ipRefusal(key, address), key, refusedIp: address }
+  const denial = checkScope(key, route)
+  return denial ? { ok: false, denial, key, reportedIp: address } : { ok: true, key, reportedIp: address }
+}
+
+export function ipRefusal(key: ActiveKey, address: string): Denial {
+  const listed =
+    key.allowedIps.length > 10
+      ? `${key.allowedIps.slice(0, 10).join(', ')} and ${key.allowedIps.length - 10} more`
+      : key.allowedIps.join(', ')
+  return {
+    code: 'ip_not_allowed',
+    message: `This private key may only be used from ${listed}; this request came from ${address}. Add ${address} (or its range) to the key's allowed IPs in the dashboard or with PATCH /admin/v0/keys/:id, or call from an allowed address.`,
+  }
 }
 
 export function checkKnown(key: ActiveKey | null): Denial | null {

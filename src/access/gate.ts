@@ -101,7 +101,13 @@ export function createGate(deps: GateDeps): Gate {
     if (wait !== null) throw rateLimited(wait, 'Too many requests with unknown, revoked or expired keys came from this address')
     const { request } = gated
     const decision = authorize(
-      { authorization: request.headers.get('authorization'), origin: gated.origin, method: request.method, path: gated.path },
+      {
+        authorization: request.headers.get('authorization'),
+        origin: gated.origin,
+        method: request.method,
+        path: gated.path,
+        clientAddress: () => addressOf(pending),
+      },
       rule,
       deps.keys,
       now(),
@@ -119,12 +125,15 @@ export function createGate(deps: GateDeps): Gate {
         usage.refused(decision.key.id, code, at)
         if (decision.refusedOrigin !== undefined) usage.origin(decision.key.id, decision.refusedOrigin, false, at)
         if (decision.reportedOrigin !== undefined) usage.origin(decision.key.id, decision.reportedOrigin, true, at)
+        if (decision.refusedIp !== undefined) usage.ip(decision.key.id, decision.refusedIp, false, at)
+        if (decision.reportedIp !== undefined) usage.ip(decision.key.id, decision.reportedIp, true, at)
       }
       if (code === 'invalid_api_key' || code === 'expired_api_key') authFailures.record(addressOf(pending), pending.at)
       throw new ApiError(code, message, headers)
     }
     const key = decision.key
     if (decision.reportedOrigin !== undefined) usage?.origin(key.id, decision.reportedOrigin, true, now())
+    if (decision.reportedIp !== undefined) usage?.ip(key.id, decision.reportedIp, true, now())
     // A private key's budget is the key's; a public key's is each visitor's (section 8).
     const bucket = key.type === 'private' ? key.id : `${key.id} ${budgetSubject(addressOf(pending))}`
     const outcome = limiter.take(bucket, key.rateLimit ?? defaults[key.type], pending.at)

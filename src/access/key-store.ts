@@ -4,6 +4,7 @@ import type { Db } from '../../db/client.ts'
 import type { Budget } from '../config.ts'
 import { apiKeys } from '../../db/schema/index.ts'
 import type { KeyType } from './key-format.ts'
+import { compileIpMatcher, type IpMatcher } from './ip/match.ts'
 import { compileOriginMatcher, type OriginMatcher } from './origin.ts'
 import type { Scope } from './scopes.ts'
 
@@ -20,6 +21,11 @@ export interface ActiveKey {
   readonly origins: OriginMatcher | null
   /** originPolicy "report": an Origin the list does not allow is served and counted (section 11). */
   readonly reportOnly: boolean
+  readonly allowedIps: readonly string[]
+  /** Compiled allowed client addresses (section 14); null when any address is allowed. */
+  readonly ips: IpMatcher | null
+  /** ipPolicy "report": an address the list does not allow is served and counted. */
+  readonly ipReportOnly: boolean
   /** Milliseconds since the epoch, or null for a key that never expires. */
   readonly expiresAt: number | null
   readonly revoked: boolean
@@ -166,6 +172,10 @@ function toActiveKey(row: ApiKeyRow): ActiveKey {
     allowedOrigins: row.allowedOrigins,
     origins: row.type === 'public' ? compileOriginMatcher(row.allowedOrigins) : null,
     reportOnly: row.originPolicy === 'report',
+    allowedIps: row.allowedIps,
+    // Public keys take no list; checked again here so a stray row cannot lock one out.
+    ips: row.type === 'private' ? compileIpMatcher(row.allowedIps) : null,
+    ipReportOnly: row.ipPolicy === 'report',
     expiresAt: row.expiresAt ? row.expiresAt.getTime() : null,
     revoked: row.revokedAt !== null,
     rateLimit: storedRateLimit(row),

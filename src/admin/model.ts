@@ -33,6 +33,19 @@ const OriginPolicySchema = t.Union([t.Literal('enforce'), t.Literal('report')], 
   description: 'Public keys: "report" serves origins the list does not allow and counts them (contract section 11).',
 })
 
+const IpPolicySchema = t.Union([t.Literal('enforce'), t.Literal('report')], {
+  error: 'must be "enforce" (refuse addresses the list does not allow) or "report" (serve and count them)',
+  description: 'Private keys: "report" serves client addresses outside allowedIps and counts them (contract section 14).',
+})
+
+const AllowedIps = t.Array(
+  t.String({ maxLength: 60, description: 'An IPv4 or IPv6 address or CIDR range, e.g. 203.0.113.7, 198.51.100.0/24, 2001:db8::/48.' }),
+  {
+    maxItems: 100,
+    description: 'Private keys: the client addresses allowed (contract section 14), stored canonical. Empty: any address.',
+  },
+)
+
 export const RollKey = t.Object({
   graceSeconds: t.Optional(
     BodyInteger({
@@ -58,6 +71,8 @@ const keySettings = {
     }),
   ),
   originPolicy: t.Optional(OriginPolicySchema),
+  allowedIps: t.Optional(AllowedIps),
+  ipPolicy: t.Optional(IpPolicySchema),
 }
 
 export const NewKey = t.Object({
@@ -94,6 +109,8 @@ export const KeyRecordSchema = t.Object(
     revokedAt: t.Nullable(t.String()),
     rateLimit: t.Nullable(RateLimit()),
     originPolicy: OriginPolicySchema,
+    allowedIps: AllowedIps,
+    ipPolicy: IpPolicySchema,
     rolledFrom: t.Nullable(t.String({ description: 'The key this one replaced by a roll.' })),
     replacedBy: t.Nullable(t.String({ description: 'The key that replaced this one; it works until expiresAt.' })),
   },

@@ -41,6 +41,15 @@ export const UsageSchema = t.Object({
       reported: t.Boolean({ description: 'Served anyway: the key was report-only.' }),
     }),
   ),
+  refusedIps: t.Array(
+    t.Object({
+      ip: t.String({ description: 'The client address as seen (contract section 8).' }),
+      count: t.Integer(),
+      lastSeenAt: t.String({ format: 'date-time' }),
+      reported: t.Boolean({ description: 'Served anyway: the key was report-only (ipPolicy).' }),
+    }),
+    { description: "Private keys: the 50 most frequent client addresses outside the key's allowedIps (contract section 14)." },
+  ),
   scopes: t.Array(t.Object({ scope: t.String(), lastUsedAt: t.Nullable(t.String({ format: 'date-time' })) })),
 })
 

@@ -64,6 +64,8 @@ const keySettingOptions = {
   expires: { type: 'string' },
   'rate-limit': { type: 'string' },
   'origin-policy': { type: 'string' },
+  'allow-ip': { type: 'string', multiple: true },
+  'ip-policy': { type: 'string' },
 } satisfies Record<string, OptionSpec>
 
 /** Admin lists answer a page at a time; `nextCursor` comes back as --cursor. */
@@ -101,7 +103,7 @@ export const commands: Command[] = [
     usage:
       '--business ID --type public|private --name NAME [--description TEXT]\n' +
       '    [--origin ORIGIN]... [--scope SCOPE]... [--expires ISO-8601] [--rate-limit N/SECONDS]\n' +
-      '    [--origin-policy enforce|report]\n' +
+      '    [--origin-policy enforce|report] [--allow-ip ADDRESS|CIDR]... [--ip-policy enforce|report]\n' +
       '    [--created-by WHO]',
     summary: 'Create a key and print it, this once.',
     options: { business: { type: 'string' }, type: { type: 'string' }, 'created-by': { type: 'string' }, ...keySettingOptions },
@@ -122,6 +124,8 @@ export const commands: Command[] = [
         ...(expires && expires !== 'never' ? { expiresAt: expires } : {}),
         ...rateLimitOf(options),
         ...originPolicyOf(options),
+        ...allowedIpsOf(options),
+        ...ipPolicyOf(options),
         createdBy: text(options, 'created-by') ?? currentUser(),
       })
       const { key, ...record } = created
@@ -166,7 +170,8 @@ export const commands: Command[] = [
     name: 'keys update',
     usage:
       'KEY_ID [--name NAME] [--description TEXT] [--origin ORIGIN]... [--scope SCOPE]...\n' +
-      '    [--expires ISO-8601|never] [--rate-limit N/SECONDS|default] [--origin-policy enforce|report]',
+      '    [--expires ISO-8601|never] [--rate-limit N/SECONDS|default] [--origin-policy enforce|report]\n' +
+      "    [--allow-ip ADDRESS|CIDR]... (--allow-ip '' allows any address) [--ip-policy enforce|report]",
     summary: 'Change a key; origins and scopes given replace the current lists. Effective on its next request.',
     target: 'KEY_ID',
     options: keySettingOptions,
@@ -182,10 +187,10 @@ export const commands: Command[] = [
       if (options.scope !== undefined) changes.scopes = scopesOf(options)
       const expires = text(options, 'expires')
       if (expires !== undefined) changes.expiresAt = expires === 'never' ? null : expires
-      Object.assign(changes, rateLimitOf(options), originPolicyOf(options))
+      Object.assign(changes, rateLimitOf(options), originPolicyOf(options), allowedIpsOf(options), ipPolicyOf(options))
       if (Object.keys(changes).length === 0) {
         throw new UsageError(
-          'keys update needs at least one change: --name, --description, --origin, --scope, --expires, --rate-limit or --origin-policy.',
+          'keys update needs at least one change: --name, --description, --origin, --scope, --expires, --rate-limit, --origin-policy, --allow-ip or --ip-policy.',
         )
       }
       const key = await api.updateKey(target!, changes)
@@ -441,7 +446,9 @@ ${wrap(SCOPES.join(', '), '  ')}
 A public key may hold only
 ${wrap(PUBLIC_KEY_SCOPES.join(', '), '  ')}
 and needs at least one --origin: *, example.com (and its subdomains), app.example.com,
-https://app.example.com:8443 or localhost:3000. A private key takes no --origin.
+https://app.example.com:8443 or localhost:3000. A private key takes no --origin;
+it may be limited to client addresses with --allow-ip (repeat it): 203.0.113.7,
+198.51.100.0/24 or 2001:db8::/48. Without any, it works from any address.
 --created-by defaults to the operating-system user.
 
 Members: --role defaults to member. A password is never an argument: --password-stdin
@@ -544,6 +551,23 @@ function currentUser(): string {
   } catch {
     return 'unknown'
   }
+}
+
+/**
+ * `--allow-ip` (private keys, repeatable): the addresses and ranges allowed; an empty value
+ * (`--allow-ip ''`) stands for none, so an update can clear the list.
+ */
+function allowedIpsOf(options: OptionValues): { allowedIps?: string[] } {
+  if (options['allow-ip'] === undefined) return {}
+  return { allowedIps: texts(options, 'allow-ip').filter((entry) => entry.trim() !== '') }
+}
+
+/** `--ip-policy`: "report" serves and counts addresses the list does not allow (private keys). */
+function ipPolicyOf(options: OptionValues): { ipPolicy?: 'enforce' | 'report' } {
+  const policy = text(options, 'ip-policy')
+  if (policy === undefined) return {}
+  if (policy !== 'enforce' && policy !== 'report') throw new UsageError(`--ip-policy must be "enforce" or "report", not "${policy}".`)
+  return { ipPolicy: policy }
 }
 
 /** `--origin-policy`: "report" serves and counts origins the list does not allow (public keys). */

@@ -52,6 +52,12 @@ export function keyDetails(key: KeyRecord): string {
     ['expires', time(key.expiresAt)],
     ['rate limit', key.rateLimit ? `${key.rateLimit.limit} per ${key.rateLimit.windowSeconds} s` : 'service default'],
     ['origin policy', key.originPolicy === 'report' ? 'report only: other origins served and counted' : 'enforce'],
+    ...(key.type === 'private'
+      ? ([
+          ['allowed IPs', key.allowedIps.join(', ') || 'any address'],
+          ['IP policy', key.ipPolicy === 'report' ? 'report only: other addresses served and counted' : 'enforce'],
+        ] as [string, string][])
+      : []),
     ...(key.rolledFrom ? ([['rolled from', key.rolledFrom]] as [string, string][]) : []),
     ...(key.replacedBy ? ([['replaced by', key.replacedBy]] as [string, string][]) : []),
     ['last used', time(key.lastUsedAt)],
@@ -189,6 +195,15 @@ export function usageLines(usage: KeyUsage): string {
       table(
         ['REFUSED ORIGIN', 'COUNT', 'LAST SEEN', 'SERVED'],
         usage.refusedOrigins.map((o) => [o.origin, String(o.count), time(o.lastSeenAt), o.reported ? 'yes (report-only)' : 'no']),
+      ),
+    )
+  }
+  if (usage.refusedIps.length > 0) {
+    lines.push(
+      '',
+      table(
+        ['REFUSED ADDRESS', 'COUNT', 'LAST SEEN', 'SERVED'],
+        usage.refusedIps.map((o) => [o.ip, String(o.count), time(o.lastSeenAt), o.reported ? 'yes (report-only)' : 'no']),
       ),
     )
   }

@@ -238,6 +238,11 @@ ${
     <dt>Description</dt><dd>${key.description ?? html`<span class="muted">none</span>`}</dd>
     <dt>Scopes</dt><dd>${list(key.scopes, 'none')}</dd>
     ${key.type === 'public' ? html`<dt>Allowed origins</dt><dd>${list(key.allowedOrigins, 'none')}</dd>` : null}
+    ${
+      key.type === 'private'
+        ? html`<dt>Allowed IPs</dt><dd>${list(key.allowedIps, 'any address')}${key.ipPolicy === 'report' ? html` <span class="badge report">Report only</span>` : null}</dd>`
+        : null
+    }
     <dt>Expires</dt><dd>${expiry(key, view.now)}</dd>
     <dt>Last used</dt><dd>${lastUsed(key, view.now)}</dd>
     <dt>Created</dt><dd>${time(key.createdAt, formatDateTime(new Date(key.createdAt)))} by ${key.createdBy}</dd>

@@ -34,7 +34,7 @@ import type { memberMacro } from './member.ts'
 import { narrowestEntry } from './narrowest.ts'
 import { KeyParams, keyNotFound, MISSING_KEY, type OwnKeys } from './own-keys.ts'
 import type { SignedIn } from './sessions.ts'
-import { refusedOriginsPanel, scopesPanel, usagePanel, usageWindow, type UsageRange } from './usage-views.ts'
+import { refusedIpsPanel, refusedOriginsPanel, scopesPanel, usagePanel, usageWindow, type UsageRange } from './usage-views.ts'
 import { KEYS_PATH, messagePage } from './views.ts'
 
 /** Entries of the trail on a key's page. */
@@ -182,7 +182,7 @@ export function keysPlugin(deps: {
               created: query.created !== undefined,
               replacement,
               predecessor,
-              more: html`${usagePanel(key, report, range)}${key.type === 'public' ? refusedOriginsPanel(member, key, report, now, range) : null}${key.revokedAt ? null : scopesPanel(member, key, report, now)}${keyTrailPanel(key, trail.slice(0, KEY_TRAIL), byId, now, trail.length > KEY_TRAIL)}`,
+              more: html`${usagePanel(key, report, range)}${key.type === 'public' ? refusedOriginsPanel(member, key, report, now, range) : refusedIpsPanel(key, report, now, range)}${key.revokedAt ? null : scopesPanel(member, key, report, now)}${keyTrailPanel(key, trail.slice(0, KEY_TRAIL), byId, now, trail.length > KEY_TRAIL)}`,
               flash: allowed
                 ? html`<div class="alert success" role="status">Added <code>${allowed}</code> to the allowed origins. It applies from the key's next request.</div>`
                 : removed

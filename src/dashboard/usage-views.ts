@@ -1,3 +1,4 @@
+import { networkOf } from '../access/ip/network.ts'
 import { compileOriginMatcher } from '../access/origin.ts'
 import type { KeyRecord } from '../keys/service.ts'
 import { NO_ORIGIN } from '../usage/recorder.ts'
@@ -186,4 +187,31 @@ function removeScope(who: SignedIn, key: KeyRecord, scope: string): Html {
     </form>
   </div>
 </details>`
+}
+
+/**
+ * Client addresses a private key's allowedIps refused (contract section 14). Read-only:
+ * members cannot edit private keys; an operator allows an address with the admin API or
+ * the CLI (`--allow-ip`), so the panel names the entry to add (the address, or its /24 or /64).
+ */
+export function refusedIpsPanel(key: KeyRecord, report: UsageReport, now: Date, range: UsageRange): Html {
+  return html`<section class="panel" aria-labelledby="refused-ips-heading" id="refused-ips">
+  <h2 id="refused-ips-heading">Refused addresses</h2>
+  ${
+    report.refusedIps.length === 0
+      ? html`<p class="muted">No request was refused for its client address in ${range === '7d' ? 'the last 7 days' : 'the last 24 hours'}.</p>`
+      : html`<p class="hint">Client addresses the allowed IPs did not allow${key.ipPolicy === 'report' ? ' (served anyway while the key is report-only)' : ''}, most frequent first.</p>
+  <div class="table-wrap"><table class="keys compact">
+    <thead><tr><th scope="col">Address</th><th scope="col">Requests</th><th scope="col">Last seen</th><th scope="col">Its network</th></tr></thead>
+    <tbody>${report.refusedIps.map(
+      (o) => html`<tr>
+      <th scope="row"><code>${o.ip}</code>${o.reported ? html` <span class="badge report">served: report only</span>` : null}</th>
+      <td>${o.count}</td>
+      <td><time datetime="${o.lastSeenAt}" title="${formatDateTime(new Date(o.lastSeenAt))}">${relativeTime(new Date(o.lastSeenAt), now)}</time></td>
+      <td><code>${networkOf(o.ip) ?? '-'}</code></td>
+    </tr>`,
+    )}</tbody>
+  </table></div>`
+  }
+</section>`
 }

@@ -12,6 +12,7 @@ const CODE_MEANINGS: Record<ErrorCode, string> = {
   expired_api_key: 'the key is past its `expiresAt`',
   unauthorized: 'the admin token is missing or wrong',
   origin_not_allowed: "a public key was sent from an origin outside the key's allowed origins",
+  ip_not_allowed: "a private key was sent from a client address outside the key's allowed IPs",
   public_key_not_allowed: 'this endpoint takes private keys only',
   insufficient_scope: "the key lacks this endpoint's scope",
   invalid_request: 'a field, parameter or body is invalid; the message names it and the fix',
@@ -75,7 +76,7 @@ export interface RouteFacts {
 export function errorCodesOf(route: RouteFacts): ErrorCode[] {
   const codes: ErrorCode[] = []
   if (route.guard === 'key') {
-    codes.push('missing_api_key', 'malformed_api_key', 'invalid_api_key', 'expired_api_key', 'origin_not_allowed')
+    codes.push('missing_api_key', 'malformed_api_key', 'invalid_api_key', 'expired_api_key', 'origin_not_allowed', 'ip_not_allowed')
     if (!route.access?.public) codes.push('public_key_not_allowed')
     if (route.access?.scope) codes.push('insufficient_scope')
   } else {

@@ -1,3 +1,4 @@
+import { parseIpEntries } from '../access/ip/entry.ts'
 import { parseAllowedOrigins } from '../access/origin.ts'
 import { isScope, PUBLIC_KEY_SCOPES, SCOPES, type Scope } from '../access/scopes.ts'
 import type { KeyType } from '../access/key-format.ts'
@@ -18,6 +19,10 @@ export interface KeySettingsInput {
   rateLimit?: { limit: number; windowSeconds: number } | null
   /** Public keys: `report` serves and counts origins the list does not allow (section 11). */
   originPolicy?: OriginPolicy
+  /** Private keys: client addresses and CIDR ranges allowed (section 14); empty: any. */
+  allowedIps?: readonly string[]
+  /** Private keys: `report` serves and counts addresses the list does not allow. */
+  ipPolicy?: OriginPolicy
 }
 
 export const ORIGIN_POLICIES = ['enforce', 'report'] as const
@@ -33,6 +38,8 @@ export interface KeySettings {
   rateLimitLimit?: number | null
   rateLimitWindowSeconds?: number | null
   originPolicy?: OriginPolicy
+  allowedIps?: string[]
+  ipPolicy?: OriginPolicy
 }
 
 /**
@@ -168,6 +175,34 @@ export function checkKeySettings(
         message: 'originPolicy "report" is for public keys: a private key has no allowed origins to report on.',
       })
     } else settings.originPolicy = input.originPolicy
+  }
+
+  if (input.allowedIps !== undefined) {
+    if (type === 'public' && input.allowedIps.length > 0) {
+      problems.push({
+        field: 'allowedIps',
+        message:
+          'A public key takes no allowed IPs: browsers call from anywhere, so a public key is restricted by its allowed origins. Leave allowedIps empty, or use a private key from your servers.',
+      })
+    } else {
+      const parsed = parseIpEntries(input.allowedIps)
+      if (parsed.ok) settings.allowedIps = parsed.entries
+      else for (const e of parsed.errors) problems.push({ field: `allowedIps[${e.index}]`, message: e.reason })
+    }
+  }
+
+  if (input.ipPolicy !== undefined) {
+    if (!ORIGIN_POLICIES.includes(input.ipPolicy)) {
+      problems.push({
+        field: 'ipPolicy',
+        message: 'ipPolicy must be "enforce" (refuse other addresses) or "report" (serve and count them).',
+      })
+    } else if (type === 'public' && input.ipPolicy !== 'enforce') {
+      problems.push({
+        field: 'ipPolicy',
+        message: 'ipPolicy "report" is for private keys: a public key has no allowed IPs to report on.',
+      })
+    } else settings.ipPolicy = input.ipPolicy
   }
 
   return problems.length ? { ok: false, problems } : { ok: true, settings }

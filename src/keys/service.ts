@@ -32,6 +32,8 @@ export function toKeyRecord(row: ApiKeyRow): KeyRecord {
     revokedAt: row.revokedAt?.toISOString() ?? null,
     rateLimit: storedRateLimit(row),
     originPolicy: row.originPolicy,
+    allowedIps: row.allowedIps,
+    ipPolicy: row.ipPolicy,
     rolledFrom: row.rolledFrom,
     replacedBy: row.replacedBy,
   }
@@ -53,6 +55,8 @@ const AUDITED_FIELDS = [
   'expiresAt',
   'rateLimit',
   'originPolicy',
+  'allowedIps',
+  'ipPolicy',
   'replacedBy',
   'revokedAt',
 ] as const satisfies readonly (keyof KeyRecord)[]
@@ -113,6 +117,8 @@ export function createKeyService(db: Db, onChange: (keyHash: string) => void) {
           rateLimitLimit: settings.rateLimitLimit ?? null,
           rateLimitWindowSeconds: settings.rateLimitWindowSeconds ?? null,
           originPolicy: settings.originPolicy ?? 'enforce',
+          allowedIps: settings.allowedIps ?? [],
+          ipPolicy: settings.ipPolicy ?? 'enforce',
           createdBy: input.createdBy,
         })
         await recordChange(tx, { businessId, action: 'key.created', by, keyId: made.row.id, changes: creation(made.row) })
@@ -211,6 +217,8 @@ export function createKeyService(db: Db, onChange: (keyHash: string) => void) {
           rateLimitLimit: old.rateLimitLimit,
           rateLimitWindowSeconds: old.rateLimitWindowSeconds,
           originPolicy: old.originPolicy,
+          allowedIps: old.allowedIps,
+          ipPolicy: old.ipPolicy,
           createdBy: old.createdBy,
           rolledFrom: old.id,
         })

@@ -23,6 +23,7 @@ export const AUTH_REFUSAL_CODES = [
   'invalid_api_key',
   'expired_api_key',
   'origin_not_allowed',
+  'ip_not_allowed',
   'public_key_not_allowed',
   'insufficient_scope',
 ] as const

@@ -21,6 +21,8 @@ export interface UsageRecorder {
   refused(keyId: string, code: string, at: number): void
   /** An Origin the key's list does not allow: refused, or served (`reported`, originPolicy report). */
   origin(keyId: string, origin: string | null, reported: boolean, at: number): void
+  /** A client address a private key's allowedIps do not allow: refused, or served (`reported`, ipPolicy report). */
+  ip(keyId: string, address: string, reported: boolean, at: number): void
   flush(): Promise<void>
   close(): Promise<void>
   readonly stats: { dropped: number; flushes: number }
@@ -35,6 +37,16 @@ export const NO_ORIGIN = '(no Origin header)'
 
 /** How long each resolution is kept (docs/decisions.md): the retention job deletes older rows. */
 export const USAGE_RETENTION = { minutes: 2 * DAY, hours: 35 * DAY, days: 400 * DAY, origins: 35 * DAY } as const
+
+interface SeenRow {
+  key_id: string
+  hour: string
+  reported: boolean
+  /** The origin, or the client address for key_refused_ips. */
+  origin: string
+  count: number
+  last_seen_at: string
+}
 
 interface OriginCount {
   count: number
@@ -62,7 +74,9 @@ export function createUsageRecorder(
   // Each key's counter for its current minute, and the finished ones waiting for a flush.
   let current = new Map<string, KeyMinute>()
   let finished: KeyMinute[] = []
-  // "keyId hourStart reported origin" -> count and last seen
+  // "keyId hourStart flag origin" -> count and last seen. The flag says reported or not,
+  // and whether the name is an origin (r/e) or a client address (ir/ie, section 14): one
+  // map, so both share the bound and the keep-on-failure logic.
   let origins = new Map<string, OriginCount>()
   const stats = { dropped: 0, flushes: 0 }
   let flushing: Promise<void> = Promise.resolve()
@@ -82,6 +96,15 @@ export function createUsageRecorder(
     return fresh
   }
 
+  function count(entry: string, at: number): void {
+    const seen = origins.get(entry)
+    if (seen) {
+      seen.count++
+      seen.lastSeen = at
+    } else if (origins.size < maxEntries) origins.set(entry, { count: 1, lastSeen: at })
+    else stats.dropped++
+  }
+
   const timer = setInterval(() => void flush(), interval)
   timer.unref?.()
 
@@ -96,19 +119,22 @@ export function createUsageRecorder(
         if ((lastUse.get(entry)?.at ?? 0) < at) lastUse.set(entry, { key_id: counter.keyId, scope, at })
       }
     }
-    const seen = [...batch.origins].map(([entry, c]) => {
+    const seen: SeenRow[] = []
+    const seenIps: SeenRow[] = []
+    for (const [entry, c] of batch.origins) {
       const space1 = entry.indexOf(' ')
       const space2 = entry.indexOf(' ', space1 + 1)
       const space3 = entry.indexOf(' ', space2 + 1)
-      return {
+      const flag = entry.slice(space2 + 1, space3)
+      ;(flag.startsWith('i') ? seenIps : seen).push({
         key_id: entry.slice(0, space1),
         hour: new Date(Number(entry.slice(space1 + 1, space2))).toISOString(),
-        reported: entry.slice(space2 + 1, space3) === 'r',
+        reported: flag.endsWith('r'),
         origin: entry.slice(space3 + 1),
         count: c.count,
         last_seen_at: new Date(c.lastSeen).toISOString(),
-      }
-    })
+      })
+    }
     const used = [...lastUse.values()].map((use) => ({
       key_id: use.key_id,
       scope: use.scope,
@@ -143,6 +169,17 @@ export function createUsageRecorder(
             set count = key_refused_origins.count + excluded.count,
                 last_seen_at = greatest(key_refused_origins.last_seen_at, excluded.last_seen_at)`)
       }
+      if (seenIps.length > 0) {
+        await tx.execute(sql`
+          insert into key_refused_ips (key_id, ip, hour, reported, count, last_seen_at)
+          select key_id, origin, hour, reported, count, last_seen_at
+          from jsonb_to_recordset(${JSON.stringify(seenIps)}::jsonb)
+            as o(key_id uuid, origin text, hour timestamptz, reported boolean, count bigint, last_seen_at timestamptz)
+          where exists (select 1 from api_keys k where k.id = o.key_id)
+          on conflict (key_id, ip, hour, reported) do update
+            set count = key_refused_ips.count + excluded.count,
+                last_seen_at = greatest(key_refused_ips.last_seen_at, excluded.last_seen_at)`)
+      }
       if (used.length > 0) {
         await tx.execute(sql`
           insert into key_scope_uses (key_id, scope, last_used_at)
@@ -161,6 +198,7 @@ export function createUsageRecorder(
     await db.execute(sql`delete from key_usage_hours where at < ${before(USAGE_RETENTION.hours)}::timestamptz`)
     await db.execute(sql`delete from key_usage_days where at < ${before(USAGE_RETENTION.days)}::timestamptz`)
     await db.execute(sql`delete from key_refused_origins where hour < ${before(USAGE_RETENTION.origins)}::timestamptz`)
+    await db.execute(sql`delete from key_refused_ips where hour < ${before(USAGE_RETENTION.origins)}::timestamptz`)
   }
 
   function flush(): Promise<void> {
@@ -213,14 +251,10 @@ export function createUsageRecorder(
       refused.set(code, (refused.get(code) ?? 0) + 1)
     },
     origin(keyId, origin, reported, at) {
-      const name = origin === null ? NO_ORIGIN : origin.slice(0, MAX_ORIGIN)
-      const entry = `${keyId} ${at - (at % HOUR)} ${reported ? 'r' : 'e'} ${name}`
-      const current = origins.get(entry)
-      if (current) {
-        current.count++
-        current.lastSeen = at
-      } else if (origins.size < maxEntries) origins.set(entry, { count: 1, lastSeen: at })
-      else stats.dropped++
+      count(`${keyId} ${at - (at % HOUR)} ${reported ? 'r' : 'e'} ${origin === null ? NO_ORIGIN : origin.slice(0, MAX_ORIGIN)}`, at)
+    },
+    ip(keyId, address, reported, at) {
+      count(`${keyId} ${at - (at % HOUR)} ${reported ? 'ir' : 'ie'} ${address.slice(0, MAX_ORIGIN)}`, at)
     },
     flush,
     async close() {

@@ -26,6 +26,7 @@ export interface UsageReport {
   interval: UsageInterval
   series: UsagePoint[]
   refusedOrigins: { origin: string; count: number; lastSeenAt: string; reported: boolean }[]
+  refusedIps: { ip: string; count: number; lastSeenAt: string; reported: boolean }[]
   scopes: { scope: string; lastUsedAt: string | null }[]
 }
 
@@ -37,7 +38,7 @@ export function periodStart(at: number, interval: UsageInterval): number {
 /**
  * A key's usage between `from` and `to` (contract section 11): every period of the range
  * in order, zeros included (a chart needs no gap-filling), the 50 most frequent refused
- * origins of the range, and each of the key's scopes with its last use.
+ * origins and client addresses of the range, and each of the key's scopes with its last use.
  */
 export async function usageReport(
   db: Db,
@@ -70,6 +71,16 @@ export async function usageReport(
         order by sum(count) desc, origin
         limit 50`,
   )
+  const ips = await queryRows<{ ip: string; count: string | number; last_seen_at: string | Date; reported: boolean }>(
+    db,
+    sql`select ip, reported, sum(count) as count, max(last_seen_at) as last_seen_at
+        from key_refused_ips
+        where key_id = ${key.id}::uuid and hour >= ${new Date(periodStart(range.from, 'hour')).toISOString()}::timestamptz
+          and hour < ${new Date(range.to).toISOString()}::timestamptz
+        group by ip, reported
+        order by sum(count) desc, ip
+        limit 50`,
+  )
   const used = await queryRows<{ scope: string; last_used_at: string | Date }>(
     db,
     sql`select scope, last_used_at from key_scope_uses where key_id = ${key.id}::uuid`,
@@ -83,6 +94,12 @@ export async function usageReport(
     series: [...points.values()],
     refusedOrigins: origins.map((row) => ({
       origin: row.origin,
+      count: Number(row.count),
+      lastSeenAt: new Date(row.last_seen_at).toISOString(),
+      reported: row.reported,
+    })),
+    refusedIps: ips.map((row) => ({
+      ip: row.ip,
       count: Number(row.count),
       lastSeenAt: new Date(row.last_seen_at).toISOString(),
       reported: row.reported,

@@ -2,7 +2,7 @@ import { describe, expect, test } from 'bun:test'
 import { eq } from 'drizzle-orm'
 import { apiKeys } from '../../db/schema/index.ts'
 import { testDatabase } from '../support/database.ts'
-import { TEST_AUTHOR, call, errorOf, seedKey, testService } from '../support/service.ts'
+import { TEST_AUTHOR, behindTrustedProxy, call, errorOf, seedKey, testService } from '../support/service.ts'
 import { getPage, KEYS, memberOf, postForm, type Session } from './support.ts'
 
 const db = async () => (await testDatabase()).db
@@ -281,6 +281,33 @@ describe('editing a key', () => {
     expect(text).not.toContain(key)
     expect(text).toContain('cannot be shown again')
     expect((await getPage(service, `${KEYS}/${record.id}/edit`, session)).status).toBe(409)
+  })
+
+  test("a private key's page shows its allowed IPs and IP policy (contract section 14)", async () => {
+    const service = await testService()
+    const { businessId, session } = await memberOf(service)
+    const { record } = await seedKey(service, businessId, { type: 'private' })
+    const open = await (await getPage(service, `${KEYS}/${record.id}`, session)).text()
+    expect(open).toContain('Allowed IPs')
+    expect(open).toContain('any address')
+    await service.services.keys.update(null, record.id, { allowedIps: ['203.0.113.0/24'], ipPolicy: 'report' }, TEST_AUTHOR)
+    const restricted = await (await getPage(service, `${KEYS}/${record.id}`, session)).text()
+    expect(restricted).toContain('203.0.113.0/24')
+    expect(restricted).toContain('Report only')
+  })
+
+  test("a private key's page lists the addresses it refused, with each one's network", async () => {
+    const service = await testService({ clientAddress: behindTrustedProxy })
+    const { businessId, session } = await memberOf(service)
+    const { record, key } = await seedKey(service, businessId, { type: 'private' })
+    await service.services.keys.update(null, record.id, { allowedIps: ['203.0.113.0/24'] }, TEST_AUTHOR)
+    const refused = await call(service, '/api/v0/whoami', { key, headers: { 'x-forwarded-for': '198.51.100.77' } })
+    expect(refused.status).toBe(403)
+    await service.services.usage.flush()
+    const page = await (await getPage(service, `${KEYS}/${record.id}`, session)).text()
+    expect(page).toContain('Refused addresses')
+    expect(page).toContain('198.51.100.77')
+    expect(page).toContain('198.51.100.0/24')
   })
 })
 
