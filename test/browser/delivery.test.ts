@@ -1,8 +1,8 @@
 import { chromiumMissing } from '../support/chromium.ts'
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'bun:test'
-import type { BrowserContext, Page } from 'playwright-core'
+import type { BrowserContext, Page, Request } from 'playwright-core'
 import { eq } from 'drizzle-orm'
-import { mkdtempSync } from 'node:fs'
+import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { analyticsEvents } from '../../db/schema/index.ts'
@@ -43,6 +43,7 @@ afterEach(async () => {
 afterAll(async () => {
   await stopServiceProcess()
   await killStartedProcesses()
+  if (processDir) rmSync(processDir, { recursive: true, force: true })
   await stopApi()
   await harness?.close()
 }, DELIVERY_TIMEOUT)
@@ -51,9 +52,10 @@ afterAll(async () => {
 // process owns it at a time, DATA_DIR/keygate.lock), or this run's DATABASE_URL; a fixed
 // port so the page's data-api stays right across the restart.
 const databaseUrl = process.env.DATABASE_URL
+const processDir = databaseUrl ? undefined : mkdtempSync(join(tmpdir(), 'kg-delivery-'))
 const processEnv: Record<string, string> = {
   ADMIN_TOKEN,
-  ...(databaseUrl ? { DATABASE_URL: databaseUrl } : { DATA_DIR: join(mkdtempSync(join(tmpdir(), 'kg-delivery-')), 'data') }),
+  ...(processDir ? { DATA_DIR: join(processDir, 'data') } : { DATABASE_URL: databaseUrl! }),
 }
 let serviceProcess: ReturnType<typeof startProcess> | undefined
 let processPort = 0
@@ -343,6 +345,46 @@ describe.skipIf(chromiumMissing)('the snippet delivers every event once (contrac
       // The budget was met: the snippet waited out at least one 429.
       expect(tab.posts).toContain(429)
       expect(tab.consoleLines.some((line) => line.includes('[keygate] rate_limited'))).toBe(true)
+    },
+    DELIVERY_TIMEOUT,
+  )
+
+  test(
+    '(g) after a 429, the next request comes no earlier than its Retry-After',
+    async () => {
+      // A budget of 1 request per 3 s: the automatic page view spends it, the next call is a 429.
+      const { key, businessId } = await publicKey({ limit: 1, windowSeconds: 3 })
+      servePage('/g', key)
+      const context = await newContext()
+      const page = await context.newPage()
+      const isPost = (url: string, method: string) => url.endsWith('/api/v0/analytics') && method === 'POST'
+      // Every analytics POST, timed by the browser itself (Request.timing(): wall-clock start,
+      // response offsets from it), so event delivery to this process adds no jitter.
+      const posts: Request[] = []
+      page.on('request', (request) => void (isPost(request.url(), request.method()) && posts.push(request)))
+      await page.goto(`${harness.allowedOrigin}/g`)
+      await page.waitForFunction(() => (window as { keygate?: { version?: number } }).keygate?.version === 0, null, { timeout: 5000 })
+      const deadline = Date.now() + 5000
+      while (posts.length < 1 && Date.now() < deadline) await Bun.sleep(25)
+      await Bun.sleep(200)
+      const tab: Tab = { page, consoleLines: [], pageErrors: [], posts: [] }
+      await track(tab, 'g', 1)
+      expect(await results(tab)).toEqual([true])
+      const answered = await Promise.all(posts.map(async (request) => ({ request, response: await request.response() })))
+      const refused = answered.findIndex(({ response }) => response?.status() === 429)
+      expect(refused).toBeGreaterThanOrEqual(0)
+      const { request, response } = answered[refused]!
+      const retryAfter = Number(response!.headers()['retry-after'])
+      expect(retryAfter).toBeGreaterThanOrEqual(1)
+      // When the 429's headers reached the browser, and when the next POST left it.
+      const refusedAt = request.timing().startTime + request.timing().responseStart
+      const next = answered[refused + 1]
+      expect(next).toBeDefined()
+      const waitedMs = next!.request.timing().startTime - refusedAt
+      console.log(`[delivery] g (Retry-After): ${JSON.stringify({ retryAfter, waitedSeconds: Number((waitedMs / 1000).toFixed(3)) })}`)
+      expect(waitedMs).toBeGreaterThanOrEqual(retryAfter * 1000)
+      const { perTag } = await measure('g (after the 429)', businessId, 1, refusedAt)
+      expectEachOnce(perTag, tags('g', 1))
     },
     DELIVERY_TIMEOUT,
   )
