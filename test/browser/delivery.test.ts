@@ -1,17 +1,23 @@
 import { chromiumMissing } from '../support/chromium.ts'
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'bun:test'
-import type { BrowserContext, Page } from 'playwright-core'
+import type { BrowserContext, Page, Request } from 'playwright-core'
 import { eq } from 'drizzle-orm'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { analyticsEvents } from '../../db/schema/index.ts'
 import type { Service } from '../../src/app.ts'
 import { testDatabase } from '../support/database.ts'
-import { seedBusiness, seedKey, testService } from '../support/service.ts'
+import { killStartedProcesses, startProcess } from '../support/process.ts'
+import { ADMIN_TOKEN, seedBusiness, seedKey, testService } from '../support/service.ts'
 import { startHarness, type Harness } from './support.ts'
 
 // Contract section 15 in a real browser: the snippet's queue, retries and promises while
 // the service is stopped, rate-limits or refuses. The snippet itself comes from the
 // harness's server (always up); events go to a second service on the same database, on a
-// port of its own, that the tests stop and start again ("the outage").
+// port of its own, that the tests stop and start again ("the outage"). The outage cases
+// (a) and (b) use the real thing: the service as a separate OS process (`bun src/index.ts`)
+// stopped with SIGTERM, then a fresh process on the same database and the same port.
 
 // Real backoff (1 s doubling to 30 s) and outages of a few seconds: tests take seconds.
 const DELIVERY_TIMEOUT = 90_000
@@ -25,17 +31,120 @@ beforeAll(async () => {
   if (chromiumMissing) return
   harness = await startHarness()
   await startApi()
+  await startServiceProcess()
 }, DELIVERY_TIMEOUT)
 
 afterEach(async () => {
   await Promise.all(contexts.splice(0).map((context) => context.close().catch(() => {})))
   if (!api) await startApi()
+  if (!serviceProcess && !chromiumMissing) await startServiceProcess()
 })
 
 afterAll(async () => {
+  await stopServiceProcess()
+  await killStartedProcesses()
+  if (processDir) rmSync(processDir, { recursive: true, force: true })
   await stopApi()
   await harness?.close()
 }, DELIVERY_TIMEOUT)
+
+// The service process of cases (a) and (b): the embedded engine in a temp DATA_DIR (one
+// process owns it at a time, DATA_DIR/keygate.lock), or this run's DATABASE_URL; a fixed
+// port so the page's data-api stays right across the restart.
+const databaseUrl = process.env.DATABASE_URL
+const processDir = databaseUrl ? undefined : mkdtempSync(join(tmpdir(), 'kg-delivery-'))
+const processEnv: Record<string, string> = {
+  ADMIN_TOKEN,
+  ...(processDir ? { DATA_DIR: join(processDir, 'data') } : { DATABASE_URL: databaseUrl! }),
+}
+let serviceProcess: ReturnType<typeof startProcess> | undefined
+let processPort = 0
+
+function freePort(): number {
+  const probe = Bun.serve({ port: 0, hostname: '0.0.0.0', fetch: () => new Response() })
+  const port = probe.port!
+  probe.stop(true)
+  return port
+}
+
+async function startServiceProcess() {
+  processPort ||= freePort()
+  const started = startProcess({ ...processEnv, PORT: String(processPort) })
+  try {
+    expect(await started.listening()).toBe(processPort)
+  } catch (error) {
+    started.child.kill('SIGKILL')
+    await started.exited()
+    throw error
+  }
+  serviceProcess = started
+}
+
+/** SIGTERM, as operators stop it: resolves once the process has exited (lock released). */
+async function stopServiceProcess() {
+  if (!serviceProcess) return
+  const stopping = serviceProcess
+  serviceProcess = undefined
+  const code = await stopping.stop()
+  if (code !== 0) throw new Error(`the service process exited ${code}: ${stopping.output()}`)
+}
+
+const processOrigin = () => `http://localhost:${processPort}`
+const processBase = () => `http://127.0.0.1:${processPort}`
+
+async function adminPost<T>(path: string, body: unknown): Promise<T> {
+  const response = await fetch(`${processBase()}/admin/v0${path}`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  })
+  expect(response.status).toBe(201)
+  return (await response.json()) as T
+}
+
+/** Through the process's admin API: a business, its public key for the page, a private key to read events. */
+async function processKeys() {
+  const business = await adminPost<{ id: string }>('/businesses', { name: 'Delivery outage' })
+  const { key } = await adminPost<{ key: string }>(`/businesses/${business.id}/keys`, {
+    type: 'public',
+    name: 'site',
+    scopes: ['ANALYTICS_WRITE'],
+    allowedOrigins: [harness.allowedEntry],
+    createdBy: 'delivery test',
+  })
+  const { key: readKey } = await adminPost<{ key: string }>(`/businesses/${business.id}/keys`, {
+    type: 'private',
+    name: 'reader',
+    scopes: ['ANALYTICS_READ'],
+    // Polled while waiting for delivery: the default budget is not what is under test.
+    rateLimit: { limit: 1_000_000, windowSeconds: 1 },
+    createdBy: 'delivery test',
+  })
+  return { key, readKey, businessId: business.id }
+}
+
+/** The stored 'delivery' events, read through GET /api/v0/analytics (every page). */
+async function storedViaApi(readKey: string): Promise<StoredRow[]> {
+  const rows: StoredRow[] = []
+  let cursor: string | null = null
+  do {
+    const url = new URL(`${processBase()}/api/v0/analytics`)
+    url.searchParams.set('type', 'delivery')
+    url.searchParams.set('limit', '1000')
+    if (cursor) url.searchParams.set('cursor', cursor)
+    const response = await fetch(url, { headers: { authorization: `Bearer ${readKey}` } })
+    if (response.status !== 200) throw new Error(`GET /api/v0/analytics answered ${response.status}: ${await response.text()}`)
+    const page = (await response.json()) as {
+      data: { id: string; eventType: string; properties: { tag: string }; receivedAt: string }[]
+      nextCursor: string | null
+    }
+    for (const event of page.data) {
+      if (event.eventType === 'delivery') rows.push({ id: event.id, tag: event.properties.tag, receivedAt: event.receivedAt })
+    }
+    cursor = page.nextCursor
+  } while (cursor)
+  return rows
+}
 
 /** A fresh service process state (new app, limiter and caches) on the same database and port. */
 async function startApi() {
@@ -64,12 +173,12 @@ async function publicKey(rateLimit?: { limit: number; windowSeconds: number }) {
   return { key, businessId }
 }
 
-/** Serves a snippet page at `path` whose events go to the stoppable service. */
-function servePage(path: string, key: string) {
+/** Serves a snippet page at `path` whose events go to the stoppable service (or to `api`). */
+function servePage(path: string, key: string, api = apiOrigin()) {
   harness.setPage(
     path,
     `<!doctype html><html><head><title>shop</title>
-<script async src="${harness.apiOrigin}/sdk/v0.js" data-key="${key}" data-api="${apiOrigin()}"></script>
+<script async src="${harness.apiOrigin}/sdk/v0.js" data-key="${key}" data-api="${api}"></script>
 </head><body></body></html>`,
   )
 }
@@ -121,7 +230,13 @@ async function track(tab: Tab, tag: string, count: number, first = 0, spacingMs 
 
 const results = (tab: Tab) => tab.page.evaluate(() => Promise.all((window as unknown as { results: Promise<boolean>[] }).results))
 
-async function storedTags(businessId: string) {
+interface StoredRow {
+  id: string
+  tag: string
+  receivedAt: string | Date
+}
+
+async function storedTags(businessId: string): Promise<StoredRow[]> {
   const { db } = await testDatabase()
   const rows = await db.select().from(analyticsEvents).where(eq(analyticsEvents.businessId, businessId))
   return rows
@@ -130,16 +245,17 @@ async function storedTags(businessId: string) {
 }
 
 /** Polls (bounded) until `tracked` distinct tags are stored; returns the case's figures. */
-async function measure(name: string, businessId: string, tracked: number, back: number, timeoutMs = 60_000) {
+async function measure(name: string, source: string | (() => Promise<StoredRow[]>), tracked: number, back: number, timeoutMs = 60_000) {
+  const read = typeof source === 'string' ? () => storedTags(source) : source
   const deadline = Date.now() + timeoutMs
-  let rows = await storedTags(businessId)
+  let rows = await read()
   while (new Set(rows.map((row) => row.tag)).size < tracked && Date.now() < deadline) {
     await Bun.sleep(100)
-    rows = await storedTags(businessId)
+    rows = await read()
   }
   // Settle a moment so a late duplicate would be counted too.
   await Bun.sleep(500)
-  rows = await storedTags(businessId)
+  rows = await read()
   const perTag = new Map<string, number>()
   for (const row of rows) perTag.set(row.tag, (perTag.get(row.tag) ?? 0) + 1)
   // The stored id is the snippet's: one id per tracked call, each stored once.
@@ -169,15 +285,15 @@ describe.skipIf(chromiumMissing)('the snippet delivers every event once (contrac
   test(
     '(a) 20 events tracked while the service is stopped are all stored once, from the same page',
     async () => {
-      const { key, businessId } = await publicKey()
-      servePage('/a', key)
+      const { key, readKey } = await processKeys()
+      servePage('/a', key, processOrigin())
       const tab = await openTab(await newContext(), '/a')
-      await stopApi()
+      await stopServiceProcess()
       await track(tab, 'a', 20)
       await Bun.sleep(2500)
-      await startApi()
+      await startServiceProcess()
       const back = Date.now()
-      const { perTag } = await measure('a (outage, same page)', businessId, 20, back)
+      const { perTag } = await measure('a (process outage, same page)', () => storedViaApi(readKey), 20, back)
       expectEachOnce(perTag, tags('a', 20))
       expect(await results(tab)).toEqual(Array(20).fill(true))
       expect(tab.pageErrors).toEqual([])
@@ -188,12 +304,12 @@ describe.skipIf(chromiumMissing)('the snippet delivers every event once (contrac
   test(
     '(b) events of a page left and of a closed tab during an outage go out from the next page',
     async () => {
-      const { key, businessId } = await publicKey()
-      servePage('/b1', key)
-      servePage('/b2', key)
+      const { key, readKey } = await processKeys()
+      servePage('/b1', key, processOrigin())
+      servePage('/b2', key, processOrigin())
       const context = await newContext()
       const first = await openTab(context, '/b1')
-      await stopApi()
+      await stopServiceProcess()
       await track(first, 'b', 5)
       // A navigation: the page goes, its queue stays.
       await first.page.goto(`${harness.allowedOrigin}/b2`)
@@ -205,10 +321,10 @@ describe.skipIf(chromiumMissing)('the snippet delivers every event once (contrac
       // The closed tab.
       await first.page.close()
       await Bun.sleep(1000)
-      await startApi()
+      await startServiceProcess()
       const back = Date.now()
       const next = await openTab(context, '/b1')
-      const { perTag } = await measure('b (navigation + closed tab)', businessId, 10, back)
+      const { perTag } = await measure('b (process outage, navigation + closed tab)', () => storedViaApi(readKey), 10, back)
       expectEachOnce(perTag, tags('b', 10))
       expect(next.pageErrors).toEqual([])
     },
@@ -229,6 +345,46 @@ describe.skipIf(chromiumMissing)('the snippet delivers every event once (contrac
       // The budget was met: the snippet waited out at least one 429.
       expect(tab.posts).toContain(429)
       expect(tab.consoleLines.some((line) => line.includes('[keygate] rate_limited'))).toBe(true)
+    },
+    DELIVERY_TIMEOUT,
+  )
+
+  test(
+    '(g) after a 429, the next request comes no earlier than its Retry-After',
+    async () => {
+      // A budget of 1 request per 3 s: the automatic page view spends it, the next call is a 429.
+      const { key, businessId } = await publicKey({ limit: 1, windowSeconds: 3 })
+      servePage('/g', key)
+      const context = await newContext()
+      const page = await context.newPage()
+      const isPost = (url: string, method: string) => url.endsWith('/api/v0/analytics') && method === 'POST'
+      // Every analytics POST, timed by the browser itself (Request.timing(): wall-clock start,
+      // response offsets from it), so event delivery to this process adds no jitter.
+      const posts: Request[] = []
+      page.on('request', (request) => void (isPost(request.url(), request.method()) && posts.push(request)))
+      await page.goto(`${harness.allowedOrigin}/g`)
+      await page.waitForFunction(() => (window as { keygate?: { version?: number } }).keygate?.version === 0, null, { timeout: 5000 })
+      const deadline = Date.now() + 5000
+      while (posts.length < 1 && Date.now() < deadline) await Bun.sleep(25)
+      await Bun.sleep(200)
+      const tab: Tab = { page, consoleLines: [], pageErrors: [], posts: [] }
+      await track(tab, 'g', 1)
+      expect(await results(tab)).toEqual([true])
+      const answered = await Promise.all(posts.map(async (request) => ({ request, response: await request.response() })))
+      const refused = answered.findIndex(({ response }) => response?.status() === 429)
+      expect(refused).toBeGreaterThanOrEqual(0)
+      const { request, response } = answered[refused]!
+      const retryAfter = Number(response!.headers()['retry-after'])
+      expect(retryAfter).toBeGreaterThanOrEqual(1)
+      // When the 429's headers reached the browser, and when the next POST left it.
+      const refusedAt = request.timing().startTime + request.timing().responseStart
+      const next = answered[refused + 1]
+      expect(next).toBeDefined()
+      const waitedMs = next!.request.timing().startTime - refusedAt
+      console.log(`[delivery] g (Retry-After): ${JSON.stringify({ retryAfter, waitedSeconds: Number((waitedMs / 1000).toFixed(3)) })}`)
+      expect(waitedMs).toBeGreaterThanOrEqual(retryAfter * 1000)
+      const { perTag } = await measure('g (after the 429)', businessId, 1, refusedAt)
+      expectEachOnce(perTag, tags('g', 1))
     },
     DELIVERY_TIMEOUT,
   )
