@@ -1,9 +1,11 @@
 import { Elysia, t } from 'elysia'
 import type { Db } from '../../db/client.ts'
+import type { KeyType } from '../access/key-format.ts'
 import { compileOriginMatcher, parseAllowedOrigin } from '../access/origin.ts'
 import { isScope } from '../access/scopes.ts'
 import { byMember } from '../audit/trail.ts'
 import { listChanges } from '../audit/trail.ts'
+import type { Budget } from '../config.ts'
 import { ApiError } from '../errors.ts'
 import { publicOrigin } from '../http/public-origin.ts'
 import { checkKeySettings, type KeySettingsInput } from '../keys/rules.ts'
@@ -48,6 +50,8 @@ const NEW_KEY_DEFAULTS: KeyFormValues = {
   rateLimitLimit: '',
   rateLimitWindow: '',
   reportOnly: false,
+  allowedIps: '',
+  ipReportOnly: false,
 }
 
 const KEYS = '/settings/developers/api-keys'
@@ -65,19 +69,20 @@ const KeyPageQuery = t.Object({
 
 /**
  * Settings > Developers > API keys: the list, creating, showing (usage chart, refused
- * origins, unused scopes, trail), editing, rolling and revoking public keys, the one-click
- * "allow" and "remove a scope", and the JSON helpers of the pages' script. Private keys
- * are shown and revoked here; operators create and change them (contract section 7).
+ * origins, refused addresses, unused scopes, trail), editing, rolling and revoking public keys,
+ * the one-click "allow" and "remove a scope", and the JSON helpers of the pages' script.
+ * Private keys are shown, edited (allowed IPs included) and revoked here; operators create
+ * and roll them (contract section 7), so their plaintext is never shown.
  */
 export function keysPlugin(deps: {
   db: Db
   keys: KeyService
   ownKeys: OwnKeys
   member: ReturnType<typeof memberMacro>
-  /** RATE_LIMIT_PUBLIC, shown on the key form (the dashboard manages public keys). */
-  defaultRateLimit: { limit: number; windowSeconds: number }
+  /** RATE_LIMIT_PUBLIC and RATE_LIMIT_PRIVATE, shown on the key form of each type. */
+  defaultRateLimits: Record<KeyType, Budget>
 }) {
-  const { db, keys, ownKeys, defaultRateLimit } = deps
+  const { db, keys, ownKeys, defaultRateLimits } = deps
 
   /**
    * A one-field change from a button (allow an origin, remove a scope), through the same
@@ -98,7 +103,7 @@ export function keysPlugin(deps: {
     }
   }
 
-  /** The member's key if it may be changed here (public, not revoked); else the page saying why not. */
+  /** The member's key if it may be changed here (not revoked); else the page saying why not. */
   async function editableKey(member: SignedIn, id: string): Promise<ApiKeyRow | Response> {
     const row = await ownKeys.find(member, id)
     if (!row) return keyNotFound(member)
@@ -123,7 +128,7 @@ export function keysPlugin(deps: {
       )
       .get(
         `${KEYS}/new`,
-        ({ member }) => htmlPage(200, keyFormPage(member, { kind: 'create' }, NEW_KEY_DEFAULTS, {}, new Date(), defaultRateLimit)),
+        ({ member }) => htmlPage(200, keyFormPage(member, { kind: 'create' }, NEW_KEY_DEFAULTS, {}, new Date(), defaultRateLimits)),
         { member: 'page' },
       )
       .post(
@@ -131,13 +136,13 @@ export function keysPlugin(deps: {
         async ({ member, body }) => {
           const now = new Date()
           const values = readKeyForm(body)
-          const { input, problems } = keySettingsOf(values)
+          const { input, problems } = keySettingsOf('public', values)
           const checked = checkKeySettings('public', input, now)
           const all = [...problems, ...(checked.ok ? [] : checked.problems)]
           if (all.length > 0) {
             return htmlPage(
               400,
-              keyFormPage(member, { kind: 'create' }, values, formErrorsOf(all, values.expiresOn), now, defaultRateLimit),
+              keyFormPage(member, { kind: 'create' }, values, formErrorsOf('public', all, values.expiresOn), now, defaultRateLimits),
             )
           }
           const created = await keys.create(
@@ -207,7 +212,7 @@ export function keysPlugin(deps: {
           const key = toKeyRecord(row)
           return (
             cannotEdit(member, row) ??
-            htmlPage(200, keyFormPage(member, { kind: 'edit', key }, formValuesOf(key), {}, new Date(), defaultRateLimit))
+            htmlPage(200, keyFormPage(member, { kind: 'edit', key }, formValuesOf(key), {}, new Date(), defaultRateLimits))
           )
         },
         { member: 'page', params: KeyParams },
@@ -220,13 +225,13 @@ export function keysPlugin(deps: {
           const now = new Date()
           const key = toKeyRecord(row)
           const values = readKeyForm(body)
-          const { input, problems } = keySettingsOf(values, key)
-          const checked = checkKeySettings('public', input, now)
+          const { input, problems } = keySettingsOf(row.type, values, key)
+          const checked = checkKeySettings(row.type, input, now)
           const all = [...problems, ...(checked.ok ? [] : checked.problems)]
           if (all.length > 0) {
             return htmlPage(
               400,
-              keyFormPage(member, { kind: 'edit', key }, values, formErrorsOf(all, values.expiresOn), now, defaultRateLimit),
+              keyFormPage(member, { kind: 'edit', key }, values, formErrorsOf(row.type, all, values.expiresOn), now, defaultRateLimits),
             )
           }
           try {
@@ -378,23 +383,11 @@ function noStore<T>(body: T): Response {
 }
 
 function cannotEdit(member: SignedIn, key: ApiKeyRow): Response | null {
-  if (key.revokedAt) {
-    return htmlPage(
-      409,
-      messagePage({ title: 'Key revoked', who: member, message: 'A revoked key cannot be changed; create a new key instead.' }),
-    )
-  }
-  if (key.type === 'private') {
-    return htmlPage(
-      409,
-      messagePage({
-        title: 'Private key',
-        who: member,
-        message: 'Private keys are created and changed by operators through the admin API; here they can be revoked.',
-      }),
-    )
-  }
-  return null
+  if (!key.revokedAt) return null
+  return htmlPage(
+    409,
+    messagePage({ title: 'Key revoked', who: member, message: 'A revoked key cannot be changed; create a new key instead.' }),
+  )
 }
 
 function cannotRoll(member: SignedIn, key: KeyRecord): Response | null {

@@ -141,7 +141,7 @@ export function isUnused(lastUsedAt: string | null, key: { createdAt: string }, 
 
 /** Each scope with its last use; those unused for 30 days offer a one-click "Remove" (confirmed in place). */
 export function scopesPanel(who: SignedIn, key: KeyRecord, report: UsageReport, now: Date): Html {
-  const editable = key.type === 'public' && !key.revokedAt
+  const editable = !key.revokedAt
   const unused = report.scopes.filter((s) => isUnused(s.lastUsedAt, key, now))
   return html`<section class="panel" aria-labelledby="scopes-heading" id="scopes">
   <h2 id="scopes-heading">Scopes and their last use</h2>
@@ -161,9 +161,7 @@ export function scopesPanel(who: SignedIn, key: KeyRecord, report: UsageReport, 
       <td>${s.lastUsedAt ? html`<time datetime="${s.lastUsedAt}" title="${formatDateTime(new Date(s.lastUsedAt))}">${relativeTime(new Date(s.lastUsedAt), now)}</time>` : idle ? 'never' : html`<span class="muted">not used yet</span>`}</td>
       <td>${
         !idle || !editable
-          ? idle && key.type === 'private' && !key.revokedAt
-            ? html`<span class="muted small">Operators change private keys (admin API or CLI).</span>`
-            : null
+          ? null
           : key.scopes.length === 1
             ? html`<span class="muted small">A key needs at least one scope; revoke the key if it is not needed.</span>`
             : removeScope(who, key, s.scope)
@@ -190,9 +188,8 @@ function removeScope(who: SignedIn, key: KeyRecord, scope: string): Html {
 }
 
 /**
- * Client addresses a private key's allowedIps refused (contract section 14). Read-only:
- * members cannot edit private keys; an operator allows an address with the admin API or
- * the CLI (`--allow-ip`), so the panel names the entry to add (the address, or its /24 or /64).
+ * Client addresses a private key's allowedIps refused (contract section 14), each with
+ * its network (its /24 or /64), the entries a member may add on the key's edit form.
  */
 export function refusedIpsPanel(key: KeyRecord, report: UsageReport, now: Date, range: UsageRange): Html {
   return html`<section class="panel" aria-labelledby="refused-ips-heading" id="refused-ips">

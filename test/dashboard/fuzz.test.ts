@@ -15,13 +15,15 @@ interface World {
   service: Service
   session: Session
   keyId: string
+  privateKeyId: string
 }
 
 async function world(): Promise<World> {
   const service = await testService()
   const { businessId, session } = await memberOf(service)
   const key = await seedKey(service, businessId, { name: 'Web', allowedOrigins: ['example.com'] })
-  return { service, session, keyId: key.record.id }
+  const server = await seedKey(service, businessId, { name: 'Server', type: 'private' })
+  return { service, session, keyId: key.record.id, privateKeyId: server.record.id }
 }
 
 async function survives(send: () => Promise<Response>): Promise<void> {
@@ -98,6 +100,18 @@ describe('hostile dashboard forms: never a 5xx, a refused form writes nothing', 
       expiresOn: '',
     })
     await fuzz(form, (body) => postRaw(w, `${KEYS}/${w.keyId}/edit`, body, w.session.cookie))
+  })
+
+  test('edit a private key', async () => {
+    const w = await world()
+    const form = formOf({
+      csrf: w.session.csrf,
+      name: 'Server',
+      allowedIps: '203.0.113.7\n198.51.100.0/24',
+      ipReportOnly: 'on',
+      scopes: 'MEMORY_READ',
+    })
+    await fuzz(form, (body) => postRaw(w, `${KEYS}/${w.privateKeyId}/edit`, body, w.session.cookie))
   })
 
   test("issue 10's forms: roll, allow an origin, remove a scope, add a member, remove one", async () => {

@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'bun:test'
-import { eq } from 'drizzle-orm'
-import { apiKeys } from '../../db/schema/index.ts'
+import { and, eq } from 'drizzle-orm'
+import { apiKeys, auditEntries } from '../../db/schema/index.ts'
 import { testDatabase } from '../support/database.ts'
 import { TEST_AUTHOR, behindTrustedProxy, call, errorOf, seedKey, testService } from '../support/service.ts'
 import { getPage, KEYS, memberOf, postForm, type Session } from './support.ts'
@@ -271,7 +271,7 @@ describe('editing a key', () => {
     expect((await stored(record.id)).allowedOrigins).toEqual(['example.com'])
   })
 
-  test('is not offered for private keys, whose plaintext is never shown', async () => {
+  test('is offered for private keys too, whose plaintext is still never shown', async () => {
     const service = await testService()
     const { businessId, session } = await memberOf(service)
     const { record, key } = await seedKey(service, businessId, { type: 'private' })
@@ -280,7 +280,18 @@ describe('editing a key', () => {
     expect(page.status).toBe(200)
     expect(text).not.toContain(key)
     expect(text).toContain('cannot be shown again')
-    expect((await getPage(service, `${KEYS}/${record.id}/edit`, session)).status).toBe(409)
+    expect(text).toContain(`href="${KEYS}/${record.id}/edit"`)
+    expect(await (await getPage(service, KEYS, session)).text()).toContain(`href="${KEYS}/${record.id}/edit"`)
+    const form = await getPage(service, `${KEYS}/${record.id}/edit`, session)
+    expect(form.status).toBe(200)
+    const fields = await form.text()
+    expect(fields).not.toContain(key)
+    expect(fields).toContain('<textarea id="allowed-ips" name="allowedIps"')
+    expect(fields).toContain('name="ipReportOnly"')
+    expect(fields).not.toContain('name="origins"')
+    // A private key's budget is the key's own, and every scope is offered.
+    expect(fields).toContain('service default: 6000 requests per 60 seconds')
+    expect(fields).toContain('value="MEMORY_WRITE"')
   })
 
   test("a private key's page shows its allowed IPs and IP policy (contract section 14)", async () => {
@@ -308,6 +319,121 @@ describe('editing a key', () => {
     expect(page).toContain('Refused addresses')
     expect(page).toContain('198.51.100.77')
     expect(page).toContain('198.51.100.0/24')
+  })
+})
+
+describe("editing a private key's allowed IPs (contract section 14)", () => {
+  const privateFields = (session: Session, fields: Record<string, string | string[]>) => ({
+    csrf: session.csrf,
+    name: 'Backend',
+    scopes: 'ANALYTICS_READ',
+    ...fields,
+  })
+
+  test('stores the entries canonical, under the member in the trail', async () => {
+    const service = await testService()
+    const { businessId, session } = await memberOf(service)
+    const { record } = await seedKey(service, businessId, { type: 'private', name: 'Backend' })
+    const response = await postForm(
+      service,
+      `${KEYS}/${record.id}/edit`,
+      privateFields(session, { allowedIps: ' 203.0.113.7 \n\n2001:DB8:0:0:0:0:0:0/48\n192.0.2.1/32\n203.0.113.7' }),
+      { cookie: session.cookie },
+    )
+    expect(response.status).toBe(303)
+    expect(response.headers.get('location')).toBe(`${KEYS}/${record.id}?saved=1`)
+    expect(await stored(record.id)).toMatchObject({ allowedIps: ['203.0.113.7', '2001:db8::/48', '192.0.2.1'], ipPolicy: 'enforce' })
+    const trail = await (await db())
+      .select()
+      .from(auditEntries)
+      .where(and(eq(auditEntries.keyId, record.id), eq(auditEntries.action, 'key.updated')))
+    expect(trail).toEqual([
+      expect.objectContaining({
+        actor: 'member:ada@example.com',
+        changes: { allowedIps: { from: [], to: ['203.0.113.7', '2001:db8::/48', '192.0.2.1'] } },
+      }),
+    ])
+    const form = await (await getPage(service, `${KEYS}/${record.id}/edit`, session)).text()
+    expect(form).toContain('>203.0.113.7\n2001:db8::/48\n192.0.2.1</textarea>')
+  })
+
+  test('a range with host bits set is refused next to the field, with the range meant; values kept, nothing stored', async () => {
+    const service = await testService()
+    const { businessId, session } = await memberOf(service)
+    const { record } = await seedKey(service, businessId, { type: 'private' })
+    const response = await postForm(
+      service,
+      `${KEYS}/${record.id}/edit`,
+      privateFields(session, { name: 'Renamed', allowedIps: '203.0.113.7\n198.51.100.7/24' }),
+      { cookie: session.cookie },
+    )
+    expect(response.status).toBe(400)
+    const page = await response.text()
+    expect(page).toContain('one field needs a fix')
+    expect(page).toContain('<a href="#allowed-ips">&quot;198.51.100.7/24&quot; has host bits set: did you mean 198.51.100.0/24?')
+    expect(page).toMatch(/<ul class="field-error" id="allowed-ips-error"[^>]*><li>&quot;198.51.100.7\/24&quot; has host bits set/)
+    expect(page).toMatch(/<textarea id="allowed-ips"[^>]*aria-invalid="true"[^>]*>203.0.113.7\n198.51.100.7\/24<\/textarea>/)
+    expect(page).toContain('value="Renamed"')
+    expect(await stored(record.id)).toMatchObject({ name: 'private key', allowedIps: [] })
+    const updates = await (await db()).select().from(auditEntries).where(eq(auditEntries.action, 'key.updated'))
+    expect(updates).toHaveLength(0)
+  })
+
+  test('the IP report-only checkbox sets ipPolicy "report", and unticking it enforces again', async () => {
+    const service = await testService()
+    const { businessId, session } = await memberOf(service)
+    const { record } = await seedKey(service, businessId, { type: 'private' })
+    const path = `${KEYS}/${record.id}/edit`
+    const on = await postForm(service, path, privateFields(session, { allowedIps: '203.0.113.0/24', ipReportOnly: 'on' }), {
+      cookie: session.cookie,
+    })
+    expect(on.status).toBe(303)
+    expect(await stored(record.id)).toMatchObject({ ipPolicy: 'report', originPolicy: 'enforce' })
+    expect(await (await getPage(service, path, session)).text()).toMatch(
+      /<input type="checkbox" id="ip-report-only" name="ipReportOnly" checked/,
+    )
+    const off = await postForm(service, path, privateFields(session, { allowedIps: '203.0.113.0/24' }), { cookie: session.cookie })
+    expect(off.status).toBe(303)
+    expect((await stored(record.id)).ipPolicy).toBe('enforce')
+  })
+
+  test("takes any scope and the key's own rate limit: the public keys' limits do not apply", async () => {
+    const service = await testService()
+    const { businessId, session } = await memberOf(service)
+    const { record } = await seedKey(service, businessId, { type: 'private' })
+    const response = await postForm(
+      service,
+      `${KEYS}/${record.id}/edit`,
+      privateFields(session, { scopes: ['MEMORY_READ', 'AUDIENCE_PERSON_READ'], rateLimitLimit: '20000', rateLimitWindow: '60' }),
+      { cookie: session.cookie },
+    )
+    expect(response.status).toBe(303)
+    expect(await stored(record.id)).toMatchObject({
+      scopes: ['MEMORY_READ', 'AUDIENCE_PERSON_READ'],
+      rateLimitLimit: 20000,
+      rateLimitWindowSeconds: 60,
+      allowedOrigins: [],
+    })
+  })
+
+  test('a tampered form cannot give a private key origins, nor a public key allowed IPs', async () => {
+    const service = await testService()
+    const { businessId, session } = await memberOf(service)
+    const server = await seedKey(service, businessId, { type: 'private' })
+    const site = await seedKey(service, businessId)
+    const onPrivate = await postForm(service, `${KEYS}/${server.record.id}/edit`, privateFields(session, { origins: 'evil.example' }), {
+      cookie: session.cookie,
+    })
+    expect(onPrivate.status).toBe(303)
+    expect((await stored(server.record.id)).allowedOrigins).toEqual([])
+    const onPublic = await postForm(
+      service,
+      `${KEYS}/${site.record.id}/edit`,
+      { csrf: session.csrf, name: 'Web', origins: 'example.com', scopes: 'ANALYTICS_WRITE', allowedIps: '203.0.113.7', ipReportOnly: 'on' },
+      { cookie: session.cookie },
+    )
+    expect(onPublic.status).toBe(303)
+    expect(await stored(site.record.id)).toMatchObject({ allowedIps: [], ipPolicy: 'enforce' })
   })
 })
 
@@ -405,7 +531,8 @@ describe('pages', () => {
     const service = await testService()
     const { businessId, session } = await memberOf(service)
     const { record } = await seedKey(service, businessId)
-    for (const path of [`${KEYS}/new`, `${KEYS}/${record.id}`, `${KEYS}/${record.id}/edit`]) {
+    const server = await seedKey(service, businessId, { type: 'private' })
+    for (const path of [`${KEYS}/new`, `${KEYS}/${record.id}`, `${KEYS}/${record.id}/edit`, `${KEYS}/${server.record.id}/edit`]) {
       const page = await (await getPage(service, path, session)).text()
       const ids = [...page.matchAll(/<(?:input|textarea)(?![^>]*type="hidden")[^>]*\bid="([^"]+)"/g)].map((m) => m[1]!)
       expect(ids.length).toBeGreaterThan(0)

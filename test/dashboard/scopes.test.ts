@@ -2,7 +2,7 @@ import { describe, expect, test } from 'bun:test'
 import { and, eq } from 'drizzle-orm'
 import { apiKeys, auditEntries, keyScopeUses } from '../../db/schema/index.ts'
 import { testDatabase } from '../support/database.ts'
-import { call, seedKey, testService } from '../support/service.ts'
+import { call, seedKey, TEST_AUTHOR, testService } from '../support/service.ts'
 import { getPage, KEYS, memberOf, postForm } from './support.ts'
 
 // Issue 10 item 3: scopes not used in the last 30 days, each with a one-click "Remove".
@@ -107,17 +107,38 @@ describe('unused scopes in the dashboard', () => {
       { cookie: rival.cookie },
     )
     expect(foreign.status).toBe(404)
-    const privateKey = await seedKey(service, businessId, { type: 'private', scopes: ['ANALYTICS_READ', 'MEMORY_READ'] })
-    const onPrivate = await postForm(
+    const revoked = await seedKey(service, businessId, { scopes: ['BLOG_READ', 'ANALYTICS_WRITE'] })
+    await service.services.keys.revoke(businessId, revoked.record.id, TEST_AUTHOR)
+    const onRevoked = await postForm(
       service,
-      `${KEYS}/${privateKey.record.id}/remove-scope`,
+      `${KEYS}/${revoked.record.id}/remove-scope`,
+      { csrf: session.csrf, scope: 'BLOG_READ' },
+      { cookie: session.cookie },
+    )
+    expect(onRevoked.status).toBe(409)
+    expect((await stored(two.record.id)).scopes).toEqual(['BLOG_READ', 'ANALYTICS_WRITE'])
+    expect((await stored(revoked.record.id)).scopes).toEqual(['BLOG_READ', 'ANALYTICS_WRITE'])
+    expect(await (await db()).select().from(auditEntries).where(eq(auditEntries.action, 'key.updated'))).toHaveLength(0)
+  })
+
+  test('a private key offers Remove too: members change private keys now', async () => {
+    const service = await testService()
+    const { businessId, session } = await memberOf(service)
+    const server = await seedKey(service, businessId, { type: 'private', scopes: ['ANALYTICS_READ', 'MEMORY_READ'] })
+    await (await db())
+      .update(apiKeys)
+      .set({ createdAt: new Date(Date.now() - 60 * DAY) })
+      .where(eq(apiKeys.id, server.record.id))
+    const page = await (await getPage(service, `${KEYS}/${server.record.id}`, session)).text()
+    expect(page).toContain('Confirm: remove MEMORY_READ')
+    const response = await postForm(
+      service,
+      `${KEYS}/${server.record.id}/remove-scope`,
       { csrf: session.csrf, scope: 'MEMORY_READ' },
       { cookie: session.cookie },
     )
-    expect(onPrivate.status).toBe(409)
-    expect((await stored(two.record.id)).scopes).toEqual(['BLOG_READ', 'ANALYTICS_WRITE'])
-    expect((await stored(privateKey.record.id)).scopes).toEqual(['ANALYTICS_READ', 'MEMORY_READ'])
-    expect(await (await db()).select().from(auditEntries).where(eq(auditEntries.action, 'key.updated'))).toHaveLength(0)
+    expect(response.status).toBe(303)
+    expect((await stored(server.record.id)).scopes).toEqual(['ANALYTICS_READ'])
   })
 
   test("a key younger than 30 days: its unused scopes are 'not used yet', with no Remove", async () => {

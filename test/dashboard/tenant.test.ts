@@ -79,6 +79,19 @@ describe("another business's keys", () => {
     expect(await storedKey(keyId)).toMatchObject({ name: 'Bravo site', allowedOrigins: ['bravo.com'] })
   })
 
+  test("answer 404 to a private key's edit, and stay unchanged", async () => {
+    const { service, a, b } = await twoBusinesses()
+    const server = await seedKey(service, b.businessId, { type: 'private', name: 'Bravo server' })
+    const response = await postForm(
+      service,
+      `${KEYS}/${server.record.id}/edit`,
+      { csrf: a.session.csrf, name: 'Hijacked', scopes: 'MEMORY_READ', allowedIps: '0.0.0.0/0' },
+      { cookie: a.session.cookie },
+    )
+    expect(response.status).toBe(404)
+    expect(await storedKey(server.record.id)).toMatchObject({ name: 'Bravo server', scopes: ['ANALYTICS_READ'], allowedIps: [] })
+  })
+
   test('answer 404 to a revoke and stay usable', async () => {
     const { service, a, keyId, key } = await twoBusinesses()
     const response = await postForm(service, `${KEYS}/${keyId}/revoke`, { csrf: a.session.csrf }, { cookie: a.session.cookie })
