@@ -171,6 +171,7 @@ details.allow[open] > summary { background: #f0f2f5; }
 .allow-preview form { margin-top: 0.6rem; }
 .preview-list li.added code { font-weight: 700; color: var(--ok); }
 .preview-list li.removed code { text-decoration: line-through; color: var(--danger); }
+.allow-choices { display: flex; flex-direction: column; align-items: flex-start; gap: 0.35rem; }
 
 ol.trail { list-style: none; margin: 0; padding: 0; }
 ol.trail .entry { padding: 0.7rem 0; border-bottom: 1px solid var(--line); }

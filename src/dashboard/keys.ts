@@ -1,5 +1,6 @@
 import { Elysia, t } from 'elysia'
 import type { Db } from '../../db/client.ts'
+import { parseIpEntry } from '../access/ip/entry.ts'
 import type { KeyType } from '../access/key-format.ts'
 import { compileOriginMatcher, parseAllowedOrigin } from '../access/origin.ts'
 import { isScope } from '../access/scopes.ts'
@@ -85,8 +86,9 @@ export function keysPlugin(deps: {
   const { db, keys, ownKeys, defaultRateLimits } = deps
 
   /**
-   * A one-field change from a button (allow an origin, remove a scope), through the same
-   * key service as the edit form: validated by the same rules and recorded in the trail.
+   * A one-field change from a button (allow an origin or an address, remove a scope),
+   * through the same key service as the edit form: validated by the same rules and
+   * recorded in the trail.
    * Null when it was made; else the page that says why not.
    */
   async function changeKey(member: SignedIn, row: ApiKeyRow, input: KeySettingsInput): Promise<Response | null> {
@@ -175,7 +177,7 @@ export function keysPlugin(deps: {
           ])
           const byId = new Map(all.map((k) => [k.id, k]))
           // Said only when true, so that a crafted link cannot make the page claim a change.
-          const allowed = key.allowedOrigins.find((e) => e === query.allowed)
+          const allowed = (key.type === 'public' ? key.allowedOrigins : key.allowedIps).find((e) => e === query.allowed)
           const removed =
             query.removed !== undefined && isScope(query.removed) && !key.scopes.includes(query.removed) ? query.removed : null
           return htmlPage(
@@ -187,9 +189,9 @@ export function keysPlugin(deps: {
               created: query.created !== undefined,
               replacement,
               predecessor,
-              more: html`${usagePanel(key, report, range)}${key.type === 'public' ? refusedOriginsPanel(member, key, report, now, range) : refusedIpsPanel(key, report, now, range)}${key.revokedAt ? null : scopesPanel(member, key, report, now)}${keyTrailPanel(key, trail.slice(0, KEY_TRAIL), byId, now, trail.length > KEY_TRAIL)}`,
+              more: html`${usagePanel(key, report, range)}${key.type === 'public' ? refusedOriginsPanel(member, key, report, now, range) : refusedIpsPanel(member, key, report, now, range)}${key.revokedAt ? null : scopesPanel(member, key, report, now)}${keyTrailPanel(key, trail.slice(0, KEY_TRAIL), byId, now, trail.length > KEY_TRAIL)}`,
               flash: allowed
-                ? html`<div class="alert success" role="status">Added <code>${allowed}</code> to the allowed origins. It applies from the key's next request.</div>`
+                ? html`<div class="alert success" role="status">Added <code>${allowed}</code> to the allowed ${key.type === 'public' ? 'origins' : 'IPs'}. It applies from the key's next request.</div>`
                 : removed
                   ? html`<div class="alert success" role="status">Removed <code>${removed}</code> from the key's scopes. It applies from the key's next request.</div>`
                   : query.saved !== undefined
@@ -311,6 +313,24 @@ export function keysPlugin(deps: {
           return (await changeKey(member, row, { allowedOrigins: [...row.allowedOrigins, narrow.entry] })) ?? redirect(back)
         },
         { member: 'form', parse: 'urlencoded', params: KeyParams, body: t.Object({ csrf: FormField, origin: FormField }) },
+      )
+      .post(
+        `${KEYS}/:id/allow-ip`,
+        async ({ member, params, body }) => {
+          const row = await editableKey(member, params.id)
+          if (row instanceof Response) return row
+          // The button names the entry; it is parsed again, as anything may be posted here.
+          const parsed = parseIpEntry(body.entry ?? '')
+          if (!parsed.ok) {
+            return htmlPage(400, messagePage({ title: 'Address not added', who: member, message: `Nothing was changed: ${parsed.reason}` }))
+          }
+          const back = `${keyPath(row.id)}?allowed=${encodeURIComponent(parsed.entry)}#refused-ips`
+          // Already there (a second click, or another member was faster): nothing to change.
+          if (row.allowedIps.includes(parsed.entry)) return redirect(back)
+          // A public key has no allowed IPs: the key rules refuse the change, and the page says so.
+          return (await changeKey(member, row, { allowedIps: [...row.allowedIps, parsed.entry] })) ?? redirect(back)
+        },
+        { member: 'form', parse: 'urlencoded', params: KeyParams, body: t.Object({ csrf: FormField, entry: FormField }) },
       )
       .post(
         `${KEYS}/:id/remove-scope`,

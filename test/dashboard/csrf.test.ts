@@ -134,6 +134,7 @@ describe("issue 10's forms keep the same CSRF protection", () => {
     const forms: [string, Record<string, string>][] = [
       [`${KEYS}/${key.record.id}/roll`, { graceSeconds: '0' }],
       [`${KEYS}/${key.record.id}/allow-origin`, { origin: 'https://shop.example.net' }],
+      [`${KEYS}/${server.record.id}/allow-ip`, { entry: '198.51.100.0/24' }],
       [`${KEYS}/${server.record.id}/edit`, { name: 'Server', scopes: 'ANALYTICS_READ', allowedIps: '198.51.100.0/24' }],
       [`${KEYS}/${key.record.id}/remove-scope`, { scope: 'BLOG_READ' }],
       ['/dashboard/settings/business/identity-secret', {}],

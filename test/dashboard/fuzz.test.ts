@@ -119,6 +119,7 @@ describe('hostile dashboard forms: never a 5xx, a refused form writes nothing', 
     const forms: [string, Record<string, string>][] = [
       [`${KEYS}/${w.keyId}/allow-origin`, { csrf: w.session.csrf, origin: 'https://shop.example.net' }],
       [`${KEYS}/${w.keyId}/remove-scope`, { csrf: w.session.csrf, scope: 'BLOG_READ' }],
+      [`${KEYS}/${w.privateKeyId}/allow-ip`, { csrf: w.session.csrf, entry: '198.51.100.0/24' }],
       ['/dashboard/settings/members', { csrf: w.session.csrf, email: 'bo@example.com', role: 'member' }],
       [`/dashboard/settings/members/${crypto.randomUUID()}/remove`, { csrf: w.session.csrf }],
       // Last: a valid roll replaces the key, and later rolls of it are 409s.

@@ -437,6 +437,111 @@ describe("editing a private key's allowed IPs (contract section 14)", () => {
   })
 })
 
+describe('allowing a refused address in one click', () => {
+  /** A private key limited to 203.0.113.0/24 that refused 198.51.100.77 and 2001:db8:85a3::8a2e:370:7334. */
+  async function refusedKey() {
+    const service = await testService({ clientAddress: behindTrustedProxy })
+    const { businessId, session } = await memberOf(service)
+    const { record, key } = await seedKey(service, businessId, { type: 'private' })
+    await service.services.keys.update(null, record.id, { allowedIps: ['203.0.113.0/24'] }, TEST_AUTHOR)
+    for (const address of ['198.51.100.77', '2001:db8:85a3::8a2e:370:7334']) {
+      expect((await call(service, '/api/v0/whoami', { key, headers: { 'x-forwarded-for': address } })).status).toBe(403)
+    }
+    await service.services.usage.flush()
+    const allowIp = (entry: string, as: Session = session) =>
+      postForm(service, `${KEYS}/${record.id}/allow-ip`, { csrf: as.csrf, entry }, { cookie: as.cookie })
+    return { service, businessId, session, record, key, allowIp }
+  }
+
+  test('the panel offers the address and its /24 or /64, each previewing the list it makes', async () => {
+    const { service, session, record } = await refusedKey()
+    const page = await (await getPage(service, `${KEYS}/${record.id}`, session)).text()
+    for (const entry of ['198.51.100.77', '198.51.100.0/24', '2001:db8:85a3::8a2e:370:7334', '2001:db8:85a3::/64']) {
+      expect(page).toContain(`<input type="hidden" name="entry" value="${entry}">`)
+      expect(page).toContain(`Confirm: allow ${entry}`)
+    }
+    expect(page).toContain(`action="${KEYS}/${record.id}/allow-ip"`)
+    expect(page).toContain('<li><code>203.0.113.0/24</code></li><li class="added"><code>198.51.100.0/24</code>')
+  })
+
+  test('adds the address, then its /24; a second click changes nothing; the API then serves that address', async () => {
+    const { service, session, record, key, allowIp } = await refusedKey()
+    const first = await allowIp('198.51.100.77')
+    expect(first.status).toBe(303)
+    expect(first.headers.get('location')).toBe(`${KEYS}/${record.id}?allowed=198.51.100.77#refused-ips`)
+    expect((await stored(record.id)).allowedIps).toEqual(['203.0.113.0/24', '198.51.100.77'])
+    const page = await (await getPage(service, first.headers.get('location')!, session)).text()
+    expect(page).toContain('Added <code>198.51.100.77</code> to the allowed IPs.')
+    expect(page).toContain('Allowed now by <code>198.51.100.77</code>')
+    const served = await call(service, '/api/v0/whoami', { key, headers: { 'x-forwarded-for': '198.51.100.77' } })
+    expect(served.status).toBe(200)
+
+    expect((await allowIp('198.51.100.0/24')).status).toBe(303)
+    expect((await allowIp('198.51.100.0/24')).status).toBe(303)
+    expect((await stored(record.id)).allowedIps).toEqual(['203.0.113.0/24', '198.51.100.77', '198.51.100.0/24'])
+    expect((await call(service, '/api/v0/whoami', { key, headers: { 'x-forwarded-for': '198.51.100.9' } })).status).toBe(200)
+    const trail = await (await db())
+      .select()
+      .from(auditEntries)
+      .where(and(eq(auditEntries.keyId, record.id), eq(auditEntries.actor, 'member:ada@example.com')))
+    expect(trail).toHaveLength(2)
+  })
+
+  test("adds an IPv6 address's /64, written canonical", async () => {
+    const { service, record, key, allowIp } = await refusedKey()
+    const response = await allowIp('2001:DB8:85A3:0:0:0:0:0/64')
+    expect(response.status).toBe(303)
+    expect(response.headers.get('location')).toBe(`${KEYS}/${record.id}?allowed=${encodeURIComponent('2001:db8:85a3::/64')}#refused-ips`)
+    expect((await stored(record.id)).allowedIps).toEqual(['203.0.113.0/24', '2001:db8:85a3::/64'])
+    const served = await call(service, '/api/v0/whoami', { key, headers: { 'x-forwarded-for': '2001:db8:85a3::1' } })
+    expect(served.status).toBe(200)
+  })
+
+  test('a bad entry is a 400 that changes nothing', async () => {
+    const { service, businessId, session, record, allowIp } = await refusedKey()
+    for (const entry of ['198.51.100.7/24', 'example.com', '', '10.0.0.0/33']) {
+      const response = await allowIp(entry)
+      expect({ entry, status: response.status }).toEqual({ entry, status: 400 })
+      expect(await response.text()).toContain('Nothing was changed')
+    }
+    expect((await stored(record.id)).allowedIps).toEqual(['203.0.113.0/24'])
+    // A public key takes no allowed IPs: the key rules refuse it.
+    const site = await seedKey(service, businessId)
+    const onPublic = await postForm(
+      service,
+      `${KEYS}/${site.record.id}/allow-ip`,
+      { csrf: session.csrf, entry: '198.51.100.77' },
+      { cookie: session.cookie },
+    )
+    expect(onPublic.status).toBe(400)
+    expect((await stored(site.record.id)).allowedIps).toEqual([])
+  })
+
+  test('a crafted link cannot make the page claim an address was added', async () => {
+    const { service, session, record } = await refusedKey()
+    const page = await (await getPage(service, `${KEYS}/${record.id}?allowed=198.51.100.77`, session)).text()
+    expect(page).not.toContain('Added <code>')
+  })
+
+  test('a revoked key offers no Allow, and refuses one with 409', async () => {
+    const { service, session, record, allowIp } = await refusedKey()
+    await service.services.keys.revoke(null, record.id, TEST_AUTHOR)
+    const page = await (await getPage(service, `${KEYS}/${record.id}`, session)).text()
+    expect(page).toContain('198.51.100.77')
+    expect(page).not.toContain('Confirm: allow')
+    expect((await allowIp('198.51.100.77')).status).toBe(409)
+    expect((await stored(record.id)).allowedIps).toEqual(['203.0.113.0/24'])
+  })
+
+  test('on a key with an empty list, the preview says that the first entry turns the restriction on', async () => {
+    const { service, session, record } = await refusedKey()
+    await service.services.keys.update(null, record.id, { allowedIps: [] }, TEST_AUTHOR)
+    const page = await (await getPage(service, `${KEYS}/${record.id}`, session)).text()
+    expect(page).toContain('The list is empty now: this key works from any address.')
+    expect(page).toContain('Adding this entry turns the')
+  })
+})
+
 describe('revoking a key', () => {
   test('asks for confirmation, then revokes; the next API call is refused', async () => {
     const service = await testService()

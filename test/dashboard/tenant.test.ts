@@ -54,6 +54,7 @@ describe("another business's keys", () => {
     for (const [action, fields] of [
       ['roll', { graceSeconds: '0' }],
       ['allow-origin', { origin: 'https://evil.example.org' }],
+      ['allow-ip', { entry: '198.51.100.0/24' }],
       ['remove-scope', { scope: 'ANALYTICS_WRITE' }],
     ] as const) {
       const response = await postForm(
