@@ -88,8 +88,7 @@ export function keysPlugin(deps: {
   /**
    * A one-field change from a button (allow an origin or an address, remove a scope),
    * through the same key service as the edit form: validated by the same rules and
-   * recorded in the trail.
-   * Null when it was made; else the page that says why not.
+   * recorded in the trail. Null when it was made; else the page that says why not.
    */
   async function changeKey(member: SignedIn, row: ApiKeyRow, input: KeySettingsInput): Promise<Response | null> {
     try {
@@ -110,6 +109,32 @@ export function keysPlugin(deps: {
     const row = await ownKeys.find(member, id)
     if (!row) return keyNotFound(member)
     return cannotEdit(member, row) ?? row
+  }
+
+  /**
+   * A one-click "Allow" of a refused origin or address: adds the entry to the key's list,
+   * then back to the panel, whose flash names the entry. `parsed` is the entry as its
+   * parser read what was posted; refused, the page says why and nothing changes.
+   */
+  async function allowEntry(
+    member: SignedIn,
+    id: string,
+    list: 'allowedOrigins' | 'allowedIps',
+    parsed: { ok: true; entry: string } | { ok: false; reason: string },
+    page: { refusal: string; panel: string },
+  ): Promise<Response> {
+    const row = await editableKey(member, id)
+    if (row instanceof Response) return row
+    if (!parsed.ok) {
+      return htmlPage(400, messagePage({ title: page.refusal, who: member, message: `Nothing was changed: ${parsed.reason}` }))
+    }
+    const back = `${keyPath(row.id)}?allowed=${encodeURIComponent(parsed.entry)}#${page.panel}`
+    // Already there (a second click, or another member was faster): nothing to change.
+    if (row[list].includes(parsed.entry)) return redirect(back)
+    const entries = [...row[list], parsed.entry]
+    return (
+      (await changeKey(member, row, list === 'allowedOrigins' ? { allowedOrigins: entries } : { allowedIps: entries })) ?? redirect(back)
+    )
   }
 
   return (
@@ -300,36 +325,22 @@ export function keysPlugin(deps: {
       )
       .post(
         `${KEYS}/:id/allow-origin`,
-        async ({ member, params, body }) => {
-          const row = await editableKey(member, params.id)
-          if (row instanceof Response) return row
-          const narrow = narrowestEntry(body.origin ?? '')
-          if (!narrow.ok) {
-            return htmlPage(400, messagePage({ title: 'Origin not added', who: member, message: `Nothing was changed: ${narrow.reason}` }))
-          }
-          const back = `${keyPath(row.id)}?allowed=${encodeURIComponent(narrow.entry)}#refused-origins`
-          // Already there (a second click, or another member was faster): nothing to change.
-          if (row.allowedOrigins.includes(narrow.entry)) return redirect(back)
-          return (await changeKey(member, row, { allowedOrigins: [...row.allowedOrigins, narrow.entry] })) ?? redirect(back)
-        },
+        ({ member, params, body }) =>
+          allowEntry(member, params.id, 'allowedOrigins', narrowestEntry(body.origin ?? ''), {
+            refusal: 'Origin not added',
+            panel: 'refused-origins',
+          }),
         { member: 'form', parse: 'urlencoded', params: KeyParams, body: t.Object({ csrf: FormField, origin: FormField }) },
       )
       .post(
         `${KEYS}/:id/allow-ip`,
-        async ({ member, params, body }) => {
-          const row = await editableKey(member, params.id)
-          if (row instanceof Response) return row
-          // The button names the entry; it is parsed again, as anything may be posted here.
-          const parsed = parseIpEntry(body.entry ?? '')
-          if (!parsed.ok) {
-            return htmlPage(400, messagePage({ title: 'Address not added', who: member, message: `Nothing was changed: ${parsed.reason}` }))
-          }
-          const back = `${keyPath(row.id)}?allowed=${encodeURIComponent(parsed.entry)}#refused-ips`
-          // Already there (a second click, or another member was faster): nothing to change.
-          if (row.allowedIps.includes(parsed.entry)) return redirect(back)
-          // A public key has no allowed IPs: the key rules refuse the change, and the page says so.
-          return (await changeKey(member, row, { allowedIps: [...row.allowedIps, parsed.entry] })) ?? redirect(back)
-        },
+        // The button names the entry; it is parsed again, as anything may be posted here. A
+        // public key has no allowed IPs: the key rules refuse the change, and the page says so.
+        ({ member, params, body }) =>
+          allowEntry(member, params.id, 'allowedIps', parseIpEntry(body.entry ?? ''), {
+            refusal: 'Address not added',
+            panel: 'refused-ips',
+          }),
         { member: 'form', parse: 'urlencoded', params: KeyParams, body: t.Object({ csrf: FormField, entry: FormField }) },
       )
       .post(

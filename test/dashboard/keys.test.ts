@@ -323,23 +323,20 @@ describe('editing a key', () => {
 })
 
 describe("editing a private key's allowed IPs (contract section 14)", () => {
-  const privateFields = (session: Session, fields: Record<string, string | string[]>) => ({
-    csrf: session.csrf,
-    name: 'Backend',
-    scopes: 'ANALYTICS_READ',
-    ...fields,
-  })
-
-  test('stores the entries canonical, under the member in the trail', async () => {
+  /** A member's private key "Backend", and `edit`: its form posted with `fields` over valid ones. */
+  async function privateKeyToEdit() {
     const service = await testService()
     const { businessId, session } = await memberOf(service)
     const { record } = await seedKey(service, businessId, { type: 'private', name: 'Backend' })
-    const response = await postForm(
-      service,
-      `${KEYS}/${record.id}/edit`,
-      privateFields(session, { allowedIps: ' 203.0.113.7 \n\n2001:DB8:0:0:0:0:0:0/48\n192.0.2.1/32\n203.0.113.7' }),
-      { cookie: session.cookie },
-    )
+    const path = `${KEYS}/${record.id}/edit`
+    const edit = (fields: Record<string, string | string[]>) =>
+      postForm(service, path, { csrf: session.csrf, name: 'Backend', scopes: 'ANALYTICS_READ', ...fields }, { cookie: session.cookie })
+    return { service, businessId, session, record, path, edit }
+  }
+
+  test('stores the entries canonical, under the member in the trail', async () => {
+    const { service, session, record, path, edit } = await privateKeyToEdit()
+    const response = await edit({ allowedIps: ' 203.0.113.7 \n\n2001:DB8:0:0:0:0:0:0/48\n192.0.2.1/32\n203.0.113.7' })
     expect(response.status).toBe(303)
     expect(response.headers.get('location')).toBe(`${KEYS}/${record.id}?saved=1`)
     expect(await stored(record.id)).toMatchObject({ allowedIps: ['203.0.113.7', '2001:db8::/48', '192.0.2.1'], ipPolicy: 'enforce' })
@@ -353,20 +350,13 @@ describe("editing a private key's allowed IPs (contract section 14)", () => {
         changes: { allowedIps: { from: [], to: ['203.0.113.7', '2001:db8::/48', '192.0.2.1'] } },
       }),
     ])
-    const form = await (await getPage(service, `${KEYS}/${record.id}/edit`, session)).text()
+    const form = await (await getPage(service, path, session)).text()
     expect(form).toContain('>203.0.113.7\n2001:db8::/48\n192.0.2.1</textarea>')
   })
 
   test('a range with host bits set is refused next to the field, with the range meant; values kept, nothing stored', async () => {
-    const service = await testService()
-    const { businessId, session } = await memberOf(service)
-    const { record } = await seedKey(service, businessId, { type: 'private' })
-    const response = await postForm(
-      service,
-      `${KEYS}/${record.id}/edit`,
-      privateFields(session, { name: 'Renamed', allowedIps: '203.0.113.7\n198.51.100.7/24' }),
-      { cookie: session.cookie },
-    )
+    const { record, edit } = await privateKeyToEdit()
+    const response = await edit({ name: 'Renamed', allowedIps: '203.0.113.7\n198.51.100.7/24' })
     expect(response.status).toBe(400)
     const page = await response.text()
     expect(page).toContain('one field needs a fix')
@@ -374,39 +364,25 @@ describe("editing a private key's allowed IPs (contract section 14)", () => {
     expect(page).toMatch(/<ul class="field-error" id="allowed-ips-error"[^>]*><li>&quot;198.51.100.7\/24&quot; has host bits set/)
     expect(page).toMatch(/<textarea id="allowed-ips"[^>]*aria-invalid="true"[^>]*>203.0.113.7\n198.51.100.7\/24<\/textarea>/)
     expect(page).toContain('value="Renamed"')
-    expect(await stored(record.id)).toMatchObject({ name: 'private key', allowedIps: [] })
+    expect(await stored(record.id)).toMatchObject({ name: 'Backend', allowedIps: [] })
     const updates = await (await db()).select().from(auditEntries).where(eq(auditEntries.action, 'key.updated'))
     expect(updates).toHaveLength(0)
   })
 
   test('the IP report-only checkbox sets ipPolicy "report", and unticking it enforces again', async () => {
-    const service = await testService()
-    const { businessId, session } = await memberOf(service)
-    const { record } = await seedKey(service, businessId, { type: 'private' })
-    const path = `${KEYS}/${record.id}/edit`
-    const on = await postForm(service, path, privateFields(session, { allowedIps: '203.0.113.0/24', ipReportOnly: 'on' }), {
-      cookie: session.cookie,
-    })
-    expect(on.status).toBe(303)
+    const { service, session, record, path, edit } = await privateKeyToEdit()
+    expect((await edit({ allowedIps: '203.0.113.0/24', ipReportOnly: 'on' })).status).toBe(303)
     expect(await stored(record.id)).toMatchObject({ ipPolicy: 'report', originPolicy: 'enforce' })
     expect(await (await getPage(service, path, session)).text()).toMatch(
       /<input type="checkbox" id="ip-report-only" name="ipReportOnly" checked/,
     )
-    const off = await postForm(service, path, privateFields(session, { allowedIps: '203.0.113.0/24' }), { cookie: session.cookie })
-    expect(off.status).toBe(303)
+    expect((await edit({ allowedIps: '203.0.113.0/24' })).status).toBe(303)
     expect((await stored(record.id)).ipPolicy).toBe('enforce')
   })
 
   test("takes any scope and the key's own rate limit: the public keys' limits do not apply", async () => {
-    const service = await testService()
-    const { businessId, session } = await memberOf(service)
-    const { record } = await seedKey(service, businessId, { type: 'private' })
-    const response = await postForm(
-      service,
-      `${KEYS}/${record.id}/edit`,
-      privateFields(session, { scopes: ['MEMORY_READ', 'AUDIENCE_PERSON_READ'], rateLimitLimit: '20000', rateLimitWindow: '60' }),
-      { cookie: session.cookie },
-    )
+    const { record, edit } = await privateKeyToEdit()
+    const response = await edit({ scopes: ['MEMORY_READ', 'AUDIENCE_PERSON_READ'], rateLimitLimit: '20000', rateLimitWindow: '60' })
     expect(response.status).toBe(303)
     expect(await stored(record.id)).toMatchObject({
       scopes: ['MEMORY_READ', 'AUDIENCE_PERSON_READ'],
@@ -417,15 +393,10 @@ describe("editing a private key's allowed IPs (contract section 14)", () => {
   })
 
   test('a tampered form cannot give a private key origins, nor a public key allowed IPs', async () => {
-    const service = await testService()
-    const { businessId, session } = await memberOf(service)
-    const server = await seedKey(service, businessId, { type: 'private' })
+    const { service, businessId, session, record, edit } = await privateKeyToEdit()
+    expect((await edit({ origins: 'evil.example' })).status).toBe(303)
+    expect((await stored(record.id)).allowedOrigins).toEqual([])
     const site = await seedKey(service, businessId)
-    const onPrivate = await postForm(service, `${KEYS}/${server.record.id}/edit`, privateFields(session, { origins: 'evil.example' }), {
-      cookie: session.cookie,
-    })
-    expect(onPrivate.status).toBe(303)
-    expect((await stored(server.record.id)).allowedOrigins).toEqual([])
     const onPublic = await postForm(
       service,
       `${KEYS}/${site.record.id}/edit`,
@@ -448,8 +419,8 @@ describe('allowing a refused address in one click', () => {
       expect((await call(service, '/api/v0/whoami', { key, headers: { 'x-forwarded-for': address } })).status).toBe(403)
     }
     await service.services.usage.flush()
-    const allowIp = (entry: string, as: Session = session) =>
-      postForm(service, `${KEYS}/${record.id}/allow-ip`, { csrf: as.csrf, entry }, { cookie: as.cookie })
+    const allowIp = (entry: string, keyId = record.id) =>
+      postForm(service, `${KEYS}/${keyId}/allow-ip`, { csrf: session.csrf, entry }, { cookie: session.cookie })
     return { service, businessId, session, record, key, allowIp }
   }
 
@@ -498,7 +469,7 @@ describe('allowing a refused address in one click', () => {
   })
 
   test('a bad entry is a 400 that changes nothing', async () => {
-    const { service, businessId, session, record, allowIp } = await refusedKey()
+    const { service, businessId, record, allowIp } = await refusedKey()
     for (const entry of ['198.51.100.7/24', 'example.com', '', '10.0.0.0/33']) {
       const response = await allowIp(entry)
       expect({ entry, status: response.status }).toEqual({ entry, status: 400 })
@@ -507,13 +478,7 @@ describe('allowing a refused address in one click', () => {
     expect((await stored(record.id)).allowedIps).toEqual(['203.0.113.0/24'])
     // A public key takes no allowed IPs: the key rules refuse it.
     const site = await seedKey(service, businessId)
-    const onPublic = await postForm(
-      service,
-      `${KEYS}/${site.record.id}/allow-ip`,
-      { csrf: session.csrf, entry: '198.51.100.77' },
-      { cookie: session.cookie },
-    )
-    expect(onPublic.status).toBe(400)
+    expect((await allowIp('198.51.100.77', site.record.id)).status).toBe(400)
     expect((await stored(site.record.id)).allowedIps).toEqual([])
   })
 
