@@ -156,7 +156,7 @@ export function createApp(options: AppOptions) {
     .use(preflight(methodsOf))
     .use(adminRoutes({ db, keys, requireAdmin }))
     .use(sdkRoutes())
-    .use(dashboardRoutes({ db, keys, clientAddress, defaultRateLimit: budgets.public }))
+    .use(dashboardRoutes({ db, keys, clientAddress, defaultRateLimits: { public: budgets.public, private: budgets.private } }))
 
   // The hot routes come before the global hooks, so none of them runs for those routes;
   // the listening server calls them without Elysia's per-request wrapper.

@@ -64,7 +64,7 @@ h2 { font-size: 1.15rem; margin: 0 0 0.75rem; }
 .button.small { padding: 0.25rem 0.7rem; font-size: 0.85rem; }
 .topbar .button.small { background: transparent; color: #e5e7eb; border-color: #4b5563; }
 .inline-fields { display: flex; gap: 0.5rem; align-items: center; flex-wrap: wrap; }
-.inline-fields input { width: 8rem; }
+.inline-fields input[type=number] { width: 8rem; }
 .button-row { display: flex; gap: 0.75rem; align-items: center; flex-wrap: wrap; }
 .danger-link { color: var(--danger); }
 
@@ -123,7 +123,7 @@ ul.plain li { white-space: nowrap; }
 fieldset.field { border: none; padding: 0; }
 legend { font-weight: 600; padding: 0; margin-bottom: 0.3rem; }
 label { font-weight: 600; }
-input[type=text], input[type=email], input[type=password], input[type=date], textarea {
+input[type=text], input[type=email], input[type=password], input[type=date], input[type=number], textarea {
   font: inherit; padding: 0.5rem 0.6rem; border: 1px solid #9aa3b0; border-radius: 6px; background: #fff; color: var(--fg); width: 100%; }
 textarea { resize: vertical; }
 input[readonly], textarea[readonly] { background: #f6f7f9; }
@@ -171,6 +171,7 @@ details.allow[open] > summary { background: #f0f2f5; }
 .allow-preview form { margin-top: 0.6rem; }
 .preview-list li.added code { font-weight: 700; color: var(--ok); }
 .preview-list li.removed code { text-decoration: line-through; color: var(--danger); }
+.allow-choices { display: flex; flex-direction: column; align-items: flex-start; gap: 0.35rem; }
 
 ol.trail { list-style: none; margin: 0; padding: 0; }
 ol.trail .entry { padding: 0.7rem 0; border-bottom: 1px solid var(--line); }

@@ -1,10 +1,11 @@
 import { t } from 'elysia'
+import type { KeyType } from '../access/key-format.ts'
 import { PUBLIC_KEY_SCOPES } from '../access/scopes.ts'
 import type { FieldProblem, KeySettingsInput } from '../keys/rules.ts'
 import type { KeyFormErrors, KeyFormValues } from './key-views.ts'
 
-/** The entries of the origins box: one per line, blank lines ignored. */
-export function originLines(text: string): string[] {
+/** The entries of a list box (allowed origins, allowed IPs): one per line, blank lines ignored. */
+export function entryLines(text: string): string[] {
   return text
     .split(/\r\n|\r|\n/)
     .map((line) => line.trim())
@@ -32,6 +33,8 @@ export const KeyForm = t.Object({
   rateLimitLimit: FormField,
   rateLimitWindow: FormField,
   reportOnly: FormField,
+  allowedIps: FormField,
+  ipReportOnly: FormField,
 })
 
 export function readKeyForm(form: typeof KeyForm.static): KeyFormValues {
@@ -44,6 +47,8 @@ export function readKeyForm(form: typeof KeyForm.static): KeyFormValues {
     rateLimitLimit: (form.rateLimitLimit ?? '').trim(),
     rateLimitWindow: (form.rateLimitWindow ?? '').trim(),
     reportOnly: form.reportOnly === 'on',
+    allowedIps: form.allowedIps ?? '',
+    ipReportOnly: form.ipReportOnly === 'on',
   }
 }
 
@@ -79,20 +84,24 @@ export function expiresAtOf(expiresOn: string): { ok: true; value: string | null
 
 /**
  * The settings the form asks for, in the shape of src/keys/rules.ts, plus the problems
- * found before those rules run (a date that is not a date). `current` is the key being
- * edited: its expiry is left alone while the date field still shows the same day, so that
- * an expiry set to the second through the admin API survives an edit of the name.
+ * found before those rules run (a date that is not a date). A public key's form sets its
+ * origins, a private key's its allowed IPs; neither touches the other type's fields.
+ * `current` is the key being edited: its expiry is left alone while the date field still
+ * shows the same day, so that an expiry set to the second through the admin API survives
+ * an edit of the name.
  */
 export function keySettingsOf(
+  type: KeyType,
   values: KeyFormValues,
   current?: { expiresAt: string | null },
 ): { input: KeySettingsInput & { name: string; scopes: string[] }; problems: FieldProblem[] } {
   const input: KeySettingsInput & { name: string; scopes: string[] } = {
     name: values.name,
     description: values.description.trim() === '' ? null : values.description,
-    allowedOrigins: originLines(values.origins),
     scopes: values.scopes,
-    originPolicy: values.reportOnly ? 'report' : 'enforce',
+    ...(type === 'public'
+      ? { allowedOrigins: entryLines(values.origins), originPolicy: values.reportOnly ? 'report' : 'enforce' }
+      : { allowedIps: entryLines(values.allowedIps), ipPolicy: values.ipReportOnly ? 'report' : 'enforce' }),
   }
   const problems: FieldProblem[] = []
   const unchanged = current !== undefined && (current.expiresAt?.slice(0, 10) ?? '') === values.expiresOn
@@ -108,19 +117,24 @@ export function keySettingsOf(
 }
 
 /**
- * The rules' field problems, placed next to the form's fields. Origin problems already name
- * the entry and say why; the others are rephrased for a form rather than a JSON body.
+ * The rules' field problems, placed next to the form's fields. Origin and IP problems
+ * already name the entry and say why (a range with host bits set names the range meant);
+ * the others are rephrased for a form rather than a JSON body.
  */
-export function formErrorsOf(problems: readonly FieldProblem[], expiresOn: string): KeyFormErrors {
+export function formErrorsOf(type: KeyType, problems: readonly FieldProblem[], expiresOn: string): KeyFormErrors {
   const errors: KeyFormErrors = {}
   for (const { field, message } of problems) {
     if (field === 'name') errors.name = 'Enter a name of 1 to 100 characters.'
     else if (field === 'description') errors.description = 'The description can have at most 1000 characters.'
     else if (field === 'scopes') {
-      errors.scopes = `Choose at least one scope; a public key can hold ${PUBLIC_KEY_SCOPES.join(', ')}.`
+      errors.scopes =
+        type === 'public'
+          ? `Choose at least one scope; a public key can hold ${PUBLIC_KEY_SCOPES.join(', ')}.`
+          : 'Choose at least one scope.'
     } else if (field === 'allowedOrigins') {
       ;(errors.origins ??= []).push('Enter at least one allowed origin, e.g. example.com or localhost:3000.')
     } else if (field.startsWith('allowedOrigins[')) (errors.origins ??= []).push(message)
+    else if (field.startsWith('allowedIps[')) (errors.allowedIps ??= []).push(message)
     else if (field === 'expiresAt') {
       errors.expiresOn = message.startsWith('expiresAt')
         ? `${expiresOn} has already begun (in UTC); choose a later day, or leave the field empty for a key that does not expire.`

@@ -1,6 +1,8 @@
 import { Elysia } from 'elysia'
 import type { Db } from '../../db/client.ts'
 import type { ClientAddressOf } from '../access/client-address.ts'
+import type { KeyType } from '../access/key-format.ts'
+import type { Budget } from '../config.ts'
 import type { KeyService } from '../keys/service.ts'
 import { createMemberService } from '../members/service.ts'
 import { DASHBOARD_CSS, DASHBOARD_JS } from './assets.ts'
@@ -23,8 +25,8 @@ export interface DashboardDeps {
   signInLimits?: SignInLimits
   /** The client address sign-in throttling counts by (TRUST_PROXY rule, src/access/client-address.ts). */
   clientAddress: ClientAddressOf
-  /** RATE_LIMIT_PUBLIC, shown on the key form (the dashboard manages public keys). */
-  defaultRateLimit: { limit: number; windowSeconds: number }
+  /** RATE_LIMIT_PUBLIC and RATE_LIMIT_PRIVATE, shown on the key form of each type. */
+  defaultRateLimits: Record<KeyType, Budget>
 }
 
 /** Where the dashboard lives; src/http/errors.ts leaves its validation failures to its pages. */
@@ -36,7 +38,7 @@ export const DASHBOARD_PREFIX = '/dashboard'
  * (src/dashboard/member.ts) decides who may use a route, and every key is looked up within
  * the member's business (src/dashboard/own-keys.ts).
  */
-export function dashboardRoutes({ db, keys, signInLimits, clientAddress, defaultRateLimit }: DashboardDeps) {
+export function dashboardRoutes({ db, keys, signInLimits, clientAddress, defaultRateLimits }: DashboardDeps) {
   const members = createMemberService(db)
   const sessions = createSessionStore(db)
   const member = memberMacro(sessions)
@@ -47,7 +49,7 @@ export function dashboardRoutes({ db, keys, signInLimits, clientAddress, default
     .get('/assets/dashboard.css', () => asset(DASHBOARD_CSS, 'text/css; charset=utf-8'))
     .get('/assets/dashboard.js', () => asset(DASHBOARD_JS, 'text/javascript; charset=utf-8'))
     .use(signInPlugin({ member, members, sessions, throttle: createSignInThrottle(db, signInLimits), clientAddress }))
-    .use(keysPlugin({ db, keys, ownKeys: keysOfMember, member, defaultRateLimit }))
+    .use(keysPlugin({ db, keys, ownKeys: keysOfMember, member, defaultRateLimits }))
     .use(auditPlugin({ db, keys, ownKeys: keysOfMember, member }))
     .use(membersPlugin({ members, member }))
     .use(businessPlugin({ db, member }))

@@ -1,12 +1,14 @@
+import type { KeyType } from '../access/key-format.ts'
 import type { OriginMatch } from '../access/origin.ts'
-import { PUBLIC_KEY_SCOPES, type Scope } from '../access/scopes.ts'
+import { PUBLIC_KEY_SCOPES, SCOPES, type Scope } from '../access/scopes.ts'
+import type { Budget } from '../config.ts'
 import type { KeyRecord } from '../keys/service.ts'
 import { firstExpiryDay, formatDate, formatDateTime, relativeTime } from './format.ts'
 import { html, type Html } from './html.ts'
 import type { SignedIn } from './sessions.ts'
 import { csrfField, keyCrumbs, KEYS_PATH, layout } from './views.ts'
 
-/** What each scope a public key may hold lets a web page do. */
+/** What each scope lets a key do. */
 const SCOPE_LABELS: Record<Scope, string> = {
   ANALYTICS_READ: 'Read analytics events',
   ANALYTICS_WRITE: 'Send analytics events (POST /api/v0/analytics)',
@@ -104,7 +106,7 @@ export function keyListPage(who: SignedIn, all: KeyRecord[], now: Date, flash?: 
   <a class="button primary" href="${KEYS_PATH}/new">Create public key</a>
 </div>
 <p class="lead">Public keys (<code>pk_</code>) go into web pages and apps and work only from their allowed origins.
-Private keys (<code>sk_</code>) are for servers: operators create them; you can see and revoke them here.</p>
+Private keys (<code>sk_</code>) are for servers: operators create and roll them; you can see, edit and revoke them here.</p>
 ${flash ?? null}
 ${
   all.length > 0
@@ -139,7 +141,7 @@ ${
     <td class="dates">${stateBadge(state)}${key.replacedBy && !key.revokedAt ? html` <a class="badge replaced" href="${keyPath(key.replacedBy)}">Replaced</a>` : null}${key.originPolicy === 'report' && key.type === 'public' && !key.revokedAt ? html` <span class="badge report">Report only</span>` : null}${key.revokedAt ? html`<div class="muted small">${time(key.revokedAt, formatDate(new Date(key.revokedAt)))}</div>` : null}${
       key.revokedAt
         ? null
-        : html`<div class="actions">${key.type === 'public' ? html`<a href="${keyPath(key.id, 'edit')}">Edit<span class="visually-hidden"> ${key.name}</span></a>` : null}
+        : html`<div class="actions"><a href="${keyPath(key.id, 'edit')}">Edit<span class="visually-hidden"> ${key.name}</span></a>
       ${canRoll(key, now) ? html`<a href="${keyPath(key.id, 'roll')}">Roll<span class="visually-hidden"> ${key.name}</span></a>` : null}
       <a class="danger-link" href="${keyPath(key.id, 'revoke')}">Revoke<span class="visually-hidden"> ${key.name}</span></a></div>`
     }</td>
@@ -183,7 +185,7 @@ export function keyPage(
     content: html`<div class="page-head">
   <h1>${key.name} <span class="badge ${key.type}">${key.type}</span> ${stateBadge(state)}${key.replacedBy && !key.revokedAt ? html` <span class="badge replaced">Replaced</span>` : null}${key.type === 'public' && key.originPolicy === 'report' && !key.revokedAt ? html` <span class="badge report">Report only</span>` : null}</h1>
   <div class="button-row">
-    ${key.type === 'public' && !key.revokedAt ? html`<a class="button" href="${keyPath(key.id, 'edit')}">Edit</a>` : null}
+    ${key.revokedAt ? null : html`<a class="button" href="${keyPath(key.id, 'edit')}">Edit</a>`}
     ${canRoll(key, view.now) ? html`<a class="button" href="${keyPath(key.id, 'roll')}">Roll key</a>` : null}
     ${key.revokedAt ? null : html`<a class="button danger" href="${keyPath(key.id, 'revoke')}">Revoke</a>`}
   </div>
@@ -361,12 +363,17 @@ export interface KeyFormValues {
   rateLimitWindow: string
   /** originPolicy "report" (contract section 11). */
   reportOnly: boolean
+  /** Private keys: one entry per line (contract section 14). */
+  allowedIps: string
+  /** Private keys: ipPolicy "report". */
+  ipReportOnly: boolean
 }
 
 export interface KeyFormErrors {
   name?: string
   description?: string
   origins?: string[]
+  allowedIps?: string[]
   scopes?: string
   expiresOn?: string
   rateLimit?: string
@@ -378,15 +385,20 @@ export function keyFormPage(
   values: KeyFormValues,
   errors: KeyFormErrors,
   now: Date,
-  defaultRateLimit: { limit: number; windowSeconds: number },
+  /** RATE_LIMIT_PUBLIC and RATE_LIMIT_PRIVATE: the form shows the one of the key's type. */
+  defaultRateLimits: Record<KeyType, Budget>,
 ): Html {
   const editing = mode.kind === 'edit'
+  // Members create public keys only; operators create private ones, which members may edit.
+  const type: KeyType = editing ? mode.key.type : 'public'
+  const defaultRateLimit = defaultRateLimits[type]
   const action = editing ? keyPath(mode.key.id, 'edit') : KEYS_PATH
   const title = editing ? `Edit ${mode.key.name}` : 'Create a public key'
   const summary: { href: string; text: string }[] = [
     ...(errors.name ? [{ href: '#name', text: errors.name }] : []),
     ...(errors.description ? [{ href: '#description', text: errors.description }] : []),
     ...(errors.origins ?? []).map((text) => ({ href: '#origins', text })),
+    ...(errors.allowedIps ?? []).map((text) => ({ href: '#allowed-ips', text })),
     ...(errors.scopes ? [{ href: '#scope-0', text: errors.scopes }] : []),
     ...(errors.expiresOn ? [{ href: '#expires-on', text: errors.expiresOn }] : []),
     ...(errors.rateLimit ? [{ href: '#rate-limit', text: errors.rateLimit }] : []),
@@ -421,29 +433,12 @@ ${
     ${errors.description ? html`<p class="field-error" id="description-error">${errors.description}</p>` : null}
     <textarea id="description" name="description" rows="2" maxlength="1000"${errors.description ? html` aria-invalid="true" aria-describedby="description-error"` : null}>${values.description}</textarea>
   </div>
-  <div class="field${errors.origins ? ' has-error' : ''}">
-    <label for="origins">Allowed origins</label>
-    <p class="hint" id="origins-hint">One per line. <code>example.com</code> allows it and all its subdomains over https;
-    <code>app.example.com</code> allows that host over http and https; <code>https://app.example.com:8443</code> allows exactly that origin;
-    <code>localhost:3000</code> allows local development; <code>*</code> allows every site.</p>
-    <ul class="field-error origin-errors" id="origins-error" aria-live="polite">${(errors.origins ?? []).map((e) => html`<li>${e}</li>`)}</ul>
-    <textarea id="origins" name="origins" rows="4" required spellcheck="false" autocapitalize="off"
-      data-origin-check="/dashboard/api/check-origins"
-      aria-describedby="origins-hint origins-error"${errors.origins ? html` aria-invalid="true"` : null}>${values.origins}</textarea>
-  </div>
-  <div class="field">
-    <div class="checkbox">
-      <input type="checkbox" id="report-only" name="reportOnly"${values.reportOnly ? html` checked` : null} aria-describedby="report-only-hint">
-      <label for="report-only">Report only: log refused origins, do not refuse them</label>
-    </div>
-    <p class="hint" id="report-only-hint">For trying a list out on a live site: requests from origins the list does not allow are served,
-    and counted under the key's refused origins, where one click allows them. Scopes, endpoints and rate limits still apply.</p>
-  </div>
+  ${type === 'public' ? originFields(values, errors) : ipFields(values, errors)}
   <fieldset class="field${errors.scopes ? ' has-error' : ''}"${errors.scopes ? html` aria-describedby="scopes-error"` : null}>
     <legend>Scopes <span class="hint-inline">(at least one)</span></legend>
     ${errors.scopes ? html`<p class="field-error" id="scopes-error">${errors.scopes}</p>` : null}
-    <p class="hint">Public keys can only hold the scopes of endpoints a web page may call.</p>
-    ${PUBLIC_KEY_SCOPES.map(
+    ${type === 'public' ? html`<p class="hint">Public keys can only hold the scopes of endpoints a web page may call.</p>` : null}
+    ${(type === 'public' ? PUBLIC_KEY_SCOPES : SCOPES).map(
       (scope, i) => html`<div class="checkbox">
       <input type="checkbox" id="scope-${i}" name="scopes" value="${scope}"${values.scopes.includes(scope) ? html` checked` : null}>
       <label for="scope-${i}"><code>${scope}</code> <span class="muted">${SCOPE_LABELS[scope]}</span></label>
@@ -459,7 +454,7 @@ ${
   </div>
   <fieldset class="field${errors.rateLimit ? ' has-error' : ''}" aria-describedby="${describe('rate-limit-hint', errors.rateLimit && 'rate-limit-error')}">
     <legend>Rate limit <span class="optional">(optional)</span></legend>
-    <p class="hint" id="rate-limit-hint">Requests each visitor (each client address) may make, sliding over the window.
+    <p class="hint" id="rate-limit-hint">${type === 'public' ? 'Requests each visitor (each client address) may make' : 'Requests the key may make, from all its servers together'}, sliding over the window.
     Leave both empty for the service default: ${defaultRateLimit.limit} requests per ${defaultRateLimit.windowSeconds} seconds.</p>
     ${errors.rateLimit ? html`<p class="field-error" id="rate-limit-error">${errors.rateLimit}</p>` : null}
     <div class="inline-fields">
@@ -477,6 +472,49 @@ ${
   </div>
 </form>`,
   })
+}
+
+/** A public key's allowed origins and origin report-only (contract sections 2 and 11). */
+function originFields(values: KeyFormValues, errors: KeyFormErrors): Html {
+  return html`<div class="field${errors.origins ? ' has-error' : ''}">
+  <label for="origins">Allowed origins</label>
+  <p class="hint" id="origins-hint">One per line. <code>example.com</code> allows it and all its subdomains over https;
+  <code>app.example.com</code> allows that host over http and https; <code>https://app.example.com:8443</code> allows exactly that origin;
+  <code>localhost:3000</code> allows local development; <code>*</code> allows every site.</p>
+  <ul class="field-error origin-errors" id="origins-error" aria-live="polite">${(errors.origins ?? []).map((e) => html`<li>${e}</li>`)}</ul>
+  <textarea id="origins" name="origins" rows="4" required spellcheck="false" autocapitalize="off"
+    data-origin-check="/dashboard/api/check-origins"
+    aria-describedby="origins-hint origins-error"${errors.origins ? html` aria-invalid="true"` : null}>${values.origins}</textarea>
+</div>
+<div class="field">
+  <div class="checkbox">
+    <input type="checkbox" id="report-only" name="reportOnly"${values.reportOnly ? html` checked` : null} aria-describedby="report-only-hint">
+    <label for="report-only">Report only: log refused origins, do not refuse them</label>
+  </div>
+  <p class="hint" id="report-only-hint">For trying a list out on a live site: requests from origins the list does not allow are served,
+  and counted under the key's refused origins, where one click allows them. Scopes, endpoints and rate limits still apply.</p>
+</div>`
+}
+
+/** A private key's allowed IPs and IP report-only (contract section 14). */
+function ipFields(values: KeyFormValues, errors: KeyFormErrors): Html {
+  return html`<div class="field${errors.allowedIps ? ' has-error' : ''}">
+  <label for="allowed-ips">Allowed IPs <span class="optional">(optional)</span></label>
+  <p class="hint" id="allowed-ips-hint">The client addresses this key works from, one per line: an address, like <code>203.0.113.7</code>,
+  or a range, like <code>198.51.100.0/24</code> or <code>2001:db8::/48</code>. Requests from any other address are refused
+  (403 <code>ip_not_allowed</code>). Leave empty to allow any address.</p>
+  <ul class="field-error" id="allowed-ips-error" aria-live="polite">${(errors.allowedIps ?? []).map((e) => html`<li>${e}</li>`)}</ul>
+  <textarea id="allowed-ips" name="allowedIps" rows="4" spellcheck="false" autocapitalize="off"
+    aria-describedby="allowed-ips-hint allowed-ips-error"${errors.allowedIps ? html` aria-invalid="true"` : null}>${values.allowedIps}</textarea>
+</div>
+<div class="field">
+  <div class="checkbox">
+    <input type="checkbox" id="ip-report-only" name="ipReportOnly"${values.ipReportOnly ? html` checked` : null} aria-describedby="ip-report-only-hint">
+    <label for="ip-report-only">IP report only: log refused addresses, do not refuse them</label>
+  </div>
+  <p class="hint" id="ip-report-only-hint">For trying a list out: requests from addresses the list does not allow are served,
+  and counted under the key's refused addresses, where one click allows them. Scopes, endpoints and rate limits still apply.</p>
+</div>`
 }
 
 export function revokePage(who: SignedIn, key: KeyRecord, now = new Date()): Html {
@@ -514,5 +552,7 @@ export function formValuesOf(key: KeyRecord): KeyFormValues {
     rateLimitLimit: key.rateLimit ? String(key.rateLimit.limit) : '',
     rateLimitWindow: key.rateLimit ? String(key.rateLimit.windowSeconds) : '',
     reportOnly: key.originPolicy === 'report',
+    allowedIps: key.allowedIps.join('\n'),
+    ipReportOnly: key.ipPolicy === 'report',
   }
 }

@@ -1,9 +1,12 @@
 import { Elysia, t } from 'elysia'
 import type { Db } from '../../db/client.ts'
+import { parseIpEntry } from '../access/ip/entry.ts'
+import type { KeyType } from '../access/key-format.ts'
 import { compileOriginMatcher, parseAllowedOrigin } from '../access/origin.ts'
 import { isScope } from '../access/scopes.ts'
 import { byMember } from '../audit/trail.ts'
 import { listChanges } from '../audit/trail.ts'
+import type { Budget } from '../config.ts'
 import { ApiError } from '../errors.ts'
 import { publicOrigin } from '../http/public-origin.ts'
 import { checkKeySettings, type KeySettingsInput } from '../keys/rules.ts'
@@ -48,6 +51,8 @@ const NEW_KEY_DEFAULTS: KeyFormValues = {
   rateLimitLimit: '',
   rateLimitWindow: '',
   reportOnly: false,
+  allowedIps: '',
+  ipReportOnly: false,
 }
 
 const KEYS = '/settings/developers/api-keys'
@@ -65,24 +70,25 @@ const KeyPageQuery = t.Object({
 
 /**
  * Settings > Developers > API keys: the list, creating, showing (usage chart, refused
- * origins, unused scopes, trail), editing, rolling and revoking public keys, the one-click
- * "allow" and "remove a scope", and the JSON helpers of the pages' script. Private keys
- * are shown and revoked here; operators create and change them (contract section 7).
+ * origins, refused addresses, unused scopes, trail), editing, rolling and revoking public keys,
+ * the one-click "allow" and "remove a scope", and the JSON helpers of the pages' script.
+ * Private keys are shown, edited (allowed IPs included) and revoked here; operators create
+ * and roll them (contract section 7), so their plaintext is never shown.
  */
 export function keysPlugin(deps: {
   db: Db
   keys: KeyService
   ownKeys: OwnKeys
   member: ReturnType<typeof memberMacro>
-  /** RATE_LIMIT_PUBLIC, shown on the key form (the dashboard manages public keys). */
-  defaultRateLimit: { limit: number; windowSeconds: number }
+  /** RATE_LIMIT_PUBLIC and RATE_LIMIT_PRIVATE, shown on the key form of each type. */
+  defaultRateLimits: Record<KeyType, Budget>
 }) {
-  const { db, keys, ownKeys, defaultRateLimit } = deps
+  const { db, keys, ownKeys, defaultRateLimits } = deps
 
   /**
-   * A one-field change from a button (allow an origin, remove a scope), through the same
-   * key service as the edit form: validated by the same rules and recorded in the trail.
-   * Null when it was made; else the page that says why not.
+   * A one-field change from a button (allow an origin or an address, remove a scope),
+   * through the same key service as the edit form: validated by the same rules and
+   * recorded in the trail. Null when it was made; else the page that says why not.
    */
   async function changeKey(member: SignedIn, row: ApiKeyRow, input: KeySettingsInput): Promise<Response | null> {
     try {
@@ -98,11 +104,37 @@ export function keysPlugin(deps: {
     }
   }
 
-  /** The member's key if it may be changed here (public, not revoked); else the page saying why not. */
+  /** The member's key if it may be changed here (not revoked); else the page saying why not. */
   async function editableKey(member: SignedIn, id: string): Promise<ApiKeyRow | Response> {
     const row = await ownKeys.find(member, id)
     if (!row) return keyNotFound(member)
     return cannotEdit(member, row) ?? row
+  }
+
+  /**
+   * A one-click "Allow" of a refused origin or address: adds the entry to the key's list,
+   * then back to the panel, whose flash names the entry. `parsed` is the entry as its
+   * parser read what was posted; refused, the page says why and nothing changes.
+   */
+  async function allowEntry(
+    member: SignedIn,
+    id: string,
+    list: 'allowedOrigins' | 'allowedIps',
+    parsed: { ok: true; entry: string } | { ok: false; reason: string },
+    page: { refusal: string; panel: string },
+  ): Promise<Response> {
+    const row = await editableKey(member, id)
+    if (row instanceof Response) return row
+    if (!parsed.ok) {
+      return htmlPage(400, messagePage({ title: page.refusal, who: member, message: `Nothing was changed: ${parsed.reason}` }))
+    }
+    const back = `${keyPath(row.id)}?allowed=${encodeURIComponent(parsed.entry)}#${page.panel}`
+    // Already there (a second click, or another member was faster): nothing to change.
+    if (row[list].includes(parsed.entry)) return redirect(back)
+    const entries = [...row[list], parsed.entry]
+    return (
+      (await changeKey(member, row, list === 'allowedOrigins' ? { allowedOrigins: entries } : { allowedIps: entries })) ?? redirect(back)
+    )
   }
 
   return (
@@ -123,7 +155,7 @@ export function keysPlugin(deps: {
       )
       .get(
         `${KEYS}/new`,
-        ({ member }) => htmlPage(200, keyFormPage(member, { kind: 'create' }, NEW_KEY_DEFAULTS, {}, new Date(), defaultRateLimit)),
+        ({ member }) => htmlPage(200, keyFormPage(member, { kind: 'create' }, NEW_KEY_DEFAULTS, {}, new Date(), defaultRateLimits)),
         { member: 'page' },
       )
       .post(
@@ -131,13 +163,13 @@ export function keysPlugin(deps: {
         async ({ member, body }) => {
           const now = new Date()
           const values = readKeyForm(body)
-          const { input, problems } = keySettingsOf(values)
+          const { input, problems } = keySettingsOf('public', values)
           const checked = checkKeySettings('public', input, now)
           const all = [...problems, ...(checked.ok ? [] : checked.problems)]
           if (all.length > 0) {
             return htmlPage(
               400,
-              keyFormPage(member, { kind: 'create' }, values, formErrorsOf(all, values.expiresOn), now, defaultRateLimit),
+              keyFormPage(member, { kind: 'create' }, values, formErrorsOf('public', all, values.expiresOn), now, defaultRateLimits),
             )
           }
           const created = await keys.create(
@@ -170,7 +202,7 @@ export function keysPlugin(deps: {
           ])
           const byId = new Map(all.map((k) => [k.id, k]))
           // Said only when true, so that a crafted link cannot make the page claim a change.
-          const allowed = key.allowedOrigins.find((e) => e === query.allowed)
+          const allowed = (key.type === 'public' ? key.allowedOrigins : key.allowedIps).find((e) => e === query.allowed)
           const removed =
             query.removed !== undefined && isScope(query.removed) && !key.scopes.includes(query.removed) ? query.removed : null
           return htmlPage(
@@ -182,9 +214,9 @@ export function keysPlugin(deps: {
               created: query.created !== undefined,
               replacement,
               predecessor,
-              more: html`${usagePanel(key, report, range)}${key.type === 'public' ? refusedOriginsPanel(member, key, report, now, range) : refusedIpsPanel(key, report, now, range)}${key.revokedAt ? null : scopesPanel(member, key, report, now)}${keyTrailPanel(key, trail.slice(0, KEY_TRAIL), byId, now, trail.length > KEY_TRAIL)}`,
+              more: html`${usagePanel(key, report, range)}${key.type === 'public' ? refusedOriginsPanel(member, key, report, now, range) : refusedIpsPanel(member, key, report, now, range)}${key.revokedAt ? null : scopesPanel(member, key, report, now)}${keyTrailPanel(key, trail.slice(0, KEY_TRAIL), byId, now, trail.length > KEY_TRAIL)}`,
               flash: allowed
-                ? html`<div class="alert success" role="status">Added <code>${allowed}</code> to the allowed origins. It applies from the key's next request.</div>`
+                ? html`<div class="alert success" role="status">Added <code>${allowed}</code> to the allowed ${key.type === 'public' ? 'origins' : 'IPs'}. It applies from the key's next request.</div>`
                 : removed
                   ? html`<div class="alert success" role="status">Removed <code>${removed}</code> from the key's scopes. It applies from the key's next request.</div>`
                   : query.saved !== undefined
@@ -207,7 +239,7 @@ export function keysPlugin(deps: {
           const key = toKeyRecord(row)
           return (
             cannotEdit(member, row) ??
-            htmlPage(200, keyFormPage(member, { kind: 'edit', key }, formValuesOf(key), {}, new Date(), defaultRateLimit))
+            htmlPage(200, keyFormPage(member, { kind: 'edit', key }, formValuesOf(key), {}, new Date(), defaultRateLimits))
           )
         },
         { member: 'page', params: KeyParams },
@@ -220,13 +252,13 @@ export function keysPlugin(deps: {
           const now = new Date()
           const key = toKeyRecord(row)
           const values = readKeyForm(body)
-          const { input, problems } = keySettingsOf(values, key)
-          const checked = checkKeySettings('public', input, now)
+          const { input, problems } = keySettingsOf(row.type, values, key)
+          const checked = checkKeySettings(row.type, input, now)
           const all = [...problems, ...(checked.ok ? [] : checked.problems)]
           if (all.length > 0) {
             return htmlPage(
               400,
-              keyFormPage(member, { kind: 'edit', key }, values, formErrorsOf(all, values.expiresOn), now, defaultRateLimit),
+              keyFormPage(member, { kind: 'edit', key }, values, formErrorsOf(row.type, all, values.expiresOn), now, defaultRateLimits),
             )
           }
           try {
@@ -293,19 +325,23 @@ export function keysPlugin(deps: {
       )
       .post(
         `${KEYS}/:id/allow-origin`,
-        async ({ member, params, body }) => {
-          const row = await editableKey(member, params.id)
-          if (row instanceof Response) return row
-          const narrow = narrowestEntry(body.origin ?? '')
-          if (!narrow.ok) {
-            return htmlPage(400, messagePage({ title: 'Origin not added', who: member, message: `Nothing was changed: ${narrow.reason}` }))
-          }
-          const back = `${keyPath(row.id)}?allowed=${encodeURIComponent(narrow.entry)}#refused-origins`
-          // Already there (a second click, or another member was faster): nothing to change.
-          if (row.allowedOrigins.includes(narrow.entry)) return redirect(back)
-          return (await changeKey(member, row, { allowedOrigins: [...row.allowedOrigins, narrow.entry] })) ?? redirect(back)
-        },
+        ({ member, params, body }) =>
+          allowEntry(member, params.id, 'allowedOrigins', narrowestEntry(body.origin ?? ''), {
+            refusal: 'Origin not added',
+            panel: 'refused-origins',
+          }),
         { member: 'form', parse: 'urlencoded', params: KeyParams, body: t.Object({ csrf: FormField, origin: FormField }) },
+      )
+      .post(
+        `${KEYS}/:id/allow-ip`,
+        // The button names the entry; it is parsed again, as anything may be posted here. A
+        // public key has no allowed IPs: the key rules refuse the change, and the page says so.
+        ({ member, params, body }) =>
+          allowEntry(member, params.id, 'allowedIps', parseIpEntry(body.entry ?? ''), {
+            refusal: 'Address not added',
+            panel: 'refused-ips',
+          }),
+        { member: 'form', parse: 'urlencoded', params: KeyParams, body: t.Object({ csrf: FormField, entry: FormField }) },
       )
       .post(
         `${KEYS}/:id/remove-scope`,
@@ -378,23 +414,11 @@ function noStore<T>(body: T): Response {
 }
 
 function cannotEdit(member: SignedIn, key: ApiKeyRow): Response | null {
-  if (key.revokedAt) {
-    return htmlPage(
-      409,
-      messagePage({ title: 'Key revoked', who: member, message: 'A revoked key cannot be changed; create a new key instead.' }),
-    )
-  }
-  if (key.type === 'private') {
-    return htmlPage(
-      409,
-      messagePage({
-        title: 'Private key',
-        who: member,
-        message: 'Private keys are created and changed by operators through the admin API; here they can be revoked.',
-      }),
-    )
-  }
-  return null
+  if (!key.revokedAt) return null
+  return htmlPage(
+    409,
+    messagePage({ title: 'Key revoked', who: member, message: 'A revoked key cannot be changed; create a new key instead.' }),
+  )
 }
 
 function cannotRoll(member: SignedIn, key: KeyRecord): Response | null {

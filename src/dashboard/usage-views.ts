@@ -1,3 +1,5 @@
+import { parseIpEntry } from '../access/ip/entry.ts'
+import { compileIpMatcher } from '../access/ip/match.ts'
 import { networkOf } from '../access/ip/network.ts'
 import { compileOriginMatcher } from '../access/origin.ts'
 import type { KeyRecord } from '../keys/service.ts'
@@ -91,7 +93,7 @@ export function refusedOriginsPanel(who: SignedIn, key: KeyRecord, report: Usage
   <strong>Allow</strong> adds the narrowest entry covering that origin: exactly its scheme, host and port.</p>
   <div class="table-wrap"><table class="keys compact">
     <thead><tr><th scope="col">Origin</th><th scope="col">Requests</th><th scope="col">Last seen</th><th scope="col"><span class="visually-hidden">Action</span></th></tr></thead>
-    <tbody>${report.refusedOrigins.map((o, i) => {
+    <tbody>${report.refusedOrigins.map((o) => {
       const narrow = narrowestEntry(o.origin)
       const allowedNow = matcher.match(o.origin === NO_ORIGIN ? null : o.origin)
       return html`<tr>
@@ -104,7 +106,14 @@ export function refusedOriginsPanel(who: SignedIn, key: KeyRecord, report: Usage
           : allowedNow.allowed
             ? html`<span class="muted small">Allowed now by <code>${allowedNow.entry}</code></span>`
             : narrow.ok
-              ? allowPreview(who, key, o.origin, narrow.entry, i)
+              ? allowPreview(who, {
+                  action: pathOf(key.id, 'allow-origin'),
+                  field: { name: 'origin', value: o.origin },
+                  target: o.origin,
+                  effect: html`Adds <code>${narrow.entry}</code>: requests from exactly <code>${o.origin}</code> are then accepted.`,
+                  list: { name: 'allowed origins', entries: key.allowedOrigins },
+                  entry: narrow.entry,
+                })
               : html`<span class="muted small">${narrow.reason}</span>`
       }</td>
     </tr>`
@@ -114,16 +123,35 @@ export function refusedOriginsPanel(who: SignedIn, key: KeyRecord, report: Usage
 </section>`
 }
 
-function allowPreview(who: SignedIn, key: KeyRecord, origin: string, entry: string, i: number): Html {
+/**
+ * A one-click "Allow", confirmed in place: what it does, the whole list it makes, and the
+ * form that posts it. `target` is what the buttons name: the origin, address or network.
+ */
+function allowPreview(
+  who: SignedIn,
+  allow: {
+    action: string
+    field: { name: string; value: string }
+    target: string
+    effect: Html
+    warning?: Html
+    /** The list the entry joins, shown whole with the entry added. */
+    list: { name: string; entries: readonly string[] }
+    entry: string
+    /** The visible label; the target is added for screen readers when the label does not show it. */
+    label?: string
+  },
+): Html {
   return html`<details class="allow">
-  <summary class="button small">Allow<span class="visually-hidden"> ${origin}</span></summary>
-  <div class="allow-preview" id="allow-${i}">
-    <p>Adds <code>${entry}</code>: requests from exactly <code>${origin}</code> are then accepted. The allowed origins become:</p>
-    <ul class="plain preview-list">${key.allowedOrigins.map((e) => html`<li><code>${e}</code></li>`)}<li class="added"><code>${entry}</code> <span class="badge active">new</span></li></ul>
-    <form method="post" action="${pathOf(key.id, 'allow-origin')}">
+  <summary class="button small">${allow.label ?? html`Allow<span class="visually-hidden"> ${allow.target}</span>`}</summary>
+  <div class="allow-preview">
+    ${allow.warning ?? null}
+    <p>${allow.effect} The ${allow.list.name} become:</p>
+    <ul class="plain preview-list">${allow.list.entries.map((e) => html`<li><code>${e}</code></li>`)}<li class="added"><code>${allow.entry}</code> <span class="badge active">new</span></li></ul>
+    <form method="post" action="${allow.action}">
       ${csrfField(who)}
-      <input type="hidden" name="origin" value="${origin}">
-      <button type="submit" class="button primary small">Confirm: allow ${origin}</button>
+      <input type="hidden" name="${allow.field.name}" value="${allow.field.value}">
+      <button type="submit" class="button primary small">Confirm: allow ${allow.target}</button>
     </form>
   </div>
 </details>`
@@ -141,7 +169,7 @@ export function isUnused(lastUsedAt: string | null, key: { createdAt: string }, 
 
 /** Each scope with its last use; those unused for 30 days offer a one-click "Remove" (confirmed in place). */
 export function scopesPanel(who: SignedIn, key: KeyRecord, report: UsageReport, now: Date): Html {
-  const editable = key.type === 'public' && !key.revokedAt
+  const editable = !key.revokedAt
   const unused = report.scopes.filter((s) => isUnused(s.lastUsedAt, key, now))
   return html`<section class="panel" aria-labelledby="scopes-heading" id="scopes">
   <h2 id="scopes-heading">Scopes and their last use</h2>
@@ -161,9 +189,7 @@ export function scopesPanel(who: SignedIn, key: KeyRecord, report: UsageReport, 
       <td>${s.lastUsedAt ? html`<time datetime="${s.lastUsedAt}" title="${formatDateTime(new Date(s.lastUsedAt))}">${relativeTime(new Date(s.lastUsedAt), now)}</time>` : idle ? 'never' : html`<span class="muted">not used yet</span>`}</td>
       <td>${
         !idle || !editable
-          ? idle && key.type === 'private' && !key.revokedAt
-            ? html`<span class="muted small">Operators change private keys (admin API or CLI).</span>`
-            : null
+          ? null
           : key.scopes.length === 1
             ? html`<span class="muted small">A key needs at least one scope; revoke the key if it is not needed.</span>`
             : removeScope(who, key, s.scope)
@@ -190,28 +216,66 @@ function removeScope(who: SignedIn, key: KeyRecord, scope: string): Html {
 }
 
 /**
- * Client addresses a private key's allowedIps refused (contract section 14). Read-only:
- * members cannot edit private keys; an operator allows an address with the admin API or
- * the CLI (`--allow-ip`), so the panel names the entry to add (the address, or its /24 or /64).
+ * Client addresses a private key's allowedIps refused (contract section 14), each with
+ * two one-click "Allow"s: the address itself, and its network (its /24 or /64: one site's
+ * addresses, for servers that change address within it). Revoked keys offer none.
  */
-export function refusedIpsPanel(key: KeyRecord, report: UsageReport, now: Date, range: UsageRange): Html {
+export function refusedIpsPanel(who: SignedIn, key: KeyRecord, report: UsageReport, now: Date, range: UsageRange): Html {
+  const matcher = compileIpMatcher(key.allowedIps)
   return html`<section class="panel" aria-labelledby="refused-ips-heading" id="refused-ips">
   <h2 id="refused-ips-heading">Refused addresses</h2>
   ${
     report.refusedIps.length === 0
       ? html`<p class="muted">No request was refused for its client address in ${range === '7d' ? 'the last 7 days' : 'the last 24 hours'}.</p>`
-      : html`<p class="hint">Client addresses the allowed IPs did not allow${key.ipPolicy === 'report' ? ' (served anyway while the key is report-only)' : ''}, most frequent first.</p>
+      : html`<p class="hint">Client addresses the allowed IPs did not allow${key.ipPolicy === 'report' ? ' (served anyway while the key is report-only)' : ''}, most frequent first.
+  <strong>Allow</strong> adds the address itself, or its network: its /24 for IPv4, its /64 for IPv6.</p>
   <div class="table-wrap"><table class="keys compact">
-    <thead><tr><th scope="col">Address</th><th scope="col">Requests</th><th scope="col">Last seen</th><th scope="col">Its network</th></tr></thead>
+    <thead><tr><th scope="col">Address</th><th scope="col">Requests</th><th scope="col">Last seen</th><th scope="col"><span class="visually-hidden">Action</span></th></tr></thead>
     <tbody>${report.refusedIps.map(
       (o) => html`<tr>
       <th scope="row"><code>${o.ip}</code>${o.reported ? html` <span class="badge report">served: report only</span>` : null}</th>
       <td>${o.count}</td>
       <td><time datetime="${o.lastSeenAt}" title="${formatDateTime(new Date(o.lastSeenAt))}">${relativeTime(new Date(o.lastSeenAt), now)}</time></td>
-      <td><code>${networkOf(o.ip) ?? '-'}</code></td>
+      <td>${
+        key.revokedAt
+          ? null
+          : matcher?.allows(o.ip)
+            ? html`<span class="muted small">Allowed now by <code>${key.allowedIps.find((e) => compileIpMatcher([e])?.allows(o.ip))}</code></span>`
+            : allowIpChoices(who, key, o.ip)
+      }</td>
     </tr>`,
     )}</tbody>
   </table></div>`
   }
 </section>`
+}
+
+/** "Allow" the address, and "Allow" its network; each previews the list it makes. */
+function allowIpChoices(who: SignedIn, key: KeyRecord, address: string): Html {
+  const single = parseIpEntry(address)
+  const network = networkOf(address)
+  const choices = [
+    ...(single.ok ? [{ entry: single.entry, effect: html`requests from exactly this address are then served.` }] : []),
+    ...(network
+      ? [{ entry: network, effect: html`requests from any address of this network, <code>${address}</code> included, are then served.` }]
+      : []),
+  ]
+  // Adding to an empty list is not one more address: it turns the restriction on.
+  const warning =
+    key.allowedIps.length === 0
+      ? html`<p class="alert warning"><strong>The list is empty now: this key works from any address.</strong> Adding this entry turns the
+    restriction on, and requests from every other address are then ${key.ipPolicy === 'report' ? 'counted here (served while the key is report-only)' : html`refused (403 <code>ip_not_allowed</code>)`}.</p>`
+      : undefined
+  return html`<div class="allow-choices">${choices.map(({ entry, effect }) =>
+    allowPreview(who, {
+      action: pathOf(key.id, 'allow-ip'),
+      field: { name: 'entry', value: entry },
+      target: entry,
+      label: `Allow ${entry}`,
+      effect: html`Adds <code>${entry}</code>: ${effect}`,
+      warning,
+      list: { name: 'allowed IPs', entries: key.allowedIps },
+      entry,
+    }),
+  )}</div>`
 }

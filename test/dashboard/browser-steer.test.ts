@@ -9,13 +9,14 @@ import { chromiumMissing, launchChromium } from '../support/chromium.ts'
 import { apiKeys, businesses, keyScopeUses, keyUsageDays, keyUsageHours } from '../../db/schema/index.ts'
 import type { Service } from '../../src/app.ts'
 import { testDatabase } from '../support/database.ts'
-import { call, seedBusiness, seedKey, testService } from '../support/service.ts'
+import { behindTrustedProxy, call, seedBusiness, seedKey, testService } from '../support/service.ts'
 import { addMember, KEYS, PASSWORD } from './support.ts'
 
 /**
  * Issue 10's dashboard views in a real headless Chromium against a loopback server: roll,
  * usage chart, allowing a refused origin, removing an unused scope, the audit trail,
- * report-only, the identity secret, the first-request panel and members.
+ * report-only, the identity secret, the first-request panel and members; and a private
+ * key's allowed IPs (contract section 14).
  */
 
 // As in browser.test.ts: `SCREENSHOTS=docs` refreshes the docs' screenshots.
@@ -31,7 +32,8 @@ let dashboard: string
 
 beforeAll(async () => {
   if (chromiumMissing) return
-  service = await testService()
+  // API calls name their client address in X-Forwarded-For, as behind a trusted proxy.
+  service = await testService({ clientAddress: behindTrustedProxy })
   service.app.listen({ port: 0, hostname: '127.0.0.1' })
   dashboard = `http://localhost:${service.app.server!.port}`
   browser = await launchChromium(30_000)
@@ -287,6 +289,62 @@ describe.skipIf(chromiumMissing)('steering keys in a browser', () => {
       expect(await page.locator('#report-only-banner').textContent()).toContain('Report only.')
       expect((await call(service, '/api/v0/whoami', { key: site.key, origin: 'https://preview.acme-cdn.net' })).status).toBe(200)
       await page.screenshot({ path: `${SCREENSHOTS}report-only.png` })
+      await page.context().close()
+    },
+    E2E_TIMEOUT,
+  )
+
+  test(
+    "a member limits a private key to its servers' addresses, then allows a refused network in one click",
+    async () => {
+      const businessId = await seedBusiness(service, 'Acme Outdoor')
+      await addMember(businessId, { email: 'jo@acme.example', role: 'member' })
+      const server = await seedKey(service, businessId, {
+        type: 'private',
+        name: 'Order service',
+        scopes: ['ANALYTICS_READ', 'AUDIENCE_PERSON_READ'],
+      })
+      const from = (address: string) => call(service, '/api/v0/whoami', { key: server.key, headers: { 'x-forwarded-for': address } })
+      const stored = async () => (await (await db()).select().from(apiKeys).where(eq(apiKeys.id, server.record.id)))[0]!
+
+      const page = await newPage()
+      await signInAs(page, 'jo@acme.example')
+      await page.goto(`${dashboard}${KEYS}/${server.record.id}`)
+      await page.getByRole('link', { name: 'Edit', exact: true }).click()
+      await page.waitForURL(/\/edit$/)
+      expect(await page.getByLabel('Allowed origins').count()).toBe(0)
+      await page.getByLabel('Allowed IPs').fill('203.0.113.7\n198.51.100.7/24\n2001:db8::/48')
+      await page.getByRole('button', { name: 'Save changes' }).click()
+      // A range with host bits set: explained next to the field with the range meant, nothing stored.
+      await page.locator('#allowed-ips-error li').waitFor()
+      expect(await page.locator('#allowed-ips-error li').allTextContents()).toEqual([
+        expect.stringContaining('"198.51.100.7/24" has host bits set: did you mean 198.51.100.0/24?'),
+      ])
+      expect((await stored()).allowedIps).toEqual([])
+      await page.locator('form.key-form').screenshot({ path: `${SCREENSHOTS}private-key-form.png` })
+      await page.getByLabel('Allowed IPs').fill('203.0.113.7\n198.51.100.0/24\n2001:db8::/48')
+      await page.getByRole('button', { name: 'Save changes' }).click()
+      await page.waitForURL(/\?saved=1$/)
+      expect((await stored()).allowedIps).toEqual(['203.0.113.7', '198.51.100.0/24', '2001:db8::/48'])
+
+      // A second server, outside the list, is refused; so is a stray IPv6 address.
+      for (let i = 0; i < 6; i++) expect((await from('192.0.2.44')).status).toBe(403)
+      for (let i = 0; i < 2; i++) expect((await from('2001:db8:85a3::8a2e:370:7334')).status).toBe(403)
+      expect((await from('198.51.100.20')).status).toBe(200)
+      await service.services.usage.flush()
+      await page.reload()
+      const panel = page.locator('#refused-ips')
+      expect(await panel.locator('tbody th code').allTextContents()).toEqual(['192.0.2.44', '2001:db8:85a3::8a2e:370:7334'])
+      await panel.locator('summary', { hasText: 'Allow 192.0.2.0/24' }).click()
+      const preview = panel.locator('details[open] .allow-preview')
+      expect(await preview.locator('li').allTextContents()).toEqual(['203.0.113.7', '198.51.100.0/24', '2001:db8::/48', '192.0.2.0/24 new'])
+      await panel.screenshot({ path: `${SCREENSHOTS}refused-ips.png` })
+      await preview.getByRole('button', { name: 'Confirm: allow 192.0.2.0/24' }).click()
+      await page.waitForURL(/\?allowed=/)
+      expect(await page.getByRole('status').first().textContent()).toContain('Added 192.0.2.0/24 to the allowed IPs')
+      expect(await panel.locator('tbody tr').first().textContent()).toContain('Allowed now by 192.0.2.0/24')
+      expect((await stored()).allowedIps).toEqual(['203.0.113.7', '198.51.100.0/24', '2001:db8::/48', '192.0.2.0/24'])
+      expect((await from('192.0.2.45')).status).toBe(200)
       await page.context().close()
     },
     E2E_TIMEOUT,

@@ -122,6 +122,7 @@ describe("issue 10's forms keep the same CSRF protection", () => {
     const { businessId, session } = await memberOf(service)
     const bo = await addMember(businessId, { email: 'bo@example.com', role: 'member' })
     const key = await seedKey(service, businessId, { scopes: ['ANALYTICS_WRITE', 'BLOG_READ'] })
+    const server = await seedKey(service, businessId, { type: 'private' })
     const db = (await testDatabase()).db
     const snapshot = async () => ({
       keys: await db.select().from(apiKeys),
@@ -133,6 +134,8 @@ describe("issue 10's forms keep the same CSRF protection", () => {
     const forms: [string, Record<string, string>][] = [
       [`${KEYS}/${key.record.id}/roll`, { graceSeconds: '0' }],
       [`${KEYS}/${key.record.id}/allow-origin`, { origin: 'https://shop.example.net' }],
+      [`${KEYS}/${server.record.id}/allow-ip`, { entry: '198.51.100.0/24' }],
+      [`${KEYS}/${server.record.id}/edit`, { name: 'Server', scopes: 'ANALYTICS_READ', allowedIps: '198.51.100.0/24' }],
       [`${KEYS}/${key.record.id}/remove-scope`, { scope: 'BLOG_READ' }],
       ['/dashboard/settings/business/identity-secret', {}],
       ['/dashboard/settings/members', { email: 'cy@example.com', role: 'owner' }],

@@ -15,13 +15,15 @@ interface World {
   service: Service
   session: Session
   keyId: string
+  privateKeyId: string
 }
 
 async function world(): Promise<World> {
   const service = await testService()
   const { businessId, session } = await memberOf(service)
   const key = await seedKey(service, businessId, { name: 'Web', allowedOrigins: ['example.com'] })
-  return { service, session, keyId: key.record.id }
+  const server = await seedKey(service, businessId, { name: 'Server', type: 'private' })
+  return { service, session, keyId: key.record.id, privateKeyId: server.record.id }
 }
 
 async function survives(send: () => Promise<Response>): Promise<void> {
@@ -87,17 +89,15 @@ describe('hostile dashboard forms: never a 5xx, a refused form writes nothing', 
     await fuzz(form, (body) => postRaw(w, KEYS, body, w.session.cookie))
   })
 
-  test('edit key', async () => {
+  test('edit key, public and private', async () => {
     const w = await world()
-    const form = formOf({
-      csrf: w.session.csrf,
-      name: 'Site',
-      description: 'd',
-      origins: 'example.com',
-      scopes: 'ANALYTICS_WRITE',
-      expiresOn: '',
-    })
-    await fuzz(form, (body) => postRaw(w, `${KEYS}/${w.keyId}/edit`, body, w.session.cookie))
+    const common = { csrf: w.session.csrf, name: 'Site', description: 'd', expiresOn: '' }
+    const forms: [string, Record<string, string>][] = [
+      [w.keyId, { ...common, origins: 'example.com', scopes: 'ANALYTICS_WRITE' }],
+      // A private key's form has allowed IPs and IP report-only instead of origins.
+      [w.privateKeyId, { ...common, allowedIps: '203.0.113.7\n198.51.100.0/24', ipReportOnly: 'on', scopes: 'MEMORY_READ' }],
+    ]
+    for (const [keyId, fields] of forms) await fuzz(formOf(fields), (body) => postRaw(w, `${KEYS}/${keyId}/edit`, body, w.session.cookie))
   })
 
   test("issue 10's forms: roll, allow an origin, remove a scope, add a member, remove one", async () => {
@@ -105,6 +105,7 @@ describe('hostile dashboard forms: never a 5xx, a refused form writes nothing', 
     const forms: [string, Record<string, string>][] = [
       [`${KEYS}/${w.keyId}/allow-origin`, { csrf: w.session.csrf, origin: 'https://shop.example.net' }],
       [`${KEYS}/${w.keyId}/remove-scope`, { csrf: w.session.csrf, scope: 'BLOG_READ' }],
+      [`${KEYS}/${w.privateKeyId}/allow-ip`, { csrf: w.session.csrf, entry: '198.51.100.0/24' }],
       ['/dashboard/settings/members', { csrf: w.session.csrf, email: 'bo@example.com', role: 'member' }],
       [`/dashboard/settings/members/${crypto.randomUUID()}/remove`, { csrf: w.session.csrf }],
       // Last: a valid roll replaces the key, and later rolls of it are 409s.

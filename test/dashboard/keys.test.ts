@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'bun:test'
-import { eq } from 'drizzle-orm'
-import { apiKeys } from '../../db/schema/index.ts'
+import { and, eq } from 'drizzle-orm'
+import { apiKeys, auditEntries } from '../../db/schema/index.ts'
 import { testDatabase } from '../support/database.ts'
 import { TEST_AUTHOR, behindTrustedProxy, call, errorOf, seedKey, testService } from '../support/service.ts'
 import { getPage, KEYS, memberOf, postForm, type Session } from './support.ts'
@@ -271,7 +271,7 @@ describe('editing a key', () => {
     expect((await stored(record.id)).allowedOrigins).toEqual(['example.com'])
   })
 
-  test('is not offered for private keys, whose plaintext is never shown', async () => {
+  test('is offered for private keys too, whose plaintext is still never shown', async () => {
     const service = await testService()
     const { businessId, session } = await memberOf(service)
     const { record, key } = await seedKey(service, businessId, { type: 'private' })
@@ -280,7 +280,18 @@ describe('editing a key', () => {
     expect(page.status).toBe(200)
     expect(text).not.toContain(key)
     expect(text).toContain('cannot be shown again')
-    expect((await getPage(service, `${KEYS}/${record.id}/edit`, session)).status).toBe(409)
+    expect(text).toContain(`href="${KEYS}/${record.id}/edit"`)
+    expect(await (await getPage(service, KEYS, session)).text()).toContain(`href="${KEYS}/${record.id}/edit"`)
+    const form = await getPage(service, `${KEYS}/${record.id}/edit`, session)
+    expect(form.status).toBe(200)
+    const fields = await form.text()
+    expect(fields).not.toContain(key)
+    expect(fields).toContain('<textarea id="allowed-ips" name="allowedIps"')
+    expect(fields).toContain('name="ipReportOnly"')
+    expect(fields).not.toContain('name="origins"')
+    // A private key's budget is the key's own, and every scope is offered.
+    expect(fields).toContain('service default: 6000 requests per 60 seconds')
+    expect(fields).toContain('value="MEMORY_WRITE"')
   })
 
   test("a private key's page shows its allowed IPs and IP policy (contract section 14)", async () => {
@@ -308,6 +319,191 @@ describe('editing a key', () => {
     expect(page).toContain('Refused addresses')
     expect(page).toContain('198.51.100.77')
     expect(page).toContain('198.51.100.0/24')
+  })
+})
+
+describe("editing a private key's allowed IPs (contract section 14)", () => {
+  /** A member's private key "Backend", and `edit`: its form posted with `fields` over valid ones. */
+  async function privateKeyToEdit() {
+    const service = await testService()
+    const { businessId, session } = await memberOf(service)
+    const { record } = await seedKey(service, businessId, { type: 'private', name: 'Backend' })
+    const path = `${KEYS}/${record.id}/edit`
+    const edit = (fields: Record<string, string | string[]>) =>
+      postForm(service, path, { csrf: session.csrf, name: 'Backend', scopes: 'ANALYTICS_READ', ...fields }, { cookie: session.cookie })
+    return { service, businessId, session, record, path, edit }
+  }
+
+  test('stores the entries canonical, under the member in the trail', async () => {
+    const { service, session, record, path, edit } = await privateKeyToEdit()
+    const response = await edit({ allowedIps: ' 203.0.113.7 \n\n2001:DB8:0:0:0:0:0:0/48\n192.0.2.1/32\n203.0.113.7' })
+    expect(response.status).toBe(303)
+    expect(response.headers.get('location')).toBe(`${KEYS}/${record.id}?saved=1`)
+    expect(await stored(record.id)).toMatchObject({ allowedIps: ['203.0.113.7', '2001:db8::/48', '192.0.2.1'], ipPolicy: 'enforce' })
+    const trail = await (await db())
+      .select()
+      .from(auditEntries)
+      .where(and(eq(auditEntries.keyId, record.id), eq(auditEntries.action, 'key.updated')))
+    expect(trail).toEqual([
+      expect.objectContaining({
+        actor: 'member:ada@example.com',
+        changes: { allowedIps: { from: [], to: ['203.0.113.7', '2001:db8::/48', '192.0.2.1'] } },
+      }),
+    ])
+    const form = await (await getPage(service, path, session)).text()
+    expect(form).toContain('>203.0.113.7\n2001:db8::/48\n192.0.2.1</textarea>')
+  })
+
+  test('a range with host bits set is refused next to the field, with the range meant; values kept, nothing stored', async () => {
+    const { record, edit } = await privateKeyToEdit()
+    const response = await edit({ name: 'Renamed', allowedIps: '203.0.113.7\n198.51.100.7/24' })
+    expect(response.status).toBe(400)
+    const page = await response.text()
+    expect(page).toContain('one field needs a fix')
+    expect(page).toContain('<a href="#allowed-ips">&quot;198.51.100.7/24&quot; has host bits set: did you mean 198.51.100.0/24?')
+    expect(page).toMatch(/<ul class="field-error" id="allowed-ips-error"[^>]*><li>&quot;198.51.100.7\/24&quot; has host bits set/)
+    expect(page).toMatch(/<textarea id="allowed-ips"[^>]*aria-invalid="true"[^>]*>203.0.113.7\n198.51.100.7\/24<\/textarea>/)
+    expect(page).toContain('value="Renamed"')
+    expect(await stored(record.id)).toMatchObject({ name: 'Backend', allowedIps: [] })
+    const updates = await (await db()).select().from(auditEntries).where(eq(auditEntries.action, 'key.updated'))
+    expect(updates).toHaveLength(0)
+  })
+
+  test('the IP report-only checkbox sets ipPolicy "report", and unticking it enforces again', async () => {
+    const { service, session, record, path, edit } = await privateKeyToEdit()
+    expect((await edit({ allowedIps: '203.0.113.0/24', ipReportOnly: 'on' })).status).toBe(303)
+    expect(await stored(record.id)).toMatchObject({ ipPolicy: 'report', originPolicy: 'enforce' })
+    expect(await (await getPage(service, path, session)).text()).toMatch(
+      /<input type="checkbox" id="ip-report-only" name="ipReportOnly" checked/,
+    )
+    expect((await edit({ allowedIps: '203.0.113.0/24' })).status).toBe(303)
+    expect((await stored(record.id)).ipPolicy).toBe('enforce')
+  })
+
+  test("takes any scope and the key's own rate limit: the public keys' limits do not apply", async () => {
+    const { record, edit } = await privateKeyToEdit()
+    const response = await edit({ scopes: ['MEMORY_READ', 'AUDIENCE_PERSON_READ'], rateLimitLimit: '20000', rateLimitWindow: '60' })
+    expect(response.status).toBe(303)
+    expect(await stored(record.id)).toMatchObject({
+      scopes: ['MEMORY_READ', 'AUDIENCE_PERSON_READ'],
+      rateLimitLimit: 20000,
+      rateLimitWindowSeconds: 60,
+      allowedOrigins: [],
+    })
+  })
+
+  test('a tampered form cannot give a private key origins, nor a public key allowed IPs', async () => {
+    const { service, businessId, session, record, edit } = await privateKeyToEdit()
+    expect((await edit({ origins: 'evil.example' })).status).toBe(303)
+    expect((await stored(record.id)).allowedOrigins).toEqual([])
+    const site = await seedKey(service, businessId)
+    const onPublic = await postForm(
+      service,
+      `${KEYS}/${site.record.id}/edit`,
+      { csrf: session.csrf, name: 'Web', origins: 'example.com', scopes: 'ANALYTICS_WRITE', allowedIps: '203.0.113.7', ipReportOnly: 'on' },
+      { cookie: session.cookie },
+    )
+    expect(onPublic.status).toBe(303)
+    expect(await stored(site.record.id)).toMatchObject({ allowedIps: [], ipPolicy: 'enforce' })
+  })
+})
+
+describe('allowing a refused address in one click', () => {
+  /** A private key limited to 203.0.113.0/24 that refused 198.51.100.77 and 2001:db8:85a3::8a2e:370:7334. */
+  async function refusedKey() {
+    const service = await testService({ clientAddress: behindTrustedProxy })
+    const { businessId, session } = await memberOf(service)
+    const { record, key } = await seedKey(service, businessId, { type: 'private' })
+    await service.services.keys.update(null, record.id, { allowedIps: ['203.0.113.0/24'] }, TEST_AUTHOR)
+    for (const address of ['198.51.100.77', '2001:db8:85a3::8a2e:370:7334']) {
+      expect((await call(service, '/api/v0/whoami', { key, headers: { 'x-forwarded-for': address } })).status).toBe(403)
+    }
+    await service.services.usage.flush()
+    const allowIp = (entry: string, keyId = record.id) =>
+      postForm(service, `${KEYS}/${keyId}/allow-ip`, { csrf: session.csrf, entry }, { cookie: session.cookie })
+    return { service, businessId, session, record, key, allowIp }
+  }
+
+  test('the panel offers the address and its /24 or /64, each previewing the list it makes', async () => {
+    const { service, session, record } = await refusedKey()
+    const page = await (await getPage(service, `${KEYS}/${record.id}`, session)).text()
+    for (const entry of ['198.51.100.77', '198.51.100.0/24', '2001:db8:85a3::8a2e:370:7334', '2001:db8:85a3::/64']) {
+      expect(page).toContain(`<input type="hidden" name="entry" value="${entry}">`)
+      expect(page).toContain(`Confirm: allow ${entry}`)
+    }
+    expect(page).toContain(`action="${KEYS}/${record.id}/allow-ip"`)
+    expect(page).toContain('<li><code>203.0.113.0/24</code></li><li class="added"><code>198.51.100.0/24</code>')
+  })
+
+  test('adds the address, then its /24; a second click changes nothing; the API then serves that address', async () => {
+    const { service, session, record, key, allowIp } = await refusedKey()
+    const first = await allowIp('198.51.100.77')
+    expect(first.status).toBe(303)
+    expect(first.headers.get('location')).toBe(`${KEYS}/${record.id}?allowed=198.51.100.77#refused-ips`)
+    expect((await stored(record.id)).allowedIps).toEqual(['203.0.113.0/24', '198.51.100.77'])
+    const page = await (await getPage(service, first.headers.get('location')!, session)).text()
+    expect(page).toContain('Added <code>198.51.100.77</code> to the allowed IPs.')
+    expect(page).toContain('Allowed now by <code>198.51.100.77</code>')
+    const served = await call(service, '/api/v0/whoami', { key, headers: { 'x-forwarded-for': '198.51.100.77' } })
+    expect(served.status).toBe(200)
+
+    expect((await allowIp('198.51.100.0/24')).status).toBe(303)
+    expect((await allowIp('198.51.100.0/24')).status).toBe(303)
+    expect((await stored(record.id)).allowedIps).toEqual(['203.0.113.0/24', '198.51.100.77', '198.51.100.0/24'])
+    expect((await call(service, '/api/v0/whoami', { key, headers: { 'x-forwarded-for': '198.51.100.9' } })).status).toBe(200)
+    const trail = await (await db())
+      .select()
+      .from(auditEntries)
+      .where(and(eq(auditEntries.keyId, record.id), eq(auditEntries.actor, 'member:ada@example.com')))
+    expect(trail).toHaveLength(2)
+  })
+
+  test("adds an IPv6 address's /64, written canonical", async () => {
+    const { service, record, key, allowIp } = await refusedKey()
+    const response = await allowIp('2001:DB8:85A3:0:0:0:0:0/64')
+    expect(response.status).toBe(303)
+    expect(response.headers.get('location')).toBe(`${KEYS}/${record.id}?allowed=${encodeURIComponent('2001:db8:85a3::/64')}#refused-ips`)
+    expect((await stored(record.id)).allowedIps).toEqual(['203.0.113.0/24', '2001:db8:85a3::/64'])
+    const served = await call(service, '/api/v0/whoami', { key, headers: { 'x-forwarded-for': '2001:db8:85a3::1' } })
+    expect(served.status).toBe(200)
+  })
+
+  test('a bad entry is a 400 that changes nothing', async () => {
+    const { service, businessId, record, allowIp } = await refusedKey()
+    for (const entry of ['198.51.100.7/24', 'example.com', '', '10.0.0.0/33']) {
+      const response = await allowIp(entry)
+      expect({ entry, status: response.status }).toEqual({ entry, status: 400 })
+      expect(await response.text()).toContain('Nothing was changed')
+    }
+    expect((await stored(record.id)).allowedIps).toEqual(['203.0.113.0/24'])
+    // A public key takes no allowed IPs: the key rules refuse it.
+    const site = await seedKey(service, businessId)
+    expect((await allowIp('198.51.100.77', site.record.id)).status).toBe(400)
+    expect((await stored(site.record.id)).allowedIps).toEqual([])
+  })
+
+  test('a crafted link cannot make the page claim an address was added', async () => {
+    const { service, session, record } = await refusedKey()
+    const page = await (await getPage(service, `${KEYS}/${record.id}?allowed=198.51.100.77`, session)).text()
+    expect(page).not.toContain('Added <code>')
+  })
+
+  test('a revoked key offers no Allow, and refuses one with 409', async () => {
+    const { service, session, record, allowIp } = await refusedKey()
+    await service.services.keys.revoke(null, record.id, TEST_AUTHOR)
+    const page = await (await getPage(service, `${KEYS}/${record.id}`, session)).text()
+    expect(page).toContain('198.51.100.77')
+    expect(page).not.toContain('Confirm: allow')
+    expect((await allowIp('198.51.100.77')).status).toBe(409)
+    expect((await stored(record.id)).allowedIps).toEqual(['203.0.113.0/24'])
+  })
+
+  test('on a key with an empty list, the preview says that the first entry turns the restriction on', async () => {
+    const { service, session, record } = await refusedKey()
+    await service.services.keys.update(null, record.id, { allowedIps: [] }, TEST_AUTHOR)
+    const page = await (await getPage(service, `${KEYS}/${record.id}`, session)).text()
+    expect(page).toContain('The list is empty now: this key works from any address.')
+    expect(page).toContain('Adding this entry turns the')
   })
 })
 
@@ -405,7 +601,8 @@ describe('pages', () => {
     const service = await testService()
     const { businessId, session } = await memberOf(service)
     const { record } = await seedKey(service, businessId)
-    for (const path of [`${KEYS}/new`, `${KEYS}/${record.id}`, `${KEYS}/${record.id}/edit`]) {
+    const server = await seedKey(service, businessId, { type: 'private' })
+    for (const path of [`${KEYS}/new`, `${KEYS}/${record.id}`, `${KEYS}/${record.id}/edit`, `${KEYS}/${server.record.id}/edit`]) {
       const page = await (await getPage(service, path, session)).text()
       const ids = [...page.matchAll(/<(?:input|textarea)(?![^>]*type="hidden")[^>]*\bid="([^"]+)"/g)].map((m) => m[1]!)
       expect(ids.length).toBeGreaterThan(0)

@@ -2,7 +2,7 @@ import { describe, expect, test } from 'bun:test'
 import { and, eq } from 'drizzle-orm'
 import { apiKeys, auditEntries, keyScopeUses } from '../../db/schema/index.ts'
 import { testDatabase } from '../support/database.ts'
-import { call, seedKey, testService } from '../support/service.ts'
+import { call, seedKey, TEST_AUTHOR, testService } from '../support/service.ts'
 import { getPage, KEYS, memberOf, postForm } from './support.ts'
 
 // Issue 10 item 3: scopes not used in the last 30 days, each with a one-click "Remove".
@@ -15,6 +15,14 @@ async function stored(id: string) {
   return row!
 }
 
+/** Makes the key 60 days old, so that a scope it has not used counts as unused. */
+async function makeOld(keyId: string) {
+  await (await db())
+    .update(apiKeys)
+    .set({ createdAt: new Date(Date.now() - 60 * DAY) })
+    .where(eq(apiKeys.id, keyId))
+}
+
 async function keyWithUses() {
   const service = await testService()
   const { businessId, session } = await memberOf(service)
@@ -22,10 +30,7 @@ async function keyWithUses() {
   expect((await call(service, '/api/v0/analytics', { key: site.key, origin: ORIGIN, body: { eventType: 'page_view' } })).status).toBe(202)
   await service.services.usage.flush()
   // The key is 60 days old: BLOG_READ was last used 40 days ago; AUDIENCE_PERSON_WRITE never.
-  await (await db())
-    .update(apiKeys)
-    .set({ createdAt: new Date(Date.now() - 60 * DAY) })
-    .where(eq(apiKeys.id, site.record.id))
+  await makeOld(site.record.id)
   await (await db()).insert(keyScopeUses).values({ keyId: site.record.id, scope: 'BLOG_READ', lastUsedAt: new Date(Date.now() - 40 * DAY) })
   return { service, businessId, session, site }
 }
@@ -76,10 +81,7 @@ describe('unused scopes in the dashboard', () => {
     const service = await testService()
     const { businessId, session } = await memberOf(service)
     const lone = await seedKey(service, businessId, { scopes: ['BLOG_READ'] })
-    await (await db())
-      .update(apiKeys)
-      .set({ createdAt: new Date(Date.now() - 60 * DAY) })
-      .where(eq(apiKeys.id, lone.record.id))
+    await makeOld(lone.record.id)
     const page = await (await getPage(service, `${KEYS}/${lone.record.id}`, session)).text()
     expect(page).toContain('A key needs at least one scope')
     const last = await postForm(
@@ -107,17 +109,29 @@ describe('unused scopes in the dashboard', () => {
       { cookie: rival.cookie },
     )
     expect(foreign.status).toBe(404)
-    const privateKey = await seedKey(service, businessId, { type: 'private', scopes: ['ANALYTICS_READ', 'MEMORY_READ'] })
-    const onPrivate = await postForm(
+    const revoked = await seedKey(service, businessId, { scopes: ['BLOG_READ', 'ANALYTICS_WRITE'] })
+    await service.services.keys.revoke(businessId, revoked.record.id, TEST_AUTHOR)
+    const onRevoked = await postForm(
       service,
-      `${KEYS}/${privateKey.record.id}/remove-scope`,
-      { csrf: session.csrf, scope: 'MEMORY_READ' },
+      `${KEYS}/${revoked.record.id}/remove-scope`,
+      { csrf: session.csrf, scope: 'BLOG_READ' },
       { cookie: session.cookie },
     )
-    expect(onPrivate.status).toBe(409)
+    expect(onRevoked.status).toBe(409)
     expect((await stored(two.record.id)).scopes).toEqual(['BLOG_READ', 'ANALYTICS_WRITE'])
-    expect((await stored(privateKey.record.id)).scopes).toEqual(['ANALYTICS_READ', 'MEMORY_READ'])
+    expect((await stored(revoked.record.id)).scopes).toEqual(['BLOG_READ', 'ANALYTICS_WRITE'])
     expect(await (await db()).select().from(auditEntries).where(eq(auditEntries.action, 'key.updated'))).toHaveLength(0)
+  })
+
+  test('a private key offers Remove too: members change private keys now', async () => {
+    const service = await testService()
+    const { businessId, session } = await memberOf(service)
+    const server = await seedKey(service, businessId, { type: 'private', scopes: ['ANALYTICS_READ', 'MEMORY_READ'] })
+    await makeOld(server.record.id)
+    expect(await (await getPage(service, `${KEYS}/${server.record.id}`, session)).text()).toContain('Confirm: remove MEMORY_READ')
+    const fields = { csrf: session.csrf, scope: 'MEMORY_READ' }
+    expect((await postForm(service, `${KEYS}/${server.record.id}/remove-scope`, fields, { cookie: session.cookie })).status).toBe(303)
+    expect((await stored(server.record.id)).scopes).toEqual(['ANALYTICS_READ'])
   })
 
   test("a key younger than 30 days: its unused scopes are 'not used yet', with no Remove", async () => {

@@ -54,6 +54,7 @@ describe("another business's keys", () => {
     for (const [action, fields] of [
       ['roll', { graceSeconds: '0' }],
       ['allow-origin', { origin: 'https://evil.example.org' }],
+      ['allow-ip', { entry: '198.51.100.0/24' }],
       ['remove-scope', { scope: 'ANALYTICS_WRITE' }],
     ] as const) {
       const response = await postForm(
@@ -77,6 +78,19 @@ describe("another business's keys", () => {
     )
     expect(response.status).toBe(404)
     expect(await storedKey(keyId)).toMatchObject({ name: 'Bravo site', allowedOrigins: ['bravo.com'] })
+  })
+
+  test("answer 404 to a private key's edit, and stay unchanged", async () => {
+    const { service, a, b } = await twoBusinesses()
+    const server = await seedKey(service, b.businessId, { type: 'private', name: 'Bravo server' })
+    const response = await postForm(
+      service,
+      `${KEYS}/${server.record.id}/edit`,
+      { csrf: a.session.csrf, name: 'Hijacked', scopes: 'MEMORY_READ', allowedIps: '0.0.0.0/0' },
+      { cookie: a.session.cookie },
+    )
+    expect(response.status).toBe(404)
+    expect(await storedKey(server.record.id)).toMatchObject({ name: 'Bravo server', scopes: ['ANALYTICS_READ'], allowedIps: [] })
   })
 
   test('answer 404 to a revoke and stay usable', async () => {
