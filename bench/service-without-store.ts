@@ -3,6 +3,10 @@
  * `BENCH_ROUTE=track npm run bench` runs it to measure what a page view costs the service
  * up to the database (the key chain, budgets, body, validation, the group commit's queue),
  * against a bare Elysia route that has no database either. Not for anything but benchmarks.
+ *
+ * BENCH_QUERY_TIMEOUT_MS: the statement deadline (default the service's 4 s). Under valgrind
+ * (bench/instructions.ts) a JIT compile can hold the event loop for seconds, which a
+ * deadline timer would take for a hung database.
  */
 import { openDatabase } from '../db/client.ts'
 import { migrate } from '../db/migrate.ts'
@@ -13,7 +17,8 @@ import { createLogger } from '../src/observability/log.ts'
 
 const config = loadConfig()
 if (!config.databaseUrl || !process.env.ADMIN_TOKEN) throw new Error('set DATABASE_URL and ADMIN_TOKEN (bench/support.ts does)')
-const database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir })
+const queryTimeoutMs = process.env.BENCH_QUERY_TIMEOUT_MS ? Number(process.env.BENCH_QUERY_TIMEOUT_MS) : undefined
+const database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, queryTimeoutMs })
 await migrate(database)
 const service = createApp({
   database,

@@ -46,7 +46,8 @@ export function onCore(core: number, command: string[]): string[] {
 }
 
 const LISTENING = /listening on http:\/\/localhost:(\d+)/
-const START_TIMEOUT_MS = 30_000
+// Long enough for a server under valgrind (bench/instructions.ts).
+const START_TIMEOUT_MS = 180_000
 
 /** Starts a server and waits (at most 30 s) for its "listening on" line; answers its base URL. */
 export async function startServer(command: string[], env: Record<string, string>, cwd = root) {
@@ -105,12 +106,15 @@ export async function ensureDatabase(url: string): Promise<void> {
 
 /**
  * The service on core 0, on `databaseUrl` (which must exist: see ensureDatabase), with an
- * admin token of this run's for its admin API; `cwd` runs another checkout's src/index.ts.
+ * admin token of this run's for its admin API; `cwd` runs another checkout's src/index.ts;
+ * `command` replaces the whole command line (a server under valgrind, say).
  */
-export async function startService(options: { env?: Record<string, string>; cwd?: string; entry?: string } = {}) {
+export async function startService(
+  options: { env?: Record<string, string>; cwd?: string; entry?: string; command?: string[] } = {},
+) {
   const adminToken = `bench-${crypto.randomUUID()}`
   const service = await startServer(
-    onCore(0, [process.execPath, options.entry ?? 'src/index.ts']),
+    options.command ?? onCore(0, [process.execPath, options.entry ?? 'src/index.ts']),
     { DATABASE_URL: databaseUrl, PORT: '0', ADMIN_TOKEN: adminToken, ...options.env },
     options.cwd,
   )

@@ -1,0 +1,155 @@
+/**
+ * `bun bench/instructions.ts`: instructions per request of the service's hot routes against
+ * the contract's native floor (bench/bare-elysia.ts with FLOOR=1), counted by valgrind's
+ * callgrind in the server process. Instruction counts do not move with what else the
+ * machine is doing, so a change to the hot path can be priced on a busy machine, where
+ * wrk's req/s cannot; wrk (`npm run bench`) stays the measure of the aims.
+ *
+ * Each server runs under callgrind; the service is bench/service-without-store.ts (no event
+ * is stored: whoami stores none anyway) with the statement deadline raised, since a JIT
+ * compile under valgrind can hold its event loop for seconds. A client in this process (keep-alive connections,
+ * `CONNECTIONS` requests in flight, as wrk keeps them) sends a warm-up, then the counters
+ * switched on and zeroed (`callgrind_control`), `REQUESTS` more are sent and counted
+ * (`callgrind_control --dump`). User space only: the kernel's share follows the user
+ * time (bench/README.md, "Where the service's extra kernel time goes").
+ *
+ * BENCH_ROUTE=whoami (default) | track (one page view, the service's event store off, as
+ * `BENCH_ROUTE=track npm run bench`) | private (whoami with a private key; IPS=100 gives the
+ * key 100 allowed ranges, the client's address matched by the last). COMPARE_TREE=<dir>:
+ * also the service of another checkout (one that has this file). REQUESTS (default 20000), WARMUP (default 5000).
+ * Needs valgrind and PostgreSQL (DATABASE_URL, default the bench database). A few minutes.
+ */
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { databaseUrl, ensureDatabase, root, runBenchmark, startServer, startService, stopChildren } from './support.ts'
+
+const ROUTE = process.env.BENCH_ROUTE ?? 'whoami'
+const REQUESTS = Number(process.env.REQUESTS ?? 20_000)
+const WARMUP = Number(process.env.WARMUP ?? 5_000)
+// Fewer than wrk's 64: under callgrind a request takes ~50x longer, and 64 waiting would
+// push the service's own database probes past their deadlines.
+const CONNECTIONS = Number(process.env.CONNECTIONS ?? 8)
+const ORIGIN = 'https://www.example.com'
+const TRACK_BODY = '{"eventType":"page_view","url":"https://www.example.com/pricing","anonymousId":"visitor-1"}'
+
+const outDir = mkdtempSync(join(tmpdir(), 'keygate-callgrind-'))
+
+function underCallgrind(name: string, command: string[]): string[] {
+  return [
+    'valgrind',
+    '--tool=callgrind',
+    `--callgrind-out-file=${join(outDir, `${name}.%p`)}`,
+    // Instrumented only from the measurement on: start-up runs about as fast as without
+    // callgrind (timers and the database's deadlines keep their meaning), and neither it
+    // nor the warm-up is counted.
+    '--instr-atstart=no',
+    ...command,
+  ]
+}
+
+function control(args: string[], pid: number): string {
+  const result = Bun.spawnSync(['callgrind_control', ...args, String(pid)])
+  if (result.exitCode !== 0) throw new Error(`callgrind_control ${args.join(' ')} failed: ${result.stderr.toString()}`)
+  return result.stdout.toString()
+}
+
+/** Sends `count` requests, `CONNECTIONS` at a time; throws on any answer but `status`. */
+async function send(url: string, init: RequestInit, status: number, count: number): Promise<void> {
+  let next = 0
+  const worker = async () => {
+    while (next < count) {
+      next++
+      const response = await fetch(url, init)
+      const text = await response.text()
+      if (response.status !== status) throw new Error(`${url} answered ${response.status}, not ${status}: ${text}`)
+    }
+  }
+  await Promise.all(Array.from({ length: CONNECTIONS }, worker))
+}
+
+/** Instructions per request of the server `pid` over `REQUESTS` requests, after the warm-up. */
+async function measure(name: string, pid: number, url: string, init: RequestInit, status: number): Promise<number> {
+  await send(url, init, status, WARMUP)
+  control(['--instr=on'], pid)
+  // Re-instrumenting the code costs its first requests more; they are not counted.
+  await send(url, init, status, Math.min(WARMUP, 1000))
+  control(['--zero'], pid)
+  await send(url, init, status, REQUESTS)
+  control([`--dump=${name}`], pid)
+  const dumps = readdirSync(outDir).filter((f) => f.includes(`.${pid}.`))
+  const last = dumps.sort().at(-1)
+  if (!last) throw new Error(`no callgrind dump for ${name}`)
+  const text = readFileSync(join(outDir, last), 'utf8')
+  const total = /^(?:summary|totals):\s*(\d+)/m.exec(text)?.[1]
+  if (!total) throw new Error(`no totals in ${last}`)
+  return Number(total) / REQUESTS
+}
+
+async function main(): Promise<number> {
+  if (!Bun.which('valgrind') || !Bun.which('callgrind_control')) {
+    console.error('valgrind is not installed: `apt-get install -y valgrind`, then run again.')
+    return 1
+  }
+  await ensureDatabase(databaseUrl)
+  const track = ROUTE === 'track'
+  const path = track ? '/api/v0/analytics' : '/api/v0/whoami'
+  const status = track ? 202 : 200
+  const targets: { label: string; pid: number; base: string; key?: string }[] = []
+
+  const serviceCommand = (cwd: string) =>
+    underCallgrind(`service-${targets.length}`, [process.execPath, join(cwd, 'bench/service-without-store.ts')])
+  const env = { BENCH_QUERY_TIMEOUT_MS: '600000' }
+  const service = await startService({ command: serviceCommand(root), env })
+  const business = await service.admin.createBusiness('bench')
+  const key =
+    ROUTE === 'private'
+      ? await service.admin.createKey(business, 'bench', {
+          type: 'private',
+          allowedOrigins: [],
+          scopes: ['ANALYTICS_READ'],
+          allowedIps: allowedIps(Number(process.env.IPS ?? 0)),
+          rateLimit: { limit: 1_000_000, windowSeconds: 1 },
+        })
+      : await service.admin.createKey(business, 'bench', { rateLimit: { limit: 1_000_000, windowSeconds: 1 } })
+  targets.push({ label: 'keygate', pid: service.process.pid, base: service.base })
+  const compareTree = process.env.COMPARE_TREE
+  if (compareTree) {
+    const other = await startService({ command: serviceCommand(compareTree), cwd: compareTree, env })
+    targets.push({ label: `keygate at ${compareTree}`, pid: other.process.pid, base: other.base })
+  }
+  const floor = await startServer(underCallgrind('floor', [process.execPath, 'bench/bare-elysia.ts']), { PORT: '0', FLOOR: '1' })
+  targets.push({ label: "the contract's native floor", pid: floor.process.pid, base: floor.base })
+
+  const headers: Record<string, string> = { authorization: `Bearer ${key}` }
+  if (ROUTE !== 'private') headers.origin = ORIGIN
+  if (track) headers['content-type'] = 'application/json'
+  const init: RequestInit = { method: track ? 'POST' : 'GET', headers, body: track ? TRACK_BODY : undefined }
+
+  console.log(`bun ${Bun.version}; ${ROUTE}; instructions per request (callgrind, ${REQUESTS} requests after ${WARMUP})\n`)
+  const rows: string[] = []
+  let floorCount: number | undefined
+  const counts: number[] = []
+  for (const target of targets) {
+    const count = await measure(`t${targets.indexOf(target)}`, target.pid, `${target.base}${path}`, init, status)
+    counts.push(count)
+    console.log(`${target.label}: ${Math.round(count).toLocaleString('en')}`)
+  }
+  floorCount = counts.at(-1)!
+  for (const [i, target] of targets.entries()) {
+    rows.push(`| ${target.label} | ${Math.round(counts[i]!).toLocaleString('en')} | ${(counts[i]! / floorCount).toFixed(2)} |`)
+  }
+  console.log(`\n| Server, ${ROUTE} | instructions per request | against the floor |\n|---|---|---|\n${rows.join('\n')}`)
+  stopChildren()
+  rmSync(outDir, { recursive: true, force: true })
+  return 0
+}
+
+/** 100 ranges, none of them the loopback the client comes from, then 127.0.0.0/8 last. */
+function allowedIps(count: number): string[] {
+  if (count === 0) return []
+  const ranges = Array.from({ length: count - 1 }, (_, i) => `10.${i}.0.0/16`)
+  return [...ranges, '127.0.0.0/8']
+}
+
+await runBenchmark(main)
