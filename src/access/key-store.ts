@@ -1,11 +1,11 @@
 import { eq } from 'drizzle-orm'
-import { LRUCache } from 'lru-cache'
 import type { Db } from '../../db/client.ts'
 import type { Budget } from '../config.ts'
 import { apiKeys } from '../../db/schema/index.ts'
 import type { KeyType } from './key-format.ts'
 import { compileIpMatcher, type IpMatcher } from './ip/match.ts'
 import { compileOriginMatcher, type OriginMatcher } from './origin.ts'
+import { RecentMap } from './recent-map.ts'
 import type { Scope } from './scopes.ts'
 
 /** A key as the request chain sees it: everything a check needs, precomputed once per load. */
@@ -88,10 +88,12 @@ export function createKeyStore(db: Db, options: KeyStoreOptions = {}): KeyStore 
   const liveTtl = options.ttlMs ?? 60_000
   const fallbackTtl = options.fallbackTtlMs ?? 500
   let mode: KeyCacheMode = options.mode ?? 'fallback'
-  const known = new LRUCache<string, ActiveKey>({ max: options.max ?? 50_000, ttl: fallbackTtl })
+  // Each entry with the time (performance.now) until which it is trusted.
+  const known = new RecentMap<string, { key: ActiveKey; until: number }>(options.max ?? 50_000)
   // Short whatever the mode: a key created elsewhere must work here within a second even
   // when its insert's notification was missed.
-  const unknown = new LRUCache<string, true>({ max: options.unknownMax ?? 10_000, ttl: options.unknownTtlMs ?? 1_000 })
+  const unknownTtl = options.unknownTtlMs ?? 1_000
+  const unknown = new RecentMap<string, number>(options.unknownMax ?? 10_000)
   const loading = new Map<string, Promise<ActiveKey | null>>()
   const stats: KeyCacheStats = { hit: 0, negative: 0, miss: 0 }
   // Bumped by every invalidation and flush: a load that started before it may hold the old
@@ -103,8 +105,9 @@ export function createKeyStore(db: Db, options: KeyStoreOptions = {}): KeyStore 
     const [row] = await db.select().from(apiKeys).where(eq(apiKeys.keyHash, hash)).limit(1)
     const key = row ? toActiveKey(row) : null
     if (startedAt === generation) {
-      if (key) known.set(hash, key, { ttl: mode === 'live' ? liveTtl : fallbackTtl })
-      else unknown.set(hash, true)
+      const now = performance.now()
+      if (key) known.set(hash, { key, until: now + (mode === 'live' ? liveTtl : fallbackTtl) })
+      else unknown.set(hash, now + unknownTtl)
     }
     return key
   }
@@ -119,12 +122,20 @@ export function createKeyStore(db: Db, options: KeyStoreOptions = {}): KeyStore 
     resolve(hash) {
       const hit = known.get(hash)
       if (hit !== undefined) {
-        stats.hit++
-        return hit
-      }
-      if (unknown.has(hash)) {
-        stats.negative++
-        return null
+        if (performance.now() < hit.until) {
+          stats.hit++
+          return hit.key
+        }
+        known.delete(hash)
+      } else {
+        const until = unknown.get(hash)
+        if (until !== undefined) {
+          if (performance.now() < until) {
+            stats.negative++
+            return null
+          }
+          unknown.delete(hash)
+        }
       }
       stats.miss++
       let pending = loading.get(hash)

@@ -1,5 +1,5 @@
-import { LRUCache } from 'lru-cache'
 import type { Budget } from '../../config.ts'
+import { RecentMap } from '../recent-map.ts'
 import { emissionInterval, exhausted, gcra } from './gcra.ts'
 import { createSharedCounters } from './redis.ts'
 
@@ -39,9 +39,9 @@ export interface RateLimiterOptions {
  */
 export function createRateLimiter(options: RateLimiterOptions = {}): RateLimiter {
   const max = options.maxBuckets ?? 100_000
-  const local = new LRUCache<string, { tat: number }>({ max })
+  const local = new RecentMap<string, { tat: number }>(max)
   const shared = options.redisUrl ? createSharedCounters(options.redisUrl, options.log ?? console.error) : null
-  const leases = new LRUCache<string, Lease>({ max })
+  const leases = new RecentMap<string, Lease>(max)
 
   function takeLocally(bucket: string, budget: Budget, now: number): RateLimitOutcome {
     let cell = local.get(bucket)
@@ -172,7 +172,7 @@ export interface FailureBudget {
  * failures came within the window, the address is refused until the window has passed.
  */
 export function createFailureBudget(budget: Budget, maxSubjects = 100_000): FailureBudget {
-  const cells = new LRUCache<string, { tat: number }>({ max: maxSubjects })
+  const cells = new RecentMap<string, { tat: number }>(maxSubjects)
   let lastFailureAt = Number.NEGATIVE_INFINITY
   return {
     active: (now) => now - lastFailureAt < budget.windowSeconds * 1000,
