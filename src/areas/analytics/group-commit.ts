@@ -52,6 +52,13 @@ export interface GroupCommitOptions<Row> {
   isUnavailable?: (error: unknown) => boolean
 }
 
+/** A tenant's waiting requests, oldest first from `head`, and the rows they hold. */
+interface TenantQueue<Row> {
+  queue: Waiting<Row>[]
+  head: number
+  rows: number
+}
+
 interface Waiting<Row> {
   tenant: string
   rows: readonly Row[]
@@ -83,7 +90,7 @@ export function createGroupCommitter<Row>(options: GroupCommitOptions<Row>): Gro
   const isUnavailable = options.isUnavailable ?? (() => false)
   const stats: GroupCommitStats = { queuedRows: 0, commits: 0, rows: 0, requests: 0, refusedFull: 0, abandoned: 0 }
   // Tenants in the order they are served; each with its own queue and row count.
-  const tenants = new Map<string, { queue: Waiting<Row>[]; rows: number }>()
+  const tenants = new Map<string, TenantQueue<Row>>()
   let running = 0
   let idle: (() => void) | null = null
   let closed = false
@@ -93,7 +100,7 @@ export function createGroupCommitter<Row>(options: GroupCommitOptions<Row>): Gro
     if (tenant === undefined) return
     tenant.rows -= waiting.rows.length
     stats.queuedRows -= waiting.rows.length
-    if (tenant.rows === 0 && tenant.queue.length === 0) tenants.delete(waiting.tenant)
+    if (tenant.rows === 0 && tenant.head === tenant.queue.length) tenants.delete(waiting.tenant)
   }
 
   /** Rows whose client went away while they waited: never written, and the request told so. */
@@ -101,6 +108,26 @@ export function createGroupCommitter<Row>(options: GroupCommitOptions<Row>): Gro
     stats.abandoned++
     release(waiting)
     waiting.reject(new ApiError('unavailable', 'The client went away before its events were written; nothing was written.'))
+  }
+
+  /** The tenant's oldest request whose client is still there; gone ones are abandoned on the way. */
+  function peek(tenant: TenantQueue<Row>): Waiting<Row> | undefined {
+    let next = tenant.queue[tenant.head]
+    while (next?.client?.signal.aborted) {
+      tenant.head++
+      abandon(next)
+      next = tenant.queue[tenant.head]
+    }
+    return next
+  }
+
+  /** Takes the request `peek` answered (an index step: shifting an array is linear in its length). */
+  function take(tenant: TenantQueue<Row>): void {
+    tenant.head++
+    if (tenant.head === tenant.queue.length) {
+      tenant.queue = []
+      tenant.head = 0
+    }
   }
 
   /** One request from each tenant in turn, then again, until the batch is full. */
@@ -111,17 +138,23 @@ export function createGroupCommitter<Row>(options: GroupCommitOptions<Row>): Gro
     while (progress) {
       progress = false
       for (const [name, tenant] of tenants) {
-        while (tenant.queue.length > 0 && tenant.queue[0]!.client?.signal.aborted) abandon(tenant.queue.shift()!)
-        const next = tenant.queue[0]
-        if (next === undefined) continue
-        if (batch.length > 0 && rows + next.rows.length > maxBatchRows) continue
-        tenant.queue.shift()
-        batch.push(next)
-        rows += next.rows.length
-        progress = true
+        // Alone, a tenant has no one to take turns with: its requests go in order until full.
+        const alone = tenants.size === 1
+        let took = false
+        for (let next = peek(tenant); next !== undefined; next = alone ? peek(tenant) : undefined) {
+          if (batch.length > 0 && rows + next.rows.length > maxBatchRows) break
+          take(tenant)
+          batch.push(next)
+          rows += next.rows.length
+          took = true
+          if (rows >= maxBatchRows) break
+        }
+        progress ||= took
         // Round robin: a served tenant goes to the back of the line.
-        tenants.delete(name)
-        tenants.set(name, tenant)
+        if (took && !alone) {
+          tenants.delete(name)
+          tenants.set(name, tenant)
+        }
         if (rows >= maxBatchRows) return batch
       }
     }
@@ -197,7 +230,7 @@ export function createGroupCommitter<Row>(options: GroupCommitOptions<Row>): Gro
         const waiting: Waiting<Row> = { tenant, rows, resolve, reject }
         let queue = own
         if (queue === undefined) {
-          queue = { queue: [], rows: 0 }
+          queue = { queue: [], head: 0, rows: 0 }
           tenants.set(tenant, queue)
         }
         queue.queue.push(waiting)
