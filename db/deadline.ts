@@ -1,3 +1,4 @@
+import type { Writable } from 'node:stream'
 import type { Sql } from 'postgres'
 import type { Availability } from './availability.ts'
 import { DatabaseDeadlineError, DatabaseDownError } from './faults.ts'
@@ -81,6 +82,45 @@ function bounded<Q extends object>(query: Q, deadline: number, ms: number, avail
     },
   })
   return proxy
+}
+
+/**
+ * `COPY ... FROM STDIN` of `text` (the statement's whole input, in COPY's text format), in
+ * a transaction of its own on `sql` (a bounded client: one deadline for the whole of it).
+ *
+ * postgres.js answers a COPY with a stream, and loses an error the server sends after the
+ * input's end (a unique violation is found only then): the stream never finishes, and the
+ * error is reported nowhere (porsager/postgres#1173, unfixed in 3.4.9). So the stream's
+ * `finish` is not trusted: once the input's end is sent, one more statement runs in the same
+ * transaction, and it fails (25P02, in_failed_sql_transaction) exactly when the COPY did.
+ * The transaction then rolls back and its error is thrown; the server's own error is lost.
+ */
+export function boundedCopy(sql: Sql): (statement: string, text: string) => Promise<void> {
+  return async (statement, text) => {
+    await sql.begin(async (tx) => {
+      await endInput(await tx.unsafe(statement).writable(), text)
+      await tx`select 1`
+    })
+  }
+}
+
+/**
+ * Writes `text` and the end of the input; resolves once the end is handed to the socket
+ * (postgres.js's `final`), not when the server has answered: the statement after it is
+ * only accepted once the COPY stream is closed on the client side. A refusal the server
+ * sends while the input is still being written rejects with its error.
+ */
+function endInput(stream: Writable, text: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const final = stream._final
+    if (final === undefined) return reject(new Error('a COPY stream without _final: postgres.js has changed'))
+    stream._final = function (this: Writable, callback) {
+      final.call(this, callback)
+      resolve()
+    }
+    stream.once('error', reject)
+    stream.end(text)
+  })
 }
 
 /** `work` (started by its first `then`) settled by `deadline`, or sooner if the database is found down. */

@@ -139,6 +139,7 @@ export function createApp(options: AppOptions) {
       // PGlite has one connection: a second insert would only wait behind the first.
       concurrency: options.database.engine === 'postgres' ? POSTGRES_INSERTS_IN_FLIGHT : 1,
       store: options.eventStore,
+      copyIn: options.database.copyIn,
     },
   }
 

@@ -2,7 +2,7 @@ import type { Db } from '../../db/client.ts'
 import type { createAccessPlugin } from '../access/plugin.ts'
 import type { DirectRoutes } from '../http/direct-route.ts'
 import type { IngestFigures } from '../observability/metrics.ts'
-import type { EventRow } from './analytics/service.ts'
+import type { CopyIn, EventRow } from './analytics/service.ts'
 
 /** What every area plugin receives from createApp. */
 export interface AreaDeps {
@@ -19,5 +19,11 @@ export interface AreaDeps {
   /** Where /metrics reads the ingest queue's figures (keygate_ingest_queue_rows, keygate_ingest_rows_total). */
   reportIngest?(source: () => IngestFigures): void
   /** Bounds of the analytics write queue (src/areas/analytics/group-commit.ts). */
-  ingest?: { maxQueuedRows: number; concurrency: number; store?: (rows: readonly EventRow[]) => Promise<void> }
+  ingest?: {
+    maxQueuedRows: number
+    concurrency: number
+    store?: (rows: readonly EventRow[]) => Promise<void>
+    /** COPY on PostgreSQL: the event writer's fast path for batches. */
+    copyIn?: CopyIn
+  }
 }

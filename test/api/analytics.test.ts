@@ -1,8 +1,9 @@
 import { describe, expect, test } from 'bun:test'
-import { asc, sql } from 'drizzle-orm'
+import { asc, eq, sql } from 'drizzle-orm'
+import fc from 'fast-check'
 import { queryRows } from '../../db/client.ts'
 import { analyticsEvents } from '../../db/schema/index.ts'
-import { type EventRow, eventInserter } from '../../src/areas/analytics/service.ts'
+import { COPY_MIN_ROWS, type EventRow, eventInserter, eventWriter } from '../../src/areas/analytics/service.ts'
 import { testDatabase } from '../support/database.ts'
 import { call, errorOf, seedBusiness, seedKey, testService } from '../support/service.ts'
 
@@ -466,7 +467,12 @@ test('one insert of rows from two businesses, keys and Origins, interleaved, sto
   const { db } = await testDatabase()
   await eventInserter(db)(rows)
   const stored = await db.select().from(analyticsEvents)
-  const asStored = (r: EventRow) => ({
+  const byId = (x: { id: string }, y: { id: string }) => x.id.localeCompare(y.id)
+  expect(stored.sort(byId)).toEqual(rows.map(asStored).sort(byId))
+})
+
+function asStored(r: EventRow) {
+  return {
     id: r.id,
     businessId: r.business_id,
     keyId: r.key_id,
@@ -479,7 +485,111 @@ test('one insert of rows from two businesses, keys and Origins, interleaved, sto
     properties: r.properties,
     occurredAt: new Date(r.occurred_at),
     receivedAt: new Date(r.received_at),
+  }
+}
+
+/** The writer the service runs: by COPY on PostgreSQL (from COPY_MIN_ROWS rows), by the insert on PGlite. */
+async function serviceWriter() {
+  const database = await testDatabase()
+  return { db: database.db, write: eventWriter(database.db, database.copyIn), copies: database.copyIn !== undefined }
+}
+
+describe("the service's event writer", () => {
+  async function keyOf() {
+    const service = await testService()
+    const businessId = await seedBusiness(service)
+    return { businessId, keyId: (await seedKey(service, businessId)).record.id }
+  }
+
+  const eventRow = (businessId: string, keyId: string, more: Partial<EventRow> = {}): EventRow => ({
+    id: crypto.randomUUID(),
+    business_id: businessId,
+    key_id: keyId,
+    origin: 'https://www.example.com',
+    event_type: 'page_view',
+    url: 'https://www.example.com/',
+    referrer: null,
+    anonymous_id: 'a-1',
+    person_id: null,
+    properties: {},
+    occurred_at: '2026-03-01T10:00:00.000Z',
+    received_at: '2026-03-01T10:00:01.000Z',
+    ...more,
   })
-  const byId = (x: { id: string }, y: { id: string }) => x.id.localeCompare(y.id)
-  expect(stored.sort(byId)).toEqual(rows.map(asStored).sort(byId))
+
+  test('stores any text a body may hold exactly as sent: tabs, newlines, backslashes and quotes are data, not COPY syntax', async () => {
+    const { businessId, keyId } = await keyOf()
+    const { db, write } = await serviceWriter()
+    // Whatever the body screen lets through: no NUL, no lone surrogate (src/http/json-body.ts).
+    const text = fc
+      .array(
+        fc.oneof(fc.constantFrom('\t', '\n', '\r', '\\', '\\N', '\\.', '"', "'", '\u2028', '😀', ' '), fc.string({ unit: 'grapheme' })),
+        {
+          maxLength: 8,
+        },
+      )
+      .map((parts) => parts.join('').replaceAll('\u0000', ''))
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.tuple(text, text, fc.option(text, { nil: null })), { minLength: COPY_MIN_ROWS, maxLength: 6 }),
+        async (values) => {
+          const rows = values.map(([url, anonymous, referrer]) =>
+            eventRow(businessId, keyId, {
+              url,
+              anonymous_id: anonymous,
+              referrer,
+              properties: { [anonymous || 'k']: url, list: [referrer] },
+            }),
+          )
+          await write(rows)
+          const stored = await db.select().from(analyticsEvents).where(eq(analyticsEvents.businessId, businessId))
+          const byId = new Map(stored.map((row) => [row.id, row]))
+          for (const row of rows) expect(byId.get(row.id)).toEqual(asStored(row))
+        },
+      ),
+      { numRuns: 40 },
+    )
+  })
+
+  test('a batch holding ids already stored, and one id twice, stores every other event once and none twice', async () => {
+    const { businessId, keyId } = await keyOf()
+    const { db, write } = await serviceWriter()
+    const stored = eventRow(businessId, keyId, { event_type: 'first' })
+    await write([stored, eventRow(businessId, keyId)])
+    const twice = eventRow(businessId, keyId, { event_type: 'twice' })
+    const fresh = [eventRow(businessId, keyId), eventRow(businessId, keyId)]
+    // A replay of the stored event with other fields: the first stored version stays.
+    await write([{ ...stored, event_type: 'replayed' }, twice, ...fresh, twice])
+    const rows = await db.select().from(analyticsEvents).where(eq(analyticsEvents.businessId, businessId))
+    expect(rows.length).toBe(5)
+    expect(rows.find((r) => r.id === stored.id)!.eventType).toBe('first')
+    expect(rows.filter((r) => r.id === twice.id).length).toBe(1)
+    for (const row of fresh) expect(rows.some((r) => r.id === row.id)).toBe(true)
+  })
+
+  test('two batches with the same ids written at once: each id stored once', async () => {
+    const { businessId, keyId } = await keyOf()
+    const { db, write } = await serviceWriter()
+    const shared = Array.from({ length: 20 }, () => eventRow(businessId, keyId))
+    // Opposite orders, as two retries grouped differently would send them.
+    await Promise.all([write(shared), write([...shared].reverse()), write(shared.slice(5, 15))])
+    const rows = await db.select().from(analyticsEvents).where(eq(analyticsEvents.businessId, businessId))
+    expect(rows.map((r) => r.id).sort()).toEqual(shared.map((r) => r.id).sort())
+  })
+
+  // PostgreSQL only: PGlite offers no COPY here, and its writer is the insert the tests above check.
+  test.skipIf(!process.env.DATABASE_URL)('on PostgreSQL a batch goes by COPY, a single event by the insert', async () => {
+    const { businessId, keyId } = await keyOf()
+    const database = await testDatabase()
+    const statements: string[] = []
+    const write = eventWriter(database.db, async (statement, text) => {
+      statements.push(statement)
+      await database.copyIn!(statement, text)
+    })
+    await write([eventRow(businessId, keyId), eventRow(businessId, keyId)])
+    expect(statements).toEqual([expect.stringMatching(/^copy analytics_events \(id, /)])
+    await write([eventRow(businessId, keyId)])
+    expect(statements.length).toBe(1)
+    expect(await database.db.$count(analyticsEvents, eq(analyticsEvents.businessId, businessId))).toBe(3)
+  })
 })
