@@ -68,22 +68,38 @@ async function send(url: string, init: RequestInit, status: number, count: numbe
   await Promise.all(Array.from({ length: CONNECTIONS }, worker))
 }
 
-/** Instructions per request of the server `pid` over `REQUESTS` requests, after the warm-up. */
-async function measure(name: string, pid: number, url: string, init: RequestInit, status: number): Promise<number> {
+/** Instructions counted since the last zeroing, read from a fresh dump. */
+function dump(name: string, pid: number): number {
+  const before = new Set(readdirSync(outDir))
+  control([`--dump=${name}`], pid)
+  const fresh = readdirSync(outDir).filter((f) => f.includes(`.${pid}.`) && !before.has(f))
+  if (fresh.length !== 1) throw new Error(`expected one new callgrind dump for ${name}, found ${fresh.length}`)
+  const total = /^(?:summary|totals):\s*(\d+)/m.exec(readFileSync(join(outDir, fresh[0]!), 'utf8'))?.[1]
+  if (!total) throw new Error(`no totals in ${fresh[0]}`)
+  return Number(total)
+}
+
+/**
+ * Instructions per request of the server `pid` over `REQUESTS` requests, after the
+ * warm-up, and what it does idle for as long as those requests took. Under callgrind a
+ * second holds a few hundred requests instead of tens of thousands, so timers (the usage
+ * and lastUsedAt flushes, the database's probes) weigh on each request a hundred times
+ * more than at full speed: `perRequest` has the idle rate taken out.
+ */
+async function measure(name: string, pid: number, url: string, init: RequestInit, status: number) {
   await send(url, init, status, WARMUP)
   control(['--instr=on'], pid)
   // Re-instrumenting the code costs its first requests more; they are not counted.
   await send(url, init, status, Math.min(WARMUP, 1000))
   control(['--zero'], pid)
+  const started = performance.now()
   await send(url, init, status, REQUESTS)
-  control([`--dump=${name}`], pid)
-  const dumps = readdirSync(outDir).filter((f) => f.includes(`.${pid}.`))
-  const last = dumps.sort().at(-1)
-  if (!last) throw new Error(`no callgrind dump for ${name}`)
-  const text = readFileSync(join(outDir, last), 'utf8')
-  const total = /^(?:summary|totals):\s*(\d+)/m.exec(text)?.[1]
-  if (!total) throw new Error(`no totals in ${last}`)
-  return Number(total) / REQUESTS
+  const seconds = (performance.now() - started) / 1000
+  const busy = dump(`${name}-busy`, pid)
+  control(['--zero'], pid)
+  await Bun.sleep(seconds * 1000)
+  const idle = dump(`${name}-idle`, pid)
+  return { perRequest: (busy - idle) / REQUESTS, raw: busy / REQUESTS, idlePerSecond: idle / seconds }
 }
 
 async function main(): Promise<number> {
@@ -127,19 +143,25 @@ async function main(): Promise<number> {
   const init: RequestInit = { method: track ? 'POST' : 'GET', headers, body: track ? TRACK_BODY : undefined }
 
   console.log(`bun ${Bun.version}; ${ROUTE}; instructions per request (callgrind, ${REQUESTS} requests after ${WARMUP})\n`)
-  const rows: string[] = []
-  let floorCount: number | undefined
-  const counts: number[] = []
-  for (const target of targets) {
-    const count = await measure(`t${targets.indexOf(target)}`, target.pid, `${target.base}${path}`, init, status)
-    counts.push(count)
-    console.log(`${target.label}: ${Math.round(count).toLocaleString('en')}`)
-  }
-  floorCount = counts.at(-1)!
+  const counts: Awaited<ReturnType<typeof measure>>[] = []
   for (const [i, target] of targets.entries()) {
-    rows.push(`| ${target.label} | ${Math.round(counts[i]!).toLocaleString('en')} | ${(counts[i]! / floorCount).toFixed(2)} |`)
+    const count = await measure(`t${i}`, target.pid, `${target.base}${path}`, init, status)
+    counts.push(count)
+    console.log(`${target.label}: ${Math.round(count.perRequest).toLocaleString('en')}`)
   }
-  console.log(`\n| Server, ${ROUTE} | instructions per request | against the floor |\n|---|---|---|\n${rows.join('\n')}`)
+  const floorCount = counts.at(-1)!.perRequest
+  const n = (x: number) => Math.round(x).toLocaleString('en')
+  console.log(
+    [
+      '',
+      `| Server, ${ROUTE} | instructions per request, idle rate taken out | against the floor | as counted | idle, per second |`,
+      '|---|---|---|---|---|',
+      ...targets.map(
+        (target, i) =>
+          `| ${target.label} | ${n(counts[i]!.perRequest)} | ${(counts[i]!.perRequest / floorCount).toFixed(2)} | ${n(counts[i]!.raw)} | ${n(counts[i]!.idlePerSecond)} |`,
+      ),
+    ].join('\n'),
+  )
   stopChildren()
   rmSync(outDir, { recursive: true, force: true })
   return 0

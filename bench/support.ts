@@ -109,9 +109,7 @@ export async function ensureDatabase(url: string): Promise<void> {
  * admin token of this run's for its admin API; `cwd` runs another checkout's src/index.ts;
  * `command` replaces the whole command line (a server under valgrind, say).
  */
-export async function startService(
-  options: { env?: Record<string, string>; cwd?: string; entry?: string; command?: string[] } = {},
-) {
+export async function startService(options: { env?: Record<string, string>; cwd?: string; entry?: string; command?: string[] } = {}) {
   const adminToken = `bench-${crypto.randomUUID()}`
   const service = await startServer(
     options.command ?? onCore(0, [process.execPath, options.entry ?? 'src/index.ts']),
