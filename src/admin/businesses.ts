@@ -2,7 +2,7 @@ import { eq } from 'drizzle-orm'
 import type { Db } from '../../db/client.ts'
 import { businesses } from '../../db/schema/index.ts'
 import { ApiError } from '../errors.ts'
-import type { Page } from '../areas/shared/paging.ts'
+import type { Page } from '../shared/paging.ts'
 import type { BusinessRecord } from './model.ts'
 import { listAdminPage, type AdminPage } from './paging.ts'
 

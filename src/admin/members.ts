@@ -6,10 +6,10 @@ import { createMemberService, PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH, signInLi
 import { publicOrigin } from '../http/public-origin.ts'
 import type { AdminGuard } from './auth.ts'
 import { alsoAnswers, noContent } from '../http/openapi-document.ts'
-import { strictBody } from '../areas/shared/validation.ts'
+import { strictBody } from '../shared/validation.ts'
 import { IdParams } from './model.ts'
 import { AdminPageQuery, adminPage } from './paging.ts'
-import { pageSchema } from '../areas/shared/paging.ts'
+import { pageSchema } from '../shared/paging.ts'
 
 const NewMember = t.Object({
   email: t.String({ minLength: 3, maxLength: 254, error: 'must be an email address, e.g. name@example.com' }),

@@ -1,8 +1,8 @@
 import { t } from 'elysia'
 import { ScopeName } from '../access/scopes.ts'
-import { BodyInteger } from '../http/strict-number.ts'
+import { BodyInteger } from '../shared/strict-number.ts'
 
-export { IdParams } from '../http/uuid.ts'
+export { IdParams } from '../shared/uuid.ts'
 
 export const NewBusiness = t.Object({ name: t.String({ minLength: 1, maxLength: 200, description: '1-200 characters.' }) })
 

@@ -3,8 +3,8 @@ import type { AnyPgColumn } from 'drizzle-orm/pg-core'
 import { t } from 'elysia'
 import type { Db } from '../../db/client.ts'
 import type { apiKeys, businesses, flowRuns, flows, members } from '../../db/schema/index.ts'
-import { CursorQuery, decodeCursor, encodeCursor, limitQuery, pageSize, toPage, type Page } from '../areas/shared/paging.ts'
-import { isUuid } from '../http/uuid.ts'
+import { CursorQuery, decodeCursor, encodeCursor, limitQuery, pageSize, toPage, type Page } from '../shared/paging.ts'
+import { isUuid } from '../shared/uuid.ts'
 
 /**
  * Cursor paging of the admin lists, the /api/v0 way (src/areas/shared/paging.ts): `limit`

@@ -1,7 +1,7 @@
 import { and, desc, eq } from 'drizzle-orm'
 import type { Db } from '../../db/client.ts'
 import { auditEntries, type AuditAction } from '../../db/schema/index.ts'
-import { before, type Position } from '../areas/shared/paging.ts'
+import { before, type Position } from '../shared/paging.ts'
 
 /** Who made a change: the operator's token, or a signed-in member (contract section 10). */
 export type Actor = 'admin' | `member:${string}`

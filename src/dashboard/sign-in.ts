@@ -1,7 +1,7 @@
 import { Elysia, t } from 'elysia'
 import type { ClientAddressOf } from '../access/client-address.ts'
 import { randomToken, sameSecret } from '../access/secrets.ts'
-import { isStorableText } from '../areas/shared/validation.ts'
+import { isStorableText } from '../shared/validation.ts'
 import { normalizeEmail, passwordProblem, PASSWORD_MAX_LENGTH, type MemberService } from '../members/service.ts'
 import { NO_SUCH_PAGE, renderFailures } from './failures.ts'
 import { FormField, TokenOnlyForm } from './forms.ts'

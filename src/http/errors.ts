@@ -6,7 +6,7 @@ import { errorFields, type Logger } from '../observability/log.ts'
 import { methodLabel, UNMATCHED_ROUTE } from '../observability/metrics.ts'
 import { API_PREFIX, stampApiAnswer, stampRequestId } from './request-context.ts'
 import type { MethodTable } from './routes.ts'
-import { validationMessage } from './validation-message.ts'
+import { validationMessage } from '../shared/validation-message.ts'
 
 /** Paths the seed mentions that are not routes, with the canonical path to use instead. */
 const VARIANT_PATHS: Record<string, string> = {

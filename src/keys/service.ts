@@ -5,7 +5,7 @@ import { generateKey, hashKey, keyHint, type KeyType } from '../access/key-forma
 import { storedRateLimit } from '../access/key-store.ts'
 import { ApiError } from '../errors.ts'
 import { listAdminPage, type AdminPage } from '../admin/paging.ts'
-import type { Page } from '../areas/shared/paging.ts'
+import type { Page } from '../shared/paging.ts'
 import { changedFields, recordChange, type ChangeAuthor, type FieldChanges } from '../audit/trail.ts'
 import { checkKeySettings, type FieldProblem, type KeySettingsInput } from './rules.ts'
 import type { KeyRecord } from '../admin/model.ts'

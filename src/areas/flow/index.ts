@@ -1,6 +1,6 @@
 import { Elysia, t } from 'elysia'
 import type { AreaDeps } from '../deps.ts'
-import { assertStorableJson, strictBody } from '../shared/validation.ts'
+import { assertStorableJson, strictBody } from '../../shared/validation.ts'
 import { FlowParams, FlowRun, MAX_INPUT_BYTES, RunParams, TriggerBody, TriggerHeaders, Triggered } from './model.ts'
 import { getRun, triggerFlow } from './service.ts'
 

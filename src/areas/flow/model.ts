@@ -1,6 +1,6 @@
 import { t } from 'elysia'
 import { FLOW_RUN_STATUSES } from '../../../db/schema/index.ts'
-import { describe, JsonObject, MAX_JSON_FIELD_BYTES, Uuid } from '../shared/validation.ts'
+import { describe, JsonObject, MAX_JSON_FIELD_BYTES, Uuid } from '../../shared/validation.ts'
 
 export const MAX_INPUT_BYTES = MAX_JSON_FIELD_BYTES
 

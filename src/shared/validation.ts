@@ -1,7 +1,7 @@
 import { t, type TSchema } from 'elysia'
 import { TypeCompiler } from '@sinclair/typebox/compiler'
-import { ApiError, causeCodes } from '../../errors.ts'
-import { closestName, unknownFieldMessage, validationMessage } from '../../http/validation-message.ts'
+import { ApiError, causeCodes } from '../errors.ts'
+import { closestName, unknownFieldMessage, validationMessage } from './validation-message.ts'
 
 /**
  * Request checks shared by the API areas: what TypeBox schemas cannot say on their own,
@@ -29,7 +29,7 @@ export function fieldPath(record: string, field: string): string {
 
 // ---- Ids ---------------------------------------------------------------------------
 
-export { IdParams, isUuid, Uuid } from '../../http/uuid.ts'
+export { IdParams, isUuid, Uuid } from './uuid.ts'
 
 // ---- Text ----------------------------------------------------------------------------
 
