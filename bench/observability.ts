@@ -9,7 +9,7 @@
  * interleaved repetitions of 200,000 requests each after a warm-up; medians.
  */
 import { openSync } from 'node:fs'
-import { createClientAddressOf } from '../src/access/client-address.ts'
+import { createClientAddressOf } from '../src/shared/client-address.ts'
 import { Elysia } from 'elysia'
 import { createLogger } from '../src/observability/log.ts'
 import { createMetrics } from '../src/observability/metrics.ts'

@@ -2,7 +2,7 @@ import { Elysia } from 'elysia'
 import { readApiBody } from '../http/request-body.ts'
 import { stampApiAnswer } from '../http/request-context.ts'
 import { statusOf } from '../http/status.ts'
-import type { PeerSource } from './client-address.ts'
+import type { PeerSource } from '../shared/client-address.ts'
 import type { AccessContext, Gate } from './gate.ts'
 import type { RouteAccess } from './scopes.ts'
 

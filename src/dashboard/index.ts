@@ -1,6 +1,6 @@
 import { Elysia } from 'elysia'
 import type { Db } from '../../db/client.ts'
-import type { ClientAddressOf } from '../access/client-address.ts'
+import type { ClientAddressOf } from '../shared/client-address.ts'
 import type { KeyType } from '../access/key-format.ts'
 import type { Budget } from '../config.ts'
 import type { KeyService } from '../keys/service.ts'

@@ -1,5 +1,5 @@
 import { Elysia, t } from 'elysia'
-import type { ClientAddressOf } from '../access/client-address.ts'
+import type { ClientAddressOf } from '../shared/client-address.ts'
 import { randomToken, sameSecret } from '../access/secrets.ts'
 import { isStorableText } from '../shared/validation.ts'
 import { normalizeEmail, passwordProblem, PASSWORD_MAX_LENGTH, type MemberService } from '../members/service.ts'

@@ -1,5 +1,5 @@
 import type { TSchema } from '@sinclair/typebox'
-import type { PeerSource } from '../access/client-address.ts'
+import type { PeerSource } from '../shared/client-address.ts'
 import type { AccessContext, Gate } from '../access/gate.ts'
 import { accessDetail } from '../access/plugin.ts'
 import type { RouteAccess } from '../access/scopes.ts'

@@ -3,7 +3,7 @@ import { createKeyStore, type KeyStoreOptions } from '../../src/access/key-store
 import { createLastUsedRecorder } from '../../src/access/last-used.ts'
 import { createAccessPlugin } from '../../src/access/plugin.ts'
 import { createGate, type RateLimitDeps } from '../../src/access/gate.ts'
-import { createClientAddressOf } from '../../src/access/client-address.ts'
+import { createClientAddressOf } from '../../src/shared/client-address.ts'
 import { createFailureBudget, createRateLimiter } from '../../src/access/rate-limit/limiter.ts'
 import { DEFAULT_RATE_LIMITS } from '../../src/config.ts'
 import { errorHandling } from '../../src/http/errors.ts'
