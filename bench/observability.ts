@@ -13,7 +13,7 @@ import { createClientAddressOf } from '../src/shared/client-address.ts'
 import { Elysia } from 'elysia'
 import { createLogger } from '../src/observability/log.ts'
 import { createMetrics } from '../src/observability/metrics.ts'
-import { requestObservation } from '../src/observability/http.ts'
+import { requestObservation } from '../src/http/observation.ts'
 
 const REQUESTS = 200_000
 const REPETITIONS = 5

@@ -9,7 +9,7 @@ import { DEFAULT_ROLL_GRACE_SECONDS, toKeyRecord, type KeyService } from '../key
 import { auditRoutes } from './audit.ts'
 import { identityRoutes } from './identity.ts'
 import { usageRoutes } from './usage.ts'
-import type { AdminGuard } from './auth.ts'
+import type { AdminGuard } from '../http/admin-guard.ts'
 import { listBusinesses, requireBusiness, toBusinessRecord } from './businesses.ts'
 import { flowReadRoutes, toFlowRecord } from './flows.ts'
 import {

@@ -1,7 +1,7 @@
 import type { TSchema } from '@sinclair/typebox'
 import type { PeerSource } from '../shared/client-address.ts'
 import type { AccessContext, Gate } from '../access/gate.ts'
-import { accessDetail } from '../access/plugin.ts'
+import { accessDetail } from './access-plugin.ts'
 import type { RouteAccess } from '../access/scopes.ts'
 import { errorBody } from '../errors.ts'
 import type { Logger } from '../observability/log.ts'

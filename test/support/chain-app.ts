@@ -1,7 +1,7 @@
 import { Elysia, t } from 'elysia'
 import { createKeyStore, type KeyStoreOptions } from '../../src/access/key-store.ts'
 import { createLastUsedRecorder } from '../../src/access/last-used.ts'
-import { createAccessPlugin } from '../../src/access/plugin.ts'
+import { createAccessPlugin } from '../../src/http/access-plugin.ts'
 import { createGate, type RateLimitDeps } from '../../src/access/gate.ts'
 import { createClientAddressOf } from '../../src/shared/client-address.ts'
 import { createFailureBudget, createRateLimiter } from '../../src/access/rate-limit/limiter.ts'
