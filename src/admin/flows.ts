@@ -3,12 +3,11 @@ import { eq } from 'drizzle-orm'
 import type { Db } from '../../db/client.ts'
 import { flowRuns, flows } from '../../db/schema/index.ts'
 import { ApiError } from '../errors.ts'
-import { pageSchema } from '../shared/paging.ts'
+import { AdminPageQuery, adminPage, listAdminPage, pageSchema } from '../shared/paging.ts'
 import { FlowRun } from '../areas/flow/model.ts'
 import { toRunRecord } from '../areas/flow/service.ts'
 import type { AdminGuard } from '../http/admin-guard.ts'
 import { FlowRecord, IdParams } from './model.ts'
-import { AdminPageQuery, adminPage, listAdminPage } from './paging.ts'
 import { requireBusiness } from './businesses.ts'
 
 /**

@@ -2,7 +2,7 @@ import { byAdmin } from '../audit/trail.ts'
 import { Elysia } from 'elysia'
 import type { Db } from '../../db/client.ts'
 import { businesses, flows } from '../../db/schema/index.ts'
-import { pageSchema } from '../shared/paging.ts'
+import { AdminPageQuery, adminPage, pageSchema } from '../shared/paging.ts'
 import { strictBody } from '../shared/validation.ts'
 import { parseJsonBody } from '../http/json-body.ts'
 import { DEFAULT_ROLL_GRACE_SECONDS, toKeyRecord, type KeyService } from '../keys/service.ts'
@@ -27,7 +27,6 @@ import {
 } from './model.ts'
 import { alsoAnswers, noContent } from '../http/openapi-document.ts'
 import { memberRoutes } from './members.ts'
-import { AdminPageQuery, adminPage } from './paging.ts'
 
 const newBusiness = strictBody(NewBusiness)
 const newKey = strictBody(NewKey)

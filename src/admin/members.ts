@@ -8,8 +8,7 @@ import type { AdminGuard } from '../http/admin-guard.ts'
 import { alsoAnswers, noContent } from '../http/openapi-document.ts'
 import { strictBody } from '../shared/validation.ts'
 import { IdParams } from './model.ts'
-import { AdminPageQuery, adminPage } from './paging.ts'
-import { pageSchema } from '../shared/paging.ts'
+import { AdminPageQuery, adminPage, pageSchema } from '../shared/paging.ts'
 
 const NewMember = t.Object({
   email: t.String({ minLength: 3, maxLength: 254, error: 'must be an email address, e.g. name@example.com' }),
