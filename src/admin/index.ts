@@ -5,6 +5,7 @@ import { businesses, flows } from '../../db/schema/index.ts'
 import { AdminPageQuery, adminPage, pageSchema } from '../shared/paging.ts'
 import { strictBody } from '../shared/validation.ts'
 import { parseJsonBody } from '../http/json-body.ts'
+import { KeyRecordSchema } from '../keys/model.ts'
 import { DEFAULT_ROLL_GRACE_SECONDS, toKeyRecord, type KeyService } from '../keys/service.ts'
 import { auditRoutes } from './audit.ts'
 import { identityRoutes } from './identity.ts'
@@ -17,7 +18,6 @@ import {
   FlowRecord,
   IdParams,
   KeyChanges,
-  KeyRecordSchema,
   NewBusiness,
   NewFlow,
   NewKey,

@@ -7,7 +7,7 @@ import { ApiError } from '../errors.ts'
 import { listAdminPage, type AdminPage, type Page } from '../shared/paging.ts'
 import { changedFields, recordChange, type ChangeAuthor, type FieldChanges } from '../audit/trail.ts'
 import { checkKeySettings, type FieldProblem, type KeySettingsInput } from './rules.ts'
-import type { KeyRecord } from '../admin/model.ts'
+import type { KeyRecord } from './model.ts'
 
 export type { KeyRecord }
 
