@@ -12,10 +12,10 @@ import { identityRoutes } from './identity.ts'
 import { usageRoutes } from './usage.ts'
 import type { AdminGuard } from '../http/admin-guard.ts'
 import { listBusinesses, requireBusiness, toBusinessRecord } from './businesses.ts'
-import { flowReadRoutes, toFlowRecord } from './flows.ts'
+import { FlowRecord, toFlowRecord } from '../flows/model.ts'
+import { flowReadRoutes } from './flows.ts'
 import {
   BusinessRecordSchema,
-  FlowRecord,
   IdParams,
   KeyChanges,
   NewBusiness,

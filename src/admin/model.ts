@@ -48,8 +48,6 @@ export const BusinessRecordSchema = t.Object({ id: t.String(), name: t.String(),
 export type BusinessRecord = typeof BusinessRecordSchema.static
 export type Business = BusinessRecord
 
-export const FlowRecord = t.Object({ id: t.String(), businessId: t.String(), name: t.String(), createdAt: t.String() })
-
 export const NewFlow = t.Object({ name: t.String({ minLength: 1, maxLength: 200, description: '1-200 characters.' }) })
 
 /** The create and roll answers: the record and, this once, the key itself. */
@@ -59,6 +57,5 @@ export function revealedKey(made: { record: KeyRecord; key: string }): typeof Re
   return { ...made.record, key: made.key }
 }
 
-export type Flow = typeof FlowRecord.static
 export type NewKeyBody = typeof NewKey.static
 export type KeyChangesBody = typeof KeyChanges.static

@@ -1,5 +1,6 @@
 import type { NewMemberBody } from '../admin/members.ts'
-import type { Business, Flow, KeyChangesBody, NewKeyBody } from '../admin/model.ts'
+import type { Business, KeyChangesBody, NewKeyBody } from '../admin/model.ts'
+import type { Flow } from '../flows/model.ts'
 import type { KeyRecord } from '../keys/model.ts'
 import type { MemberRecord, SignInLinkRecord } from '../members/model.ts'
 import type { AuditEntrySchema } from '../admin/audit.ts'
