@@ -159,6 +159,13 @@ export interface OriginTest {
   match: OriginMatch
 }
 
+/**
+ * Above a key just created. A constant, not a template inside the page's template: to a
+ * reader that does not follow templates nested in `${}`, its apostrophe opened a string
+ * that ran to the end of the file.
+ */
+const CREATED_NOTICE = html`<div class="alert success" role="status">Your public key is ready. Copy the key, or paste the tracking snippet into your site's pages.</div>`
+
 export function keyPage(
   who: SignedIn,
   key: KeyRecord,
@@ -191,11 +198,7 @@ export function keyPage(
   </div>
 </div>
 ${view.flash ?? null}
-${
-  view.created
-    ? html`<div class="alert success" role="status">Your public key is ready. Copy the key, or paste the tracking snippet into your site's pages.</div>`
-    : null
-}
+${view.created ? CREATED_NOTICE : null}
 ${key.replacedBy && !key.revokedAt ? replacedNotice(key, view.replacement ?? null, view.now) : null}
 ${
   key.type === 'public' && key.originPolicy === 'report' && !key.revokedAt
