@@ -32,7 +32,7 @@ import {
   rollPage,
   type KeyFilter,
   type KeyFormValues,
-} from './key-views.ts'
+} from './key-views/key.ts'
 import type { memberMacro } from './member.ts'
 import { narrowestEntry } from './narrowest.ts'
 import { KeyParams, keyNotFound, MISSING_KEY, type OwnKeys } from './own-keys.ts'

@@ -1,12 +1,12 @@
-import type { KeyType } from '../access/key-format.ts'
-import type { OriginMatch } from '../access/origin.ts'
-import { PUBLIC_KEY_SCOPES, SCOPES, type Scope } from '../access/scopes.ts'
-import type { Budget } from '../config.ts'
-import type { KeyRecord } from '../keys/service.ts'
-import { firstExpiryDay, formatDate, formatDateTime, relativeTime } from './format.ts'
-import { html, type Html } from './html.ts'
-import type { SignedIn } from './sessions.ts'
-import { csrfField, keyCrumbs, KEYS_PATH, layout } from './views.ts'
+import type { KeyType } from '../../access/key-format.ts'
+import type { OriginMatch } from '../../access/origin.ts'
+import { PUBLIC_KEY_SCOPES, SCOPES, type Scope } from '../../access/scopes.ts'
+import type { Budget } from '../../config.ts'
+import type { KeyRecord } from '../../keys/service.ts'
+import { firstExpiryDay, formatDate, formatDateTime, relativeTime } from '../format.ts'
+import { html, type Html } from '../html.ts'
+import type { SignedIn } from '../sessions.ts'
+import { csrfField, keyCrumbs, KEYS_PATH, layout } from '../views.ts'
 
 /** What each scope lets a key do. */
 const SCOPE_LABELS: Record<Scope, string> = {
