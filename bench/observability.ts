@@ -1,6 +1,6 @@
 /**
  * `bun bench/observability.ts`: the CPU cost per request of the metrics and the request log
- * (src/observability/http.ts), measured in-process with `app.handle` so that the network
+ * (src/http/observation.ts), measured in-process with `app.handle` so that the network
  * and the load generator do not drown a cost of well under a microsecond.
  *
  * Three apps answer the same small JSON route: bare Elysia; the same with the request

@@ -36,7 +36,7 @@ export async function recordChange(
 ): Promise<void> {
   await tx.insert(auditEntries).values({
     businessId: entry.businessId,
-    // Milliseconds, as the pages' cursors carry them (src/areas/shared/paging.ts).
+    // Milliseconds, as the pages' cursors carry them (src/shared/paging.ts).
     at: new Date(),
     actor: entry.by.actor,
     action: entry.action,

@@ -23,7 +23,7 @@ export interface DashboardDeps {
   keys: KeyService
   /** Failed sign-ins allowed per email and per address; defaults in src/dashboard/throttle.ts. */
   signInLimits?: SignInLimits
-  /** The client address sign-in throttling counts by (TRUST_PROXY rule, src/access/client-address.ts). */
+  /** The client address sign-in throttling counts by (TRUST_PROXY rule, src/shared/client-address.ts). */
   clientAddress: ClientAddressOf
   /** RATE_LIMIT_PUBLIC and RATE_LIMIT_PRIVATE, shown on the key form of each type. */
   defaultRateLimits: Record<KeyType, Budget>

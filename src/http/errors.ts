@@ -131,7 +131,7 @@ function describe(code: string | number, error: unknown, method: string, path: s
   }
 }
 
-/** The schema's failures, read again from the validator; src/http/validation-message.ts words them. */
+/** The schema's failures, read again from the validator; src/shared/validation-message.ts words them. */
 function validationFailure(error: ValidationError): string {
   const validator = error.validator as { Errors?: (value: unknown) => Iterable<ValueError> } | undefined
   const all = typeof validator?.Errors === 'function' ? validator.Errors(error.value) : undefined
