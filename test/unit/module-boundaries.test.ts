@@ -2,7 +2,7 @@ import { describe, expect, test } from 'bun:test'
 import { Glob } from 'bun'
 import { dirname, join } from 'node:path'
 
-// The floors of docs/architecture.md ("The floors"), bottom first, written once. A file may
+// The floors of docs/architecture.md ("The tree"), bottom first, written once. A file may
 // import the files of its own part and of any part on a lower floor; the parts of one floor
 // stand side by side and never import each other (the admin API, the dashboard and the areas
 // share what lies below them, not one another's files). Every file under src/ and db/ stands
