@@ -1,6 +1,6 @@
 /**
  * `bun bench/observability.ts`: the CPU cost per request of the metrics and the request log
- * (src/observability/http.ts), measured in-process with `app.handle` so that the network
+ * (src/http/observation.ts), measured in-process with `app.handle` so that the network
  * and the load generator do not drown a cost of well under a microsecond.
  *
  * Three apps answer the same small JSON route: bare Elysia; the same with the request
@@ -9,11 +9,11 @@
  * interleaved repetitions of 200,000 requests each after a warm-up; medians.
  */
 import { openSync } from 'node:fs'
-import { createClientAddressOf } from '../src/access/client-address.ts'
+import { createClientAddressOf } from '../src/shared/client-address.ts'
 import { Elysia } from 'elysia'
 import { createLogger } from '../src/observability/log.ts'
 import { createMetrics } from '../src/observability/metrics.ts'
-import { requestObservation } from '../src/observability/http.ts'
+import { requestObservation } from '../src/http/observation.ts'
 
 const REQUESTS = 200_000
 const REPETITIONS = 5

@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util'
 import { AdminApiError, ConnectionError, createAdminClient } from './cli/admin-client.ts'
-import { commandHelp, commands, globalOptions, helpText, UsageError, type Command, type OptionSpec } from './cli/commands.ts'
+import { UsageError, type Command, type OptionSpec } from './cli/command.ts'
+import { commandHelp, commands, globalOptions, helpText } from './cli/commands.ts'
 import { CLI } from './cli/output.ts'
 
 export interface CliIo {

@@ -1,6 +1,6 @@
 import { t, type Static } from 'elysia'
 import { Value } from '@sinclair/typebox/value'
-import { parseTrustedProxies } from './access/client-address.ts'
+import { parseTrustedProxies } from './shared/client-address.ts'
 
 const BUDGET = '^[0-9]{1,7}/[0-9]{1,5}$'
 

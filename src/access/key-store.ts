@@ -1,5 +1,6 @@
 import { eq } from 'drizzle-orm'
 import type { Db } from '../../db/client.ts'
+import type { KeyCacheStats } from '../observability/metrics.ts'
 import type { Budget } from '../config.ts'
 import { apiKeys } from '../../db/schema/index.ts'
 import type { KeyType } from './key-format.ts'
@@ -33,16 +34,6 @@ export interface ActiveKey {
   readonly rateLimit: Budget | null
   /** Moved forward by the last-used recorder so a hot key is queued once a minute at most. */
   lastUsedAt: number | null
-}
-
-/** Lookups since start, by result; read by /metrics. Plain increments on the request path. */
-export interface KeyCacheStats {
-  /** A known key answered from the cache. */
-  hit: number
-  /** An unknown digest answered from the negative cache. */
-  negative: number
-  /** Read from the database (a request that joined a load already in flight counts too). */
-  miss: number
 }
 
 export interface KeyStore {

@@ -1,7 +1,7 @@
 import { Elysia, t } from 'elysia'
 import type { Db } from '../../db/client.ts'
 import { AUDIT_ACTIONS } from '../../db/schema/index.ts'
-import { CursorQuery, decodePosition, limitQuery, pageSchema, pageSize, positionCursor, toPage } from '../areas/shared/paging.ts'
+import { CursorQuery, decodePosition, limitQuery, pageSchema, pageSize, positionCursor, toPage } from '../shared/paging.ts'
 import { listChanges, toAuditRecord } from '../audit/trail.ts'
 import type { KeyService } from '../keys/service.ts'
 import { requireBusiness } from './businesses.ts'

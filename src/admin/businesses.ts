@@ -2,9 +2,8 @@ import { eq } from 'drizzle-orm'
 import type { Db } from '../../db/client.ts'
 import { businesses } from '../../db/schema/index.ts'
 import { ApiError } from '../errors.ts'
-import type { Page } from '../areas/shared/paging.ts'
+import { listAdminPage, type AdminPage, type Page } from '../shared/paging.ts'
 import type { BusinessRecord } from './model.ts'
-import { listAdminPage, type AdminPage } from './paging.ts'
 
 export function toBusinessRecord(row: typeof businesses.$inferSelect): BusinessRecord {
   return { id: row.id, name: row.name, createdAt: row.createdAt.toISOString() }

@@ -3,12 +3,10 @@ import { eq } from 'drizzle-orm'
 import type { Db } from '../../db/client.ts'
 import { flowRuns, flows } from '../../db/schema/index.ts'
 import { ApiError } from '../errors.ts'
-import { pageSchema } from '../areas/shared/paging.ts'
-import { FlowRun } from '../areas/flow/model.ts'
-import { toRunRecord } from '../areas/flow/service.ts'
-import type { AdminGuard } from './auth.ts'
-import { FlowRecord, IdParams } from './model.ts'
-import { AdminPageQuery, adminPage, listAdminPage } from './paging.ts'
+import { AdminPageQuery, adminPage, listAdminPage, pageSchema } from '../shared/paging.ts'
+import { FlowRecord, FlowRun, toFlowRecord, toRunRecord } from '../flows/model.ts'
+import type { AdminGuard } from '../http/admin-guard.ts'
+import { IdParams } from './model.ts'
 import { requireBusiness } from './businesses.ts'
 
 /**
@@ -50,8 +48,4 @@ export function flowReadRoutes(deps: { db: Db; requireAdmin: AdminGuard }) {
         detail: { summary: "List a flow's runs, newest first" },
       },
     )
-}
-
-export function toFlowRecord(row: typeof flows.$inferSelect): typeof FlowRecord.static {
-  return { id: row.id, businessId: row.businessId, name: row.name, createdAt: row.createdAt.toISOString() }
 }

@@ -2,22 +2,22 @@ import { byAdmin } from '../audit/trail.ts'
 import { Elysia } from 'elysia'
 import type { Db } from '../../db/client.ts'
 import { businesses, flows } from '../../db/schema/index.ts'
-import { pageSchema } from '../areas/shared/paging.ts'
-import { strictBody } from '../areas/shared/validation.ts'
+import { AdminPageQuery, adminPage, pageSchema } from '../shared/paging.ts'
+import { strictBody } from '../shared/validation.ts'
 import { parseJsonBody } from '../http/json-body.ts'
+import { KeyRecordSchema } from '../keys/model.ts'
 import { DEFAULT_ROLL_GRACE_SECONDS, toKeyRecord, type KeyService } from '../keys/service.ts'
 import { auditRoutes } from './audit.ts'
 import { identityRoutes } from './identity.ts'
 import { usageRoutes } from './usage.ts'
-import type { AdminGuard } from './auth.ts'
+import type { AdminGuard } from '../http/admin-guard.ts'
 import { listBusinesses, requireBusiness, toBusinessRecord } from './businesses.ts'
-import { flowReadRoutes, toFlowRecord } from './flows.ts'
+import { FlowRecord, toFlowRecord } from '../flows/model.ts'
+import { flowReadRoutes } from './flows.ts'
 import {
   BusinessRecordSchema,
-  FlowRecord,
   IdParams,
   KeyChanges,
-  KeyRecordSchema,
   NewBusiness,
   NewFlow,
   NewKey,
@@ -27,7 +27,6 @@ import {
 } from './model.ts'
 import { alsoAnswers, noContent } from '../http/openapi-document.ts'
 import { memberRoutes } from './members.ts'
-import { AdminPageQuery, adminPage } from './paging.ts'
 
 const newBusiness = strictBody(NewBusiness)
 const newKey = strictBody(NewKey)

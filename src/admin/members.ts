@@ -4,12 +4,11 @@ import type { Db } from '../../db/client.ts'
 import { MemberSchema, SignInLinkSchema } from '../members/model.ts'
 import { createMemberService, PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH, signInLinkUrl, type SignInLink } from '../members/service.ts'
 import { publicOrigin } from '../http/public-origin.ts'
-import type { AdminGuard } from './auth.ts'
+import type { AdminGuard } from '../http/admin-guard.ts'
 import { alsoAnswers, noContent } from '../http/openapi-document.ts'
-import { strictBody } from '../areas/shared/validation.ts'
+import { strictBody } from '../shared/validation.ts'
 import { IdParams } from './model.ts'
-import { AdminPageQuery, adminPage } from './paging.ts'
-import { pageSchema } from '../areas/shared/paging.ts'
+import { AdminPageQuery, adminPage, pageSchema } from '../shared/paging.ts'
 
 const NewMember = t.Object({
   email: t.String({ minLength: 3, maxLength: 254, error: 'must be an email address, e.g. name@example.com' }),

@@ -1,6 +1,6 @@
 import { Elysia, t } from 'elysia'
 import type { Db } from '../../db/client.ts'
-import { isoTime, parseTime } from '../areas/shared/time.ts'
+import { isoTime, parseTime } from '../shared/time.ts'
 import { ApiError } from '../errors.ts'
 import type { KeyService } from '../keys/service.ts'
 import { MAX_RANGE, USAGE_INTERVALS, usageReport, type UsageInterval } from '../usage/report.ts'

@@ -1,5 +1,5 @@
 import type { Db } from '../../db/client.ts'
-import type { createAccessPlugin } from '../access/plugin.ts'
+import type { createAccessPlugin } from '../http/access-plugin.ts'
 import type { DirectRoutes } from '../http/direct-route.ts'
 import type { IngestFigures } from '../observability/metrics.ts'
 import type { CopyIn, EventRow } from './analytics/service.ts'

@@ -1,7 +1,7 @@
 import { and, desc, eq } from 'drizzle-orm'
 import type { Db } from '../../db/client.ts'
 import { auditEntries, type AuditAction } from '../../db/schema/index.ts'
-import { before, type Position } from '../areas/shared/paging.ts'
+import { before, type Position } from '../shared/paging.ts'
 
 /** Who made a change: the operator's token, or a signed-in member (contract section 10). */
 export type Actor = 'admin' | `member:${string}`
@@ -36,7 +36,7 @@ export async function recordChange(
 ): Promise<void> {
   await tx.insert(auditEntries).values({
     businessId: entry.businessId,
-    // Milliseconds, as the pages' cursors carry them (src/areas/shared/paging.ts).
+    // Milliseconds, as the pages' cursors carry them (src/shared/paging.ts).
     at: new Date(),
     actor: entry.by.actor,
     action: entry.action,

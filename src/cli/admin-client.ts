@@ -1,5 +1,7 @@
 import type { NewMemberBody } from '../admin/members.ts'
-import type { Business, Flow, KeyChangesBody, KeyRecord, NewKeyBody } from '../admin/model.ts'
+import type { Business, KeyChangesBody, NewKeyBody } from '../admin/model.ts'
+import type { Flow } from '../flows/model.ts'
+import type { KeyRecord } from '../keys/model.ts'
 import type { MemberRecord, SignInLinkRecord } from '../members/model.ts'
 import type { AuditEntrySchema } from '../admin/audit.ts'
 import type { UsageSchema } from '../admin/usage.ts'

@@ -1,6 +1,6 @@
 import { Elysia, t } from 'elysia'
 import type { Db } from '../../db/client.ts'
-import { decodePosition, positionCursor, type Position } from '../areas/shared/paging.ts'
+import { decodePosition, positionCursor, type Position } from '../shared/paging.ts'
 import { listChanges } from '../audit/trail.ts'
 import { toKeyRecord, type KeyRecord, type KeyService } from '../keys/service.ts'
 import { auditPage } from './audit-views.ts'

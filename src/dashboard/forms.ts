@@ -2,7 +2,7 @@ import { t } from 'elysia'
 import type { KeyType } from '../access/key-format.ts'
 import { PUBLIC_KEY_SCOPES } from '../access/scopes.ts'
 import type { FieldProblem, KeySettingsInput } from '../keys/rules.ts'
-import type { KeyFormErrors, KeyFormValues } from './key-views.ts'
+import type { KeyFormErrors, KeyFormValues } from './key-views/form.ts'
 
 /** The entries of a list box (allowed origins, allowed IPs): one per line, blank lines ignored. */
 export function entryLines(text: string): string[] {

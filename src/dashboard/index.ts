@@ -1,6 +1,6 @@
 import { Elysia } from 'elysia'
 import type { Db } from '../../db/client.ts'
-import type { ClientAddressOf } from '../access/client-address.ts'
+import type { ClientAddressOf } from '../shared/client-address.ts'
 import type { KeyType } from '../access/key-format.ts'
 import type { Budget } from '../config.ts'
 import type { KeyService } from '../keys/service.ts'
@@ -23,7 +23,7 @@ export interface DashboardDeps {
   keys: KeyService
   /** Failed sign-ins allowed per email and per address; defaults in src/dashboard/throttle.ts. */
   signInLimits?: SignInLimits
-  /** The client address sign-in throttling counts by (TRUST_PROXY rule, src/access/client-address.ts). */
+  /** The client address sign-in throttling counts by (TRUST_PROXY rule, src/shared/client-address.ts). */
   clientAddress: ClientAddressOf
   /** RATE_LIMIT_PUBLIC and RATE_LIMIT_PRIVATE, shown on the key form of each type. */
   defaultRateLimits: Record<KeyType, Budget>

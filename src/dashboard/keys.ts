@@ -18,21 +18,12 @@ import { formatDateTime, relativeTime } from './format.ts'
 import { FormField, formErrorsOf, KeyForm, keySettingsOf, readKeyForm, TokenOnlyForm } from './forms.ts'
 import { html, type Html } from './html.ts'
 import { htmlPage, redirect } from './http.ts'
-import {
-  canRoll,
-  formValuesOf,
-  KEY_FILTERS,
-  keyFormPage,
-  keyListPage,
-  keyPage,
-  keyPath,
-  keyState,
-  revokePage,
-  ROLL_GRACES,
-  rollPage,
-  type KeyFilter,
-  type KeyFormValues,
-} from './key-views.ts'
+import { formValuesOf, keyFormPage, type KeyFormValues } from './key-views/form.ts'
+import { keyPage } from './key-views/key.ts'
+import { keyListPage } from './key-views/list.ts'
+import { canRoll, KEY_FILTERS, keyPath, keyState, type KeyFilter } from './key-views/parts.ts'
+import { revokePage } from './key-views/revoke.ts'
+import { ROLL_GRACES, rollPage } from './key-views/roll.ts'
 import type { memberMacro } from './member.ts'
 import { narrowestEntry } from './narrowest.ts'
 import { KeyParams, keyNotFound, MISSING_KEY, type OwnKeys } from './own-keys.ts'

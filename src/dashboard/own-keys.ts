@@ -1,6 +1,6 @@
 import { t } from 'elysia'
 import { ApiError } from '../errors.ts'
-import { Uuid } from '../http/uuid.ts'
+import { Uuid } from '../shared/uuid.ts'
 import { toKeyRecord, type ApiKeyRow, type KeyRecord, type KeyService } from '../keys/service.ts'
 import type { Missing } from './failures.ts'
 import { html } from './html.ts'

@@ -6,7 +6,7 @@ import { errorFields, type Logger } from '../observability/log.ts'
 import { methodLabel, UNMATCHED_ROUTE } from '../observability/metrics.ts'
 import { API_PREFIX, stampApiAnswer, stampRequestId } from './request-context.ts'
 import type { MethodTable } from './routes.ts'
-import { validationMessage } from './validation-message.ts'
+import { validationMessage } from '../shared/validation-message.ts'
 
 /** Paths the seed mentions that are not routes, with the canonical path to use instead. */
 const VARIANT_PATHS: Record<string, string> = {
@@ -131,7 +131,7 @@ function describe(code: string | number, error: unknown, method: string, path: s
   }
 }
 
-/** The schema's failures, read again from the validator; src/http/validation-message.ts words them. */
+/** The schema's failures, read again from the validator; src/shared/validation-message.ts words them. */
 function validationFailure(error: ValidationError): string {
   const validator = error.validator as { Errors?: (value: unknown) => Iterable<ValueError> } | undefined
   const all = typeof validator?.Errors === 'function' ? validator.Errors(error.value) : undefined

@@ -1,5 +1,5 @@
 import { ApiError } from '../errors.ts'
-import { assertStorableText, invalidField } from '../areas/shared/validation.ts'
+import { assertStorableText, invalidField } from '../shared/validation.ts'
 
 /**
  * JSON request bodies, read before any route sees them (the API's key chain and the admin

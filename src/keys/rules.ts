@@ -2,7 +2,7 @@ import { parseIpEntries } from '../access/ip/entry.ts'
 import { parseAllowedOrigins } from '../access/origin.ts'
 import { isScope, PUBLIC_KEY_SCOPES, SCOPES, type Scope } from '../access/scopes.ts'
 import type { KeyType } from '../access/key-format.ts'
-import { DATE_RANGE_TEXT, isAcceptedDate, isStorableText } from '../areas/shared/validation.ts'
+import { DATE_RANGE_TEXT, isAcceptedDate, isStorableText } from '../shared/validation.ts'
 
 /** A field-level problem with a key's settings, phrased for the person who can fix it. */
 export interface FieldProblem {

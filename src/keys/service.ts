@@ -4,11 +4,10 @@ import { apiKeys, businesses } from '../../db/schema/index.ts'
 import { generateKey, hashKey, keyHint, type KeyType } from '../access/key-format.ts'
 import { storedRateLimit } from '../access/key-store.ts'
 import { ApiError } from '../errors.ts'
-import { listAdminPage, type AdminPage } from '../admin/paging.ts'
-import type { Page } from '../areas/shared/paging.ts'
+import { listAdminPage, type AdminPage, type Page } from '../shared/paging.ts'
 import { changedFields, recordChange, type ChangeAuthor, type FieldChanges } from '../audit/trail.ts'
 import { checkKeySettings, type FieldProblem, type KeySettingsInput } from './rules.ts'
-import type { KeyRecord } from '../admin/model.ts'
+import type { KeyRecord } from './model.ts'
 
 export type { KeyRecord }
 

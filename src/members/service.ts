@@ -4,8 +4,7 @@ import { businesses, members, memberSessions, memberSignInLinks } from '../../db
 import { hashToken, randomToken } from '../access/secrets.ts'
 import { ApiError } from '../errors.ts'
 import { recordChange, type ChangeAuthor } from '../audit/trail.ts'
-import { listAdminPage, type AdminPage } from '../admin/paging.ts'
-import type { Page } from '../areas/shared/paging.ts'
+import { listAdminPage, type AdminPage, type Page } from '../shared/paging.ts'
 import type { MemberRecord, MemberRole } from './model.ts'
 
 export type { MemberRecord, MemberRole }

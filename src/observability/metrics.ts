@@ -1,5 +1,3 @@
-import type { KeyCacheStats } from '../access/key-store.ts'
-
 /**
  * Prometheus counters for the service, kept as plain numbers and arrays: the request path
  * only increments (one Map lookup for the route, array slots for method, status and
@@ -34,6 +32,16 @@ export interface IngestFigures {
   queuedRows: number
   /** Event rows committed since start. */
   committedRows: number
+}
+
+/** Lookups of src/access/key-store.ts since start, by result. Plain increments on the request path. */
+export interface KeyCacheStats {
+  /** A known key answered from the cache. */
+  hit: number
+  /** An unknown digest answered from the negative cache. */
+  negative: number
+  /** Read from the database (a request that joined a load already in flight counts too). */
+  miss: number
 }
 
 /** Counts of one (route, method): statuses 100-599 by slot, and the duration histogram. */

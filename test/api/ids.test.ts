@@ -5,7 +5,7 @@ import { IdOrSlugParams } from '../../src/areas/blog/model.ts'
 import { memberOf, postForm } from '../dashboard/support.ts'
 import { ADMIN_TOKEN, call, errorOf, seedBusiness, seedKey, testService } from '../support/service.ts'
 
-// One uuid rule (src/http/uuid.ts) on every route that takes an id: the forms PostgreSQL
+// One uuid rule (src/shared/uuid.ts) on every route that takes an id: the forms PostgreSQL
 // would also read (urn:uuid:, braces, no hyphens) and near misses are refused before the
 // database, alike on every route; either case of the hex digits is the same id.
 

@@ -3,7 +3,7 @@ import { Kind, type TSchema } from '@sinclair/typebox'
 import { TypeCompiler } from '@sinclair/typebox/compiler'
 import { Value } from '@sinclair/typebox/value'
 import { SCOPES } from '../../src/access/scopes.ts'
-import { validationMessage } from '../../src/http/validation-message.ts'
+import { validationMessage } from '../../src/shared/validation-message.ts'
 import { storedRows } from '../support/hostile.ts'
 import { ADMIN_TOKEN, call, errorOf, seedBusiness, seedKey, testService } from '../support/service.ts'
 

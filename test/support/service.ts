@@ -2,7 +2,7 @@ import type { ChangeAuthor } from '../../src/audit/trail.ts'
 import { createApp, type AppOptions, type Service } from '../../src/app.ts'
 import type { KeyType } from '../../src/access/key-format.ts'
 import { businesses } from '../../db/schema/index.ts'
-import { createClientAddressRule, type ClientAddressOf } from '../../src/access/client-address.ts'
+import { createClientAddressRule, type ClientAddressOf } from '../../src/shared/client-address.ts'
 import { silentLogger } from '../../src/observability/log.ts'
 import { testDatabase } from './database.ts'
 

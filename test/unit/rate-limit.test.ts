@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'bun:test'
-import { budgetSubject, createClientAddressRule, parseTrustedProxies } from '../../src/access/client-address.ts'
+import { budgetSubject, createClientAddressRule, parseTrustedProxies } from '../../src/shared/client-address.ts'
 import { gcra } from '../../src/access/rate-limit/gcra.ts'
 import { createFailureBudget, createRateLimiter } from '../../src/access/rate-limit/limiter.ts'
 

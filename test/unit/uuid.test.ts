@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'bun:test'
 import { TypeCompiler } from '@sinclair/typebox/compiler'
 import '../../src/app.ts'
-import { isUuid, Uuid } from '../../src/http/uuid.ts'
+import { isUuid, Uuid } from '../../src/shared/uuid.ts'
 
 // src/app.ts is imported so that the format registry is the one the service runs with.
 const uuidSchema = TypeCompiler.Compile(Uuid)

@@ -1,8 +1,8 @@
 import { describe, expect, test } from 'bun:test'
 import { t, type TSchema } from 'elysia'
 import { TypeCompiler } from '@sinclair/typebox/compiler'
-import { closestName, editDistance, fieldName, validationMessage } from '../../src/http/validation-message.ts'
-import { strictObjects } from '../../src/areas/shared/validation.ts'
+import { closestName, editDistance, fieldName, validationMessage } from '../../src/shared/validation-message.ts'
+import { strictObjects } from '../../src/shared/validation.ts'
 
 describe('editDistance', () => {
   test.each([

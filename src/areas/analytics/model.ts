@@ -1,7 +1,7 @@
 import { t } from 'elysia'
-import { CursorQuery, limitQuery, pageSchema } from '../shared/paging.ts'
-import { isoTime } from '../shared/time.ts'
-import { oneOrBatch, PropertyBag, Uuid } from '../shared/validation.ts'
+import { CursorQuery, limitQuery, pageSchema } from '../../shared/paging.ts'
+import { isoTime } from '../../shared/time.ts'
+import { oneOrBatch, PropertyBag, Uuid } from '../../shared/validation.ts'
 
 export const MAX_EVENTS_PER_REQUEST = 500
 

@@ -1,9 +1,9 @@
 import { and, desc, eq, gte, lt, sql } from 'drizzle-orm'
 import type { Db } from '../../../db/client.ts'
 import { analyticsEvents } from '../../../db/schema/index.ts'
-import { before, positionCursor, toPage, type Page, type Position } from '../shared/paging.ts'
 import { isDatabaseUnavailable } from '../../../db/faults.ts'
-import { DEADLOCK_DETECTED, sqlState } from '../shared/validation.ts'
+import { before, positionCursor, toPage, type Page, type Position } from '../../shared/paging.ts'
+import { DEADLOCK_DETECTED, sqlState } from '../../shared/validation.ts'
 
 /** One event as the writer stores it; times are ISO strings, ready for JSON. */
 export interface EventRow {

@@ -2,8 +2,8 @@ import { Elysia } from 'elysia'
 import { alsoAnswers, noContent } from '../../http/openapi-document.ts'
 import type { Scope } from '../../access/scopes.ts'
 import type { AreaDeps } from '../deps.ts'
-import { decodePosition, pageSize } from '../shared/paging.ts'
-import { assertJsonSize, assertStorable, fieldPath, IdParams, recordPath, strictBody } from '../shared/validation.ts'
+import { decodePosition, pageSize } from '../../shared/paging.ts'
+import { assertJsonSize, assertStorable, fieldPath, IdParams, recordPath, strictBody } from '../../shared/validation.ts'
 import { addMembers, assertOneIdentifier, createList, getList, listLists, listMembers, removeMembers, toListRecord } from './lists.ts'
 import {
   Added,

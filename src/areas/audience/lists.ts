@@ -1,9 +1,9 @@
-import { invalidField } from '../shared/validation.ts'
+import { invalidField } from '../../shared/validation.ts'
 import { and, desc, eq, getTableColumns, sql } from 'drizzle-orm'
 import { queryRows, type Db } from '../../../db/client.ts'
 import { audienceListMembers, audienceLists, people } from '../../../db/schema/index.ts'
 import { ApiError } from '../../errors.ts'
-import { before, byCreatedAt, positionCursor, toPage, type Page, type Position } from '../shared/paging.ts'
+import { before, byCreatedAt, positionCursor, toPage, type Page, type Position } from '../../shared/paging.ts'
 import { toPersonRecord, type PersonRow } from './service.ts'
 
 type ListRow = typeof audienceLists.$inferSelect & { memberCount: number }

@@ -1,7 +1,7 @@
 import type { TProperties, TSchema } from '@sinclair/typebox'
 import { t } from 'elysia'
-import { CursorQuery, limitQuery, pageSchema } from '../shared/paging.ts'
-import { oneOrBatch, PropertyBag, Uuid } from '../shared/validation.ts'
+import { CursorQuery, limitQuery, pageSchema } from '../../shared/paging.ts'
+import { oneOrBatch, PropertyBag, Uuid } from '../../shared/validation.ts'
 
 export const MAX_UPSERT_BATCH = 1000
 export const MAX_MEMBERS_PER_REQUEST = 1000

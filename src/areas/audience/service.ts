@@ -2,7 +2,7 @@ import { and, desc, eq, inArray, sql } from 'drizzle-orm'
 import type { Db } from '../../../db/client.ts'
 import { companies, people } from '../../../db/schema/index.ts'
 import { ApiError } from '../../errors.ts'
-import { before, byCreatedAt, toPage, type Page, type Position } from '../shared/paging.ts'
+import { before, byCreatedAt, toPage, type Page, type Position } from '../../shared/paging.ts'
 import type { CompanyRecord, PersonRecord } from './model.ts'
 import type { IdentitySpec, MatchedTable } from './kind.ts'
 

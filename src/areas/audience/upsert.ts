@@ -2,7 +2,7 @@ import { getTableName, sql, type SQL } from 'drizzle-orm'
 import { queryRows, type Db } from '../../../db/client.ts'
 import { ApiError } from '../../errors.ts'
 import type { IdentitySpec } from './kind.ts'
-import { DEADLOCK_DETECTED, fieldPath, invalidField, recordPath, sqlState, UNIQUE_VIOLATION } from '../shared/validation.ts'
+import { DEADLOCK_DETECTED, fieldPath, invalidField, recordPath, sqlState, UNIQUE_VIOLATION } from '../../shared/validation.ts'
 
 /**
  * Upserts of people and companies: records matched on `externalId`, else on a second key

@@ -2,8 +2,8 @@ import { Elysia } from 'elysia'
 import type { ErrorCode } from '../../errors.ts'
 import { alsoAnswers, noContent } from '../../http/openapi-document.ts'
 import type { AreaDeps } from '../deps.ts'
-import { pageSize } from '../shared/paging.ts'
-import { acceptedDate, IdParams, strictBody } from '../shared/validation.ts'
+import { pageSize } from '../../shared/paging.ts'
+import { acceptedDate, IdParams, strictBody } from '../../shared/validation.ts'
 import {
   Author,
   AuthorChanges,

@@ -1,7 +1,7 @@
 import type { TProperties } from '@sinclair/typebox'
 import { t } from 'elysia'
-import { CursorQuery, limitQuery, pageSchema } from '../shared/paging.ts'
-import { describe, Text, Uuid } from '../shared/validation.ts'
+import { CursorQuery, limitQuery, pageSchema } from '../../shared/paging.ts'
+import { describe, Text, Uuid } from '../../shared/validation.ts'
 
 export const BLOG_PAGE_DEFAULT = 20
 const PAGE_LIMIT = { default: BLOG_PAGE_DEFAULT, max: 100 } as const

@@ -3,8 +3,8 @@ import type { Db } from '../../../db/client.ts'
 import type { AnyPgColumn } from 'drizzle-orm/pg-core'
 import { blogAuthors, blogPostTags, blogs, blogTags } from '../../../db/schema/index.ts'
 import { ApiError } from '../../errors.ts'
-import { before, decodeCursor, decodePosition, encodeCursor, positionCursor, toPage, type Page } from '../shared/paging.ts'
-import { FOREIGN_KEY_VIOLATION, invalidField, isUuid, RESTRICT_VIOLATION, sqlState, UNIQUE_VIOLATION } from '../shared/validation.ts'
+import { before, decodeCursor, decodePosition, encodeCursor, positionCursor, toPage, type Page } from '../../shared/paging.ts'
+import { FOREIGN_KEY_VIOLATION, invalidField, isUuid, RESTRICT_VIOLATION, sqlState, UNIQUE_VIOLATION } from '../../shared/validation.ts'
 import type { AuthorRecord, BlogChangesInput, BlogRecord, BlogRef, NewBlogInput, TagRecord } from './model.ts'
 
 /** Who reads: public keys see published posts whose publication time has come. */

@@ -1,7 +1,8 @@
 import { Elysia, t } from 'elysia'
 import type { AreaDeps } from '../deps.ts'
-import { assertStorableJson, strictBody } from '../shared/validation.ts'
-import { FlowParams, FlowRun, MAX_INPUT_BYTES, RunParams, TriggerBody, TriggerHeaders, Triggered } from './model.ts'
+import { assertStorableJson, strictBody } from '../../shared/validation.ts'
+import { FlowRun } from '../../flows/model.ts'
+import { FlowParams, MAX_INPUT_BYTES, RunParams, TriggerBody, TriggerHeaders, Triggered } from './model.ts'
 import { getRun, triggerFlow } from './service.ts'
 
 const triggerBody = strictBody(TriggerBody)

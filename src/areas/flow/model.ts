@@ -1,6 +1,6 @@
 import { t } from 'elysia'
-import { FLOW_RUN_STATUSES } from '../../../db/schema/index.ts'
-import { describe, JsonObject, MAX_JSON_FIELD_BYTES, Uuid } from '../shared/validation.ts'
+import { RunStatusSchema } from '../../flows/model.ts'
+import { describe, JsonObject, MAX_JSON_FIELD_BYTES, Uuid } from '../../shared/validation.ts'
 
 export const MAX_INPUT_BYTES = MAX_JSON_FIELD_BYTES
 
@@ -29,18 +29,4 @@ export const TriggerHeaders = t.Object({
   ),
 })
 
-const Status = t.UnionEnum(FLOW_RUN_STATUSES)
-
-export const Triggered = t.Object({ runId: t.String(), status: Status })
-
-export const FlowRun = t.Object({
-  id: t.String(),
-  flowId: t.String(),
-  status: Status,
-  input: t.Nullable(t.Record(t.String(), t.Unknown())),
-  idempotencyKey: t.Nullable(t.String()),
-  keyId: t.String({ description: 'The API key that triggered the run.' }),
-  createdAt: t.String(),
-})
-
-export type RunRecord = typeof FlowRun.static
+export const Triggered = t.Object({ runId: t.String(), status: RunStatusSchema })

@@ -2,7 +2,7 @@ import { and, eq, sql } from 'drizzle-orm'
 import type { Db } from '../../../db/client.ts'
 import { flowIdempotencyKeys, flowRuns, flows } from '../../../db/schema/index.ts'
 import { ApiError } from '../../errors.ts'
-import type { RunRecord } from './model.ts'
+import { toRunRecord, type RunRecord } from '../../flows/model.ts'
 
 export type RunStatus = (typeof flowRuns.$inferSelect)['status']
 
@@ -141,16 +141,4 @@ export async function getRun(db: Db, businessId: string, flowId: string, runId: 
     throw new ApiError('not_found', `There is no run ${runId} of flow ${flowId} in this business. Use the runId the trigger answered.`)
   }
   return toRunRecord(run)
-}
-
-export function toRunRecord(run: typeof flowRuns.$inferSelect): RunRecord {
-  return {
-    id: run.id,
-    flowId: run.flowId,
-    status: run.status,
-    input: run.input,
-    idempotencyKey: run.idempotencyKey,
-    keyId: run.keyId,
-    createdAt: run.createdAt.toISOString(),
-  }
 }

@@ -1,8 +1,8 @@
 import { Elysia } from 'elysia'
 import { noContent } from '../../http/openapi-document.ts'
 import type { AreaDeps } from '../deps.ts'
-import { pageSize } from '../shared/paging.ts'
-import { assertStorableJson, IdParams, strictBody } from '../shared/validation.ts'
+import { pageSize } from '../../shared/paging.ts'
+import { assertStorableJson, IdParams, strictBody } from '../../shared/validation.ts'
 import { DocumentChanges, ListQuery, MAX_METADATA_BYTES, MEMORY_PAGE_DEFAULT, MemoryDocument, MemoryPage, NewDocument } from './model.ts'
 import { createDocument, deleteDocument, getDocument, listDocuments, updateDocument } from './service.ts'
 

@@ -1,6 +1,6 @@
 import { t } from 'elysia'
-import { CursorQuery, limitQuery, pageSchema } from '../shared/paging.ts'
-import { JsonObject, MAX_JSON_FIELD_BYTES, Text } from '../shared/validation.ts'
+import { CursorQuery, limitQuery, pageSchema } from '../../shared/paging.ts'
+import { JsonObject, MAX_JSON_FIELD_BYTES, Text } from '../../shared/validation.ts'
 
 export const MEMORY_PAGE_DEFAULT = 20
 export const MAX_METADATA_BYTES = MAX_JSON_FIELD_BYTES

@@ -3,8 +3,8 @@ import { and, eq, sql, type SQL } from 'drizzle-orm'
 import type { Db } from '../../../db/client.ts'
 import { memoryDocuments } from '../../../db/schema/index.ts'
 import { ApiError } from '../../errors.ts'
-import { before, decodeCursor, decodePosition, encodeCursor, positionCursor, toPage, type Page } from '../shared/paging.ts'
-import { isUuid } from '../shared/validation.ts'
+import { before, decodeCursor, decodePosition, encodeCursor, positionCursor, toPage, type Page } from '../../shared/paging.ts'
+import { isUuid } from '../../shared/validation.ts'
 import type { DocumentChangesInput, DocumentRecord, NewDocumentInput } from './model.ts'
 
 export type { DocumentRecord }

@@ -1,12 +1,12 @@
 import { Elysia } from 'elysia'
-import { readApiBody } from '../http/request-body.ts'
-import { stampApiAnswer } from '../http/request-context.ts'
-import { statusOf } from '../http/status.ts'
-import type { PeerSource } from './client-address.ts'
-import type { AccessContext, Gate } from './gate.ts'
-import type { RouteAccess } from './scopes.ts'
+import { readApiBody } from './request-body.ts'
+import { stampApiAnswer } from './request-context.ts'
+import { statusOf } from './status.ts'
+import type { PeerSource } from '../shared/client-address.ts'
+import type { AccessContext, Gate } from '../access/gate.ts'
+import type { RouteAccess } from '../access/scopes.ts'
 
-export type { AccessContext } from './gate.ts'
+export type { AccessContext } from '../access/gate.ts'
 
 /** Where a granted request's AccessContext waits between the chain's hooks. */
 const DECIDED = Symbol('access decided')

@@ -1,4 +1,4 @@
-import type { ClientAddressOf, PeerSource } from '../access/client-address.ts'
+import type { ClientAddressOf, PeerSource } from '../shared/client-address.ts'
 import type { FailureBudget } from '../access/rate-limit/limiter.ts'
 import { ApiError } from '../errors.ts'
 import { rateLimited } from '../access/rate-limit/answer.ts'

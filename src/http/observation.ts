@@ -1,11 +1,11 @@
 import { Elysia } from 'elysia'
-import { statusOf } from '../http/status.ts'
+import { statusOf } from './status.ts'
 import type { Server } from 'elysia/universal/server'
-import type { AdminGuard } from '../admin/auth.ts'
-import type { ClientAddressOf } from '../access/client-address.ts'
-import { decidedKeyId } from '../access/plugin.ts'
-import type { Logger } from './log.ts'
-import { methodLabel, UNMATCHED_ROUTE, type Metrics } from './metrics.ts'
+import type { AdminGuard } from './admin-guard.ts'
+import type { ClientAddressOf } from '../shared/client-address.ts'
+import { decidedKeyId } from './access-plugin.ts'
+import type { Logger } from '../observability/log.ts'
+import { methodLabel, UNMATCHED_ROUTE, type Metrics } from '../observability/metrics.ts'
 
 /** When a request arrived, under a symbol on `set` (the one plain object Elysia keeps per request). */
 const STARTED = Symbol('request started')

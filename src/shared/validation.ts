@@ -1,11 +1,12 @@
 import { t, type TSchema } from 'elysia'
 import { TypeCompiler } from '@sinclair/typebox/compiler'
-import { ApiError, causeCodes } from '../../errors.ts'
-import { closestName, unknownFieldMessage, validationMessage } from '../../http/validation-message.ts'
+import { ApiError, causeCodes } from '../errors.ts'
+import { closestName, unknownFieldMessage, validationMessage } from './validation-message.ts'
 
 /**
- * Request checks shared by the API areas: what TypeBox schemas cannot say on their own,
- * and the error wording that goes with it.
+ * Request checks shared by everything that reads input (the API areas, the admin API, the
+ * dashboard, the JSON body parser, the key rules): what TypeBox schemas cannot say on
+ * their own, and the error wording that goes with it.
  */
 
 // ---- Field errors ------------------------------------------------------------------
@@ -29,7 +30,7 @@ export function fieldPath(record: string, field: string): string {
 
 // ---- Ids ---------------------------------------------------------------------------
 
-export { IdParams, isUuid, Uuid } from '../../http/uuid.ts'
+export { IdParams, isUuid, Uuid } from './uuid.ts'
 
 // ---- Text ----------------------------------------------------------------------------
 
@@ -201,7 +202,7 @@ export function oneOrBatch<One extends TSchema, Batch extends TSchema>(one: One,
   return {
     schema: t.Union([strictOne.schema, strictBatch.schema]),
     // Hooks name what they read (`{ body }`): Elysia then builds only that part of the
-    // request context (see src/access/plugin.ts).
+    // request context (see src/http/access-plugin.ts).
     transform({ body }: { body: unknown }): void {
       const isBatch = typeof body === 'object' && body !== null && batchKey in body
       if (!isBatch && typeof body === 'object' && body !== null && !Array.isArray(body)) {
