@@ -73,7 +73,7 @@ export interface Gate {
 }
 
 /**
- * The request-level access work, with nothing of HTTP frameworks: src/access/plugin.ts runs
+ * The request-level access work, with nothing of HTTP frameworks: src/http/access-plugin.ts runs
  * it in Elysia's hooks, src/http/direct-route.ts inside one function for the hot routes.
  */
 export function createGate(deps: GateDeps): Gate {

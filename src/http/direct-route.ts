@@ -33,7 +33,7 @@ export interface DirectRoute {
   handler: DirectHandler
 }
 
-/** Told of every answered direct request (metrics, the request log), as src/observability/http.ts is of the rest. */
+/** Told of every answered direct request (metrics, the request log), as src/http/observation.ts is of the rest. */
 export type AnswerObserver = (
   request: Request,
   route: string,

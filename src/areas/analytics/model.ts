@@ -16,7 +16,7 @@ export const EventType = t.String({
 })
 
 export const TrackedEvent = t.Object({
-  // The shared Uuid rule (a pattern, not `format: 'uuid'`: see src/http/uuid.ts).
+  // The shared Uuid rule (a pattern, not `format: 'uuid'`: see src/shared/uuid.ts).
   id: t.Optional(
     t.String({
       ...Uuid,
