@@ -75,6 +75,20 @@ describe('the IP matcher', () => {
     expect(compileIpMatcher(['203.0.113.7'])!.allows('unknown')).toBe(false)
   })
 
+  test('one matcher asked about many addresses, each several times, answers each as a fresh one would', () => {
+    const entries = ['198.51.100.0/24', '2001:db8::/48', '203.0.113.7']
+    const matcher = compileIpMatcher(entries)!
+    const addresses = Array.from({ length: 700 }, (_, i) =>
+      i % 2 ? `198.51.${100 + (i % 3)}.${i % 256}` : `2001:db8:${i % 3}::${i.toString(16)}`,
+    )
+    // Past the matcher's memory of answers (256 addresses) and back: the answers stay the same.
+    for (let round = 0; round < 3; round++) {
+      for (const address of addresses) expect(matcher.allows(address)).toBe(compileIpMatcher(entries)!.allows(address))
+    }
+    expect(matcher.allows('198.51.100.9')).toBe(true)
+    expect(matcher.allows('198.51.101.9')).toBe(false)
+  })
+
   test('an empty list compiles to nothing: any address is allowed at no cost', () => {
     expect(compileIpMatcher([])).toBeNull()
   })
