@@ -39,25 +39,41 @@ import {
  * compared with), against the bare route with the same TypeBox body answering 202.
  */
 const TRACK = process.env.BENCH_ROUTE === 'track'
-const ROUTE = TRACK
+/**
+ * BENCH_ROUTE=private measures whoami with a private key (no Origin), and adds the same
+ * service with a second private key whose allowedIps hold 100 ranges, the benchmark's
+ * address matched by the last (contract section 14): what the list costs a request.
+ */
+const PRIVATE = process.env.BENCH_ROUTE === 'private'
+const ROUTE = PRIVATE
   ? {
-      path: '/api/v0/analytics',
-      method: 'POST',
-      body: '{"eventType":"page_view","url":"https://www.example.com/pricing","anonymousId":"visitor-1"}',
-      status: 202,
-      answer: '"accepted":1',
-      name: '`POST /api/v0/analytics`, 1 event',
-      label: 'keygate page view: key chain + origin + CORS + body, event store off',
-    }
-  : {
       path: '/api/v0/whoami',
       method: 'GET',
       body: undefined,
       status: 200,
-      answer: '"keyType":"public"',
-      name: '`GET /api/v0/whoami`',
-      label: 'keygate whoami: key chain + origin + CORS, PostgreSQL',
+      answer: '"keyType":"private"',
+      name: '`GET /api/v0/whoami`, private key',
+      label: 'keygate whoami: private key, no allowed IPs',
     }
+  : TRACK
+    ? {
+        path: '/api/v0/analytics',
+        method: 'POST',
+        body: '{"eventType":"page_view","url":"https://www.example.com/pricing","anonymousId":"visitor-1"}',
+        status: 202,
+        answer: '"accepted":1',
+        name: '`POST /api/v0/analytics`, 1 event',
+        label: 'keygate page view: key chain + origin + CORS + body, event store off',
+      }
+    : {
+        path: '/api/v0/whoami',
+        method: 'GET',
+        body: undefined,
+        status: 200,
+        answer: '"keyType":"public"',
+        name: '`GET /api/v0/whoami`',
+        label: 'keygate whoami: key chain + origin + CORS, PostgreSQL',
+      }
 
 const CONNECTIONS = 64
 const WARMUP_SECONDS = 3
@@ -100,15 +116,23 @@ async function main(): Promise<number> {
   await ensureDatabase(databaseUrl)
   const service = await startService(TRACK ? { entry: 'bench/service-without-store.ts' } : {})
   // A budget that never refuses (1000000 a second), so the limiter counts every request but refuses none.
-  const key = await service.admin.createKey(await service.admin.createBusiness('bench'), 'bench', {
-    rateLimit: { limit: 1_000_000, windowSeconds: 1 },
-  })
+  const unlimited = { rateLimit: { limit: 1_000_000, windowSeconds: 1 } }
+  const business = await service.admin.createBusiness('bench')
+  const privateKey = (allowedIps: string[]) =>
+    service.admin.createKey(business, 'bench', {
+      ...unlimited,
+      type: 'private',
+      allowedOrigins: [],
+      scopes: ['ANALYTICS_READ'],
+      allowedIps,
+    })
+  const key = PRIVATE ? await privateKey([]) : await service.admin.createKey(business, 'bench', unlimited)
   const bare = await startServer(onCore(0, [process.execPath, 'bench/bare-elysia.ts']), { PORT: '0' })
   const barePeer = await startServer(onCore(0, [process.execPath, 'bench/bare-elysia.ts']), { PORT: '0', PEER: '1' })
   const bareFloor = await startServer(onCore(0, [process.execPath, 'bench/bare-elysia.ts']), { PORT: '0', FLOOR: '1' })
 
   // The same request to both: the bare route ignores the headers.
-  const headers: Record<string, string> = { authorization: `Bearer ${key}`, origin: ORIGIN }
+  const headers: Record<string, string> = PRIVATE ? { authorization: `Bearer ${key}` } : { authorization: `Bearer ${key}`, origin: ORIGIN }
   if (TRACK) headers['content-type'] = 'application/json'
   const targets: Target[] = [
     {
@@ -131,6 +155,16 @@ async function main(): Promise<number> {
       headers,
     },
   ]
+  if (PRIVATE) {
+    // 99 ranges that miss, then the loopback the benchmark connects from.
+    const allowedIps = [...Array.from({ length: 99 }, (_, i) => `10.${i}.0.0/16`), '127.0.0.0/8']
+    targets.push({
+      label: 'the same service, a private key with 100 allowed IPs (the client matched by the last)',
+      process: service.process,
+      url: `${service.base}${ROUTE.path}`,
+      headers: { authorization: `Bearer ${await privateKey(allowedIps)}` },
+    })
+  }
   // Variants share the database (and so the key) of the service above.
   const compareTree = process.env.COMPARE_TREE
   if (compareTree) {
@@ -233,7 +267,10 @@ async function main(): Promise<number> {
 
   const resultsDir = join(root, 'bench', 'results')
   mkdirSync(resultsDir, { recursive: true })
-  const rawFile = join(resultsDir, `${TRACK ? 'track' : 'whoami'}-${new Date().toISOString().replace(/[:.]/g, '-')}.raw`)
+  const rawFile = join(
+    resultsDir,
+    `${TRACK ? 'track' : PRIVATE ? 'private' : 'whoami'}-${new Date().toISOString().replace(/[:.]/g, '-')}.raw`,
+  )
   writeFileSync(rawFile, [...context, '', ...raw, summaryText, ''].join('\n'))
   console.log(`\nraw wrk output: ${rawFile}`)
   return invalid ? 1 : 0
