@@ -76,7 +76,7 @@ export type CopyIn = (statement: string, text: string) => Promise<void>
 /** Batches this large or larger go by COPY where the database offers it (bench/README.md, "COPY from the group commit"). */
 export const COPY_MIN_ROWS = 2
 
-const COPY_EVENTS =
+export const COPY_EVENTS =
   'copy analytics_events (id, business_id, key_id, origin, event_type, url, referrer, anonymous_id, person_id, properties, occurred_at, received_at) from stdin'
 
 /**
