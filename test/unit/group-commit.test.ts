@@ -153,7 +153,7 @@ describe('the group committer', () => {
 
   test('a client gone before its rows were taken is dropped; one whose rows are in an insert is committed', async () => {
     const db = controlledInsert()
-    const committer = createGroupCommitter<string>({ insert: db.insert })
+    const committer = createGroupCommitter<string>({ insert: db.insert, checkClientAfterMs: 0 })
     const inFlight = new AbortController()
     const queued = new AbortController()
     const first = committer.write('a', ['a1'], inFlight)
@@ -175,7 +175,7 @@ describe('the group committer', () => {
 
   test("a write that goes straight into an insert never reads its client's signal; one that waits does", async () => {
     const db = controlledInsert()
-    const committer = createGroupCommitter<string>({ insert: db.insert })
+    const committer = createGroupCommitter<string>({ insert: db.insert, checkClientAfterMs: 0 })
     const reads = { first: 0, second: 0 }
     const client = (name: keyof typeof reads) => ({
       get signal() {
@@ -194,6 +194,38 @@ describe('the group committer', () => {
     db.calls[1]!.done.resolve()
     await second
     expect(db.calls.map((c) => c.rows)).toEqual([['a1'], ['a2']])
+  })
+
+  test("rows that waited less than checkClientAfterMs are written without asking their client; past it, a gone client's are dropped", async () => {
+    const db = controlledInsert()
+    const committer = createGroupCommitter<string>({ insert: db.insert, checkClientAfterMs: 50 })
+    let reads = 0
+    const gone = new AbortController()
+    gone.abort()
+    const client = {
+      get signal() {
+        reads++
+        return gone.signal
+      },
+    }
+    const first = committer.write('a', ['a1'])
+    const brief = committer.write('a', ['a2'], client)
+    db.calls[0]!.done.resolve()
+    await first
+    await tick()
+    // Taken a moment after it began to wait: written, its client never asked.
+    db.calls[1]!.done.resolve()
+    await brief
+    expect(reads).toBe(0)
+    await tick()
+    const third = committer.write('a', ['a3'])
+    const long = outcome(committer.write('a', ['a4'], client))
+    await Bun.sleep(60)
+    db.calls[2]!.done.resolve()
+    await third
+    expect(await long).toBe(503)
+    expect(reads).toBe(1)
+    expect(db.calls.map((c) => c.rows)).toEqual([['a1'], ['a2'], ['a3']])
   })
 
   test('more than one insert in flight when allowed', async () => {
