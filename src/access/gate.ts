@@ -1,7 +1,7 @@
 import type { Budget } from '../config.ts'
 import { ApiError, type ErrorCode } from '../errors.ts'
 import type { UsageRecorder } from '../usage/recorder.ts'
-import { authorize, type AccessDecision } from './chain.ts'
+import { authorize, type AccessDecision, type RequestFacts } from './chain.ts'
 import { budgetSubject, type ClientAddressOf, type PeerSource } from '../shared/client-address.ts'
 import type { ActiveKey, KeyStore } from './key-store.ts'
 import type { LastUsedRecorder } from './last-used.ts'
@@ -82,41 +82,17 @@ export function createGate(deps: GateDeps): Gate {
   const { limiter, defaults, authFailures, clientAddress } = deps.rateLimits
   const clock = deps.rateLimits.clock ?? (() => performance.now())
 
-  /** The request's facts the checks after the key need; the address is found only when asked. */
-  interface Pending {
-    gated: GateRequest
-    /** On the budgets' clock. */
-    at: number
-    address: string | undefined
-  }
-
-  function addressOf(pending: Pending): string {
-    return (pending.address ??= clientAddress(pending.gated.request, pending.gated.server))
-  }
-
   function admit(gated: GateRequest, rule: RouteAccess): AccessContext | Promise<AccessContext> {
-    const pending: Pending = { gated, at: clock(), address: undefined }
+    const pending = new PendingRequest(gated, clock(), clientAddress)
     // An address that drew too many invalid or expired keys is refused before any lookup.
-    const wait = authFailures.active(pending.at) ? authFailures.blocked(addressOf(pending), pending.at) : null
+    const wait = authFailures.active(pending.at) ? authFailures.blocked(pending.clientAddress(), pending.at) : null
     if (wait !== null) throw rateLimited(wait, 'Too many requests with unknown, revoked or expired keys came from this address')
-    const { request } = gated
-    const decision = authorize(
-      {
-        authorization: request.headers.get('authorization'),
-        origin: gated.origin,
-        method: request.method,
-        path: gated.path,
-        clientAddress: () => addressOf(pending),
-      },
-      rule,
-      deps.keys,
-      now(),
-    )
+    const decision = authorize(pending, rule, deps.keys, now())
     if (decision instanceof Promise) return decision.then((d) => settle(pending, d))
     return settle(pending, decision)
   }
 
-  function settle(pending: Pending, decision: AccessDecision): AccessContext | Promise<AccessContext> {
+  function settle(pending: PendingRequest, decision: AccessDecision): AccessContext | Promise<AccessContext> {
     if (!decision.ok) {
       const { code, message, headers } = decision.denial
       deps.onRefusal?.(code)
@@ -128,20 +104,20 @@ export function createGate(deps: GateDeps): Gate {
         if (decision.refusedIp !== undefined) usage.ip(decision.key.id, decision.refusedIp, false, at)
         if (decision.reportedIp !== undefined) usage.ip(decision.key.id, decision.reportedIp, true, at)
       }
-      if (code === 'invalid_api_key' || code === 'expired_api_key') authFailures.record(addressOf(pending), pending.at)
+      if (code === 'invalid_api_key' || code === 'expired_api_key') authFailures.record(pending.clientAddress(), pending.at)
       throw new ApiError(code, message, headers)
     }
     const key = decision.key
     if (decision.reportedOrigin !== undefined) usage?.origin(key.id, decision.reportedOrigin, true, now())
     if (decision.reportedIp !== undefined) usage?.ip(key.id, decision.reportedIp, true, now())
     // A private key's budget is the key's; a public key's is each visitor's (section 8).
-    const bucket = key.type === 'private' ? key.id : `${key.id} ${budgetSubject(addressOf(pending))}`
+    const bucket = key.type === 'private' ? key.id : `${key.id} ${budgetSubject(pending.clientAddress())}`
     const outcome = limiter.take(bucket, key.rateLimit ?? defaults[key.type], pending.at)
     if (outcome instanceof Promise) return outcome.then((o) => grant(pending, key, o))
     return grant(pending, key, outcome)
   }
 
-  function grant(pending: Pending, key: ActiveKey, outcome: RateLimitOutcome): AccessContext {
+  function grant(pending: PendingRequest, key: ActiveKey, outcome: RateLimitOutcome): AccessContext {
     if (!outcome.allowed) {
       deps.rateLimits.onLimited?.(key.type)
       usage?.refused(key.id, 'rate_limited', now())
@@ -164,5 +140,41 @@ export function createGate(deps: GateDeps): Gate {
         usage?.accepted(access.key.id, rule.scope, at)
       } else usage?.refused(access.key.id, errorCode ?? `http_${status}`, at)
     },
+  }
+}
+
+/**
+ * One request as the chain reads it (src/access/chain.ts `RequestFacts`) and as the budgets
+ * after it do: one object a request, its header read once, its method and client address
+ * only when asked (the method is only ever named in a refusal; the address costs a
+ * system call, and only public keys' budgets and private keys' allowed IPs need it).
+ */
+class PendingRequest implements RequestFacts {
+  readonly authorization: string | null
+  #address: string | undefined
+
+  constructor(
+    readonly gated: GateRequest,
+    /** On the budgets' clock. */
+    readonly at: number,
+    private readonly addressOf: ClientAddressOf,
+  ) {
+    this.authorization = gated.request.headers.get('authorization')
+  }
+
+  get origin(): string | null {
+    return this.gated.origin
+  }
+
+  get method(): string {
+    return this.gated.request.method
+  }
+
+  get path(): string {
+    return this.gated.path
+  }
+
+  clientAddress(): string {
+    return (this.#address ??= this.addressOf(this.gated.request, this.gated.server))
   }
 }

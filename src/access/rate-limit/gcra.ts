@@ -11,6 +11,8 @@ import type { Budget } from '../../config.ts'
  */
 export interface Verdict {
   allowed: boolean
+  /** The budget's limit (RateLimit-Limit). */
+  limit: number
   /** The TAT to store: moved on when allowed, unchanged when not. */
   tat: number
   /** Requests that would still be accepted right now. */
@@ -34,6 +36,7 @@ export function gcra(storedTat: number, now: number, budget: Budget): Verdict {
   if (next - now <= window + slack(interval)) {
     return {
       allowed: true,
+      limit: budget.limit,
       tat: next,
       remaining: Math.max(0, Math.floor((window - (next - now) + slack(interval)) / interval)),
       resetSeconds: Math.ceil((next - now) / 1000),
@@ -42,6 +45,7 @@ export function gcra(storedTat: number, now: number, budget: Budget): Verdict {
   }
   return {
     allowed: false,
+    limit: budget.limit,
     tat: storedTat,
     remaining: 0,
     resetSeconds: Math.ceil((base - now) / 1000),

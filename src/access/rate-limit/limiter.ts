@@ -51,7 +51,7 @@ export function createRateLimiter(options: RateLimiterOptions = {}): RateLimiter
     }
     const verdict = gcra(cell.tat, now, budget)
     cell.tat = verdict.tat
-    return { ...verdict, limit: budget.limit }
+    return verdict
   }
 
   /**
