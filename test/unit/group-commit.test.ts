@@ -198,7 +198,8 @@ describe('the group committer', () => {
 
   test("rows that waited less than checkClientAfterMs are written without asking their client; past it, a gone client's are dropped", async () => {
     const db = controlledInsert()
-    const committer = createGroupCommitter<string>({ insert: db.insert, checkClientAfterMs: 50 })
+    let now = 0
+    const committer = createGroupCommitter<string>({ insert: db.insert, checkClientAfterMs: 250, clock: () => now })
     let reads = 0
     const gone = new AbortController()
     gone.abort()
@@ -210,17 +211,18 @@ describe('the group committer', () => {
     }
     const first = committer.write('a', ['a1'])
     const brief = committer.write('a', ['a2'], client)
+    now += 249
     db.calls[0]!.done.resolve()
     await first
     await tick()
-    // Taken a moment after it began to wait: written, its client never asked.
+    // Taken 249 ms after it began to wait: written, its client never asked.
     db.calls[1]!.done.resolve()
     await brief
     expect(reads).toBe(0)
     await tick()
     const third = committer.write('a', ['a3'])
     const long = outcome(committer.write('a', ['a4'], client))
-    await Bun.sleep(60)
+    now += 250
     db.calls[2]!.done.resolve()
     await third
     expect(await long).toBe(503)

@@ -55,6 +55,8 @@ export interface GroupCommitOptions<Row> {
   isUnavailable?: (error: unknown) => boolean
   /** How long rows wait before their client is asked whether it is still there (default 250 ms). */
   checkClientAfterMs?: number
+  /** Milliseconds for those waits (default performance.now; tests move it). */
+  clock?: () => number
 }
 
 /** A tenant's waiting requests, oldest first from `head`, and the rows they hold. */
@@ -96,6 +98,7 @@ export function createGroupCommitter<Row>(options: GroupCommitOptions<Row>): Gro
   const concurrency = options.concurrency ?? 1
   const isUnavailable = options.isUnavailable ?? (() => false)
   const checkClientAfterMs = options.checkClientAfterMs ?? 250
+  const clock = options.clock ?? (() => performance.now())
   const stats: GroupCommitStats = { queuedRows: 0, commits: 0, rows: 0, requests: 0, refusedFull: 0, abandoned: 0 }
   // Tenants in the order they are served; each with its own queue and row count.
   const tenants = new Map<string, TenantQueue<Row>>()
@@ -145,7 +148,7 @@ export function createGroupCommitter<Row>(options: GroupCommitOptions<Row>): Gro
 
   /** One request from each tenant in turn, then again, until the batch is full. */
   function takeBatch(): Waiting<Row>[] {
-    const now = performance.now()
+    const now = clock()
     const batch: Waiting<Row>[] = []
     let rows = 0
     let progress = true
@@ -256,7 +259,7 @@ export function createGroupCommitter<Row>(options: GroupCommitOptions<Row>): Gro
         // Still queued (the last entry): it waits, so its client is checked when it is taken.
         if (client !== undefined && queue.queue.at(-1) === waiting) {
           waiting.client = client
-          waiting.since = performance.now()
+          waiting.since = clock()
         }
       })
     },
