@@ -3,7 +3,7 @@
  * CORS headers) on PostgreSQL, against the same request to a bare Elysia route, in one run.
  *
  * Load: wrk (Debian's package), 1 thread, 64 connections, 10 s after a 3 s warm-up, the
- * server pinned to core 0 and wrk to core 1, 3 interleaved repetitions, medians. Prints a
+ * server pinned to core 0 and wrk to core 1, 3 interleaved repetitions (BENCH_REPETITIONS), medians. Prints a
  * markdown table and the ratio `whoami with auth and CORS / bare Elysia route`. Two more
  * baselines in the same run (bench/bare-elysia.ts): the bare route that also reads the
  * peer's address, and the bare route doing the contract's native floor (the peer's
@@ -78,7 +78,7 @@ const ROUTE = PRIVATE
 const CONNECTIONS = 64
 const WARMUP_SECONDS = 3
 const DURATION_SECONDS = 10
-const REPETITIONS = 3
+const REPETITIONS = Number(process.env.BENCH_REPETITIONS || 3)
 const ORIGIN = 'https://www.example.com'
 
 interface Target {

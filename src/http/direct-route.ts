@@ -110,6 +110,16 @@ export function directRoute(deps: DirectRouteDeps, route: DirectRoute): (request
     return response
   }
 
+  /** The body's route after the checks: one async frame awaiting the body and the handler (a `then` returning a promise costs two more hops). */
+  async function runWithBody(exchange: Exchange, access: AccessContext, body: Promise<unknown>): Promise<Response> {
+    try {
+      const answer = route.handler(access, await body, exchange.request)
+      return respond(exchange, answer instanceof Promise ? await answer : answer)
+    } catch (error) {
+      return fail(exchange, error)
+    }
+  }
+
   function run(exchange: Exchange, access: AccessContext): Response | Promise<Response> {
     exchange.access = access
     try {
@@ -117,10 +127,8 @@ export function directRoute(deps: DirectRouteDeps, route: DirectRoute): (request
       if (spec.body !== null) {
         rule.admit?.(access.key)
         const body = readApiBody(exchange.request)
-        answer =
-          body === null
-            ? route.handler(access, null, exchange.request)
-            : body.then((parsed) => route.handler(access, parsed, exchange.request))
+        if (body !== null) return runWithBody(exchange, access, body)
+        answer = route.handler(access, null, exchange.request)
       } else answer = route.handler(access, null, exchange.request)
       if (answer instanceof Promise) {
         return answer.then(

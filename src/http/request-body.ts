@@ -24,7 +24,11 @@ export function readApiBody(request: Request): null | Promise<unknown> {
       `The body was sent as ${type ?? 'no Content-Type'}; send JSON with the header "Content-Type: application/json".`,
     )
   }
-  return length === null ? readJsonWithin(request.body!, MAX_BODY_BYTES) : request.text().then(parseJsonBody)
+  return length === null ? readJsonWithin(request.body!, MAX_BODY_BYTES) : readJson(request)
+}
+
+async function readJson(request: Request): Promise<unknown> {
+  return parseJsonBody(await request.text())
 }
 
 async function readJsonWithin(stream: ReadableStream<Uint8Array>, limit: number): Promise<unknown> {

@@ -178,19 +178,38 @@ export function createGroupCommitter<Row>(options: GroupCommitOptions<Row>): Gro
     return batch
   }
 
-  async function insert(batch: Waiting<Row>[]): Promise<void> {
+  // A batch's path is a chain of plain promises, not async functions: at low load every
+  // request is a batch of its own, and each async frame was one more promise and hop.
+
+  /** Inserts the batch's rows and counts the commit. */
+  function insert(batch: Waiting<Row>[]): Promise<void> {
     const rows = batch.length === 1 ? batch[0]!.rows : batch.flatMap((waiting) => waiting.rows)
-    await options.insert(rows)
-    stats.commits++
-    stats.rows += rows.length
-    stats.requests += batch.length
+    let inserted: Promise<void>
+    try {
+      inserted = options.insert(rows)
+    } catch (error) {
+      inserted = Promise.reject(error)
+    }
+    return inserted.then(() => {
+      stats.commits++
+      stats.rows += rows.length
+      stats.requests += batch.length
+    })
   }
 
-  async function commit(batch: Waiting<Row>[]): Promise<void> {
+  /** Commits one batch and answers each of its requests; never rejects. */
+  function commit(batch: Waiting<Row>[]): Promise<void> {
+    return insert(batch).then(
+      () => {
+        for (const waiting of batch) waiting.resolve()
+        for (const waiting of batch) release(waiting)
+      },
+      (error: unknown) => commitFailed(batch, error),
+    )
+  }
+
+  async function commitFailed(batch: Waiting<Row>[], error: unknown): Promise<void> {
     try {
-      await insert(batch)
-      for (const waiting of batch) waiting.resolve()
-    } catch (error) {
       if (batch.length === 1 || isUnavailable(error)) {
         for (const waiting of batch) waiting.reject(error)
       } else {
@@ -209,14 +228,20 @@ export function createGroupCommitter<Row>(options: GroupCommitOptions<Row>): Gro
     }
   }
 
-  async function run(): Promise<void> {
+  /** One insert slot: takes batches until the queues are empty. Reads the queues at once, before any await. */
+  function run(): void {
     running++
-    try {
-      for (let batch = takeBatch(); batch.length > 0; batch = takeBatch()) await commit(batch)
-    } finally {
-      running--
-      if (running === 0) idle?.()
+    next()
+  }
+
+  function next(): void {
+    const batch = takeBatch()
+    if (batch.length > 0) {
+      void commit(batch).then(next)
+      return
     }
+    running--
+    if (running === 0) idle?.()
   }
 
   function queueFull(): ApiError {
@@ -253,9 +278,9 @@ export function createGroupCommitter<Row>(options: GroupCommitOptions<Row>): Gro
         queue.queue.push(waiting)
         queue.rows += rows.length
         stats.queuedRows += rows.length
-        // A free slot takes the rows into an insert right here (run() reads the queues before
-        // its first await): then there is nothing left to drop.
-        if (running < concurrency) void run()
+        // A free slot takes the rows into an insert right here (run() reads the queues at
+        // once): then there is nothing left to drop.
+        if (running < concurrency) run()
         // Still queued (the last entry): it waits, so its client is checked when it is taken.
         if (client !== undefined && queue.queue.at(-1) === waiting) {
           waiting.client = client
