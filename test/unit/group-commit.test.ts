@@ -230,6 +230,29 @@ describe('the group committer', () => {
     expect(db.calls.map((c) => c.rows)).toEqual([['a1'], ['a2'], ['a3']])
   })
 
+  test('a queue that never empties under steady load writes every request once, in order', async () => {
+    const db = controlledInsert()
+    const committer = createGroupCommitter<string>({ insert: db.insert, maxBatchRows: 3 })
+    const written: Promise<void>[] = []
+    let next = 0
+    const more = (n: number) => {
+      for (let i = 0; i < n; i++) written.push(committer.write('steady', [`r${next++}`]))
+    }
+    more(10)
+    // Each insert takes 3 rows; 4 more arrive meanwhile: the queue grows and is never empty.
+    for (let round = 0; round < 200; round++) {
+      more(4)
+      db.calls.at(-1)!.done.resolve()
+      await tick()
+    }
+    while (committer.stats.queuedRows > 0) {
+      db.calls.at(-1)!.done.resolve()
+      await tick()
+    }
+    await Promise.all(written)
+    expect(db.calls.flatMap((c) => c.rows)).toEqual(Array.from({ length: next }, (_, i) => `r${i}`))
+  })
+
   test('more than one insert in flight when allowed', async () => {
     const db = controlledInsert()
     const committer = createGroupCommitter<string>({ insert: db.insert, concurrency: 2 })

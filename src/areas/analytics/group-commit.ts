@@ -137,11 +137,18 @@ export function createGroupCommitter<Row>(options: GroupCommitOptions<Row>): Gro
     return next
   }
 
-  /** Takes the request `peek` answered (an index step: shifting an array is linear in its length). */
+  /**
+   * Takes the request `peek` answered: an index step, since shifting an array is linear in
+   * its length. Taken entries are cut off once they are half the array, so a queue that
+   * never empties under steady load does not keep every request it ever held.
+   */
   function take(tenant: TenantQueue<Row>): void {
     tenant.head++
     if (tenant.head === tenant.queue.length) {
       tenant.queue = []
+      tenant.head = 0
+    } else if (tenant.head >= 64 && tenant.head * 2 >= tenant.queue.length) {
+      tenant.queue = tenant.queue.slice(tenant.head)
       tenant.head = 0
     }
   }
