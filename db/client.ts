@@ -96,7 +96,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
         }
       },
       listen: (channel, handlers, listenOptions) => listenForever(options.databaseUrl!, channel, handlers, listenOptions),
-      copyIn: boundedCopy(bounded),
+      copyIn: boundedCopy(raw, queryTimeoutMs, availability),
       close: async () => {
         availability.close()
         await raw.end({ timeout: 5 })
