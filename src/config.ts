@@ -19,10 +19,11 @@ export const DEFAULT_RATE_LIMITS = {
 } as const satisfies Record<string, Budget>
 
 /**
- * Event inserts in flight at once on PostgreSQL: two beat one and four (bench/README.md,
- * "More inserts in flight"). PGlite has one connection, so one there.
+ * Event inserts in flight at once on PostgreSQL: three, since batches go by COPY, whose
+ * round trips leave the database idle between batches (docs/decisions.md; with the jsonb
+ * insert alone, two beat one and four). PGlite has one connection, so one there.
  */
-export const POSTGRES_INSERTS_IN_FLIGHT = 2
+export const POSTGRES_INSERTS_IN_FLIGHT = 3
 
 /** Most analytics rows waiting to be committed, by default (INGEST_QUEUE_ROWS). */
 export const DEFAULT_INGEST_QUEUE_ROWS = 20_000

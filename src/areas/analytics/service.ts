@@ -73,8 +73,12 @@ export function eventInserter(db: Db): (rows: readonly EventRow[]) => Promise<vo
 /** `COPY ... FROM STDIN` on PostgreSQL (db/client.ts `copyIn`), within the statement deadline. */
 export type CopyIn = (statement: string, text: string) => Promise<void>
 
-/** Batches this large or larger go by COPY where the database offers it (bench/README.md, "COPY from the group commit"). */
-export const COPY_MIN_ROWS = 2
+/**
+ * Batches this large or larger go by COPY where the database offers it; smaller ones
+ * (single events arriving together) by the prepared insert, one round trip against two
+ * plus a transaction (docs/decisions.md, "Batches by COPY").
+ */
+export const COPY_MIN_ROWS = 64
 
 export const COPY_EVENTS =
   'copy analytics_events (id, business_id, key_id, origin, event_type, url, referrer, anonymous_id, person_id, properties, occurred_at, received_at) from stdin'
