@@ -307,6 +307,24 @@ describe('editing a key', () => {
     expect(restricted).toContain('Report only')
   })
 
+  test("the key list shows a private key's allowed IPs where a public key shows its origins", async () => {
+    const service = await testService()
+    const { businessId, session } = await memberOf(service)
+    const { record } = await seedKey(service, businessId, { type: 'private', name: 'Backend' })
+    const row = async () => {
+      const page = await (await getPage(service, KEYS, session)).text()
+      return page.slice(page.indexOf(`data-key-id="${record.id}"`), page.indexOf('</tr>', page.indexOf(`data-key-id="${record.id}"`)))
+    }
+    const open = await row()
+    expect(open).toContain('any address')
+    expect(open).not.toContain('Report only')
+    await service.services.keys.update(null, record.id, { allowedIps: ['203.0.113.0/24', '2001:db8::/48'], ipPolicy: 'report' }, TEST_AUTHOR)
+    const restricted = await row()
+    expect(restricted).toContain('<li><code>203.0.113.0/24</code></li><li><code>2001:db8::/48</code></li>')
+    expect(restricted).not.toContain('any address')
+    expect(restricted).toContain('Report only')
+  })
+
   test("a private key's page lists the addresses it refused, with each one's network", async () => {
     const service = await testService({ clientAddress: behindTrustedProxy })
     const { businessId, session } = await memberOf(service)

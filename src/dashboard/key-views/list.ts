@@ -37,7 +37,7 @@ ${
 <table class="keys">
   <caption id="keys-caption" class="visually-hidden">API keys of ${who.businessName}</caption>
   <thead><tr>
-    <th scope="col">Name and key</th><th scope="col">Scopes</th><th scope="col">Allowed origins</th>
+    <th scope="col">Name and key</th><th scope="col">Scopes</th><th scope="col">Allowed from</th>
     <th scope="col">Expires</th><th scope="col">Last used</th><th scope="col">Created</th><th scope="col">Status</th>
   </tr></thead>
   <tbody>
@@ -48,11 +48,11 @@ ${
       <div class="key-line"><span class="badge ${key.type}">${key.type}</span> <code class="hint-key">${key.keyHint}</code></div>
       ${key.description ? html`<div class="muted small">${key.description}</div>` : null}</th>
     <td class="scopes">${list(key.scopes, 'none')}</td>
-    <td>${key.type === 'public' ? list(key.allowedOrigins, 'none') : html`<span class="muted small">none: a server key</span>`}</td>
+    <td>${key.type === 'public' ? list(key.allowedOrigins, 'none') : list(key.allowedIps, 'any address')}</td>
     <td class="dates">${expiry(key, now, true)}</td>
     <td>${lastUsed(key, now)}</td>
     <td class="dates">${time(key.createdAt, formatDate(new Date(key.createdAt)))}<div class="muted small">by ${key.createdBy}</div></td>
-    <td class="dates">${stateBadge(state)}${key.replacedBy && !key.revokedAt ? html` <a class="badge replaced" href="${keyPath(key.replacedBy)}">Replaced</a>` : null}${key.originPolicy === 'report' && key.type === 'public' && !key.revokedAt ? html` <span class="badge report">Report only</span>` : null}${key.revokedAt ? html`<div class="muted small">${time(key.revokedAt, formatDate(new Date(key.revokedAt)))}</div>` : null}${
+    <td class="dates">${stateBadge(state)}${key.replacedBy && !key.revokedAt ? html` <a class="badge replaced" href="${keyPath(key.replacedBy)}">Replaced</a>` : null}${reportsOnly(key) && !key.revokedAt ? html` <span class="badge report">Report only</span>` : null}${key.revokedAt ? html`<div class="muted small">${time(key.revokedAt, formatDate(new Date(key.revokedAt)))}</div>` : null}${
       key.revokedAt
         ? null
         : html`<div class="actions"><a href="${keyPath(key.id, 'edit')}">Edit<span class="visually-hidden"> ${key.name}</span></a>
@@ -66,4 +66,9 @@ ${
 </div>`
 }`,
   })
+}
+
+/** A key that serves what its list would refuse: public keys by their origins, private keys by their addresses. */
+function reportsOnly(key: KeyRecord): boolean {
+  return key.type === 'public' ? key.originPolicy === 'report' : key.allowedIps.length > 0 && key.ipPolicy === 'report'
 }
