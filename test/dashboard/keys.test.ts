@@ -318,7 +318,12 @@ describe('editing a key', () => {
     const open = await row()
     expect(open).toContain('any address')
     expect(open).not.toContain('Report only')
-    await service.services.keys.update(null, record.id, { allowedIps: ['203.0.113.0/24', '2001:db8::/48'], ipPolicy: 'report' }, TEST_AUTHOR)
+    await service.services.keys.update(
+      null,
+      record.id,
+      { allowedIps: ['203.0.113.0/24', '2001:db8::/48'], ipPolicy: 'report' },
+      TEST_AUTHOR,
+    )
     const restricted = await row()
     expect(restricted).toContain('<li><code>203.0.113.0/24</code></li><li><code>2001:db8::/48</code></li>')
     expect(restricted).not.toContain('any address')
