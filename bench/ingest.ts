@@ -440,7 +440,7 @@ async function main(): Promise<number> {
   /**
    * The batches' ceiling: a client (this process, on postgres.js) sending the same rows as
    * text COPY, ROWS_PER_STATEMENT rows a statement, each its own commit, on
-   * STATEMENTS_IN_FLIGHT connections; building the COPY text is part of the client's work.
+   * CLIENT_COPY_CONNECTIONS connections; building the COPY text is part of the client's work.
    */
   async function measureClientCopy({ url, sql: subjectSql }: Subject, rows: readonly EventRow[]): Promise<Run> {
     const client = postgres(url, { max: CLIENT_COPY_CONNECTIONS, onnotice: () => {}, connect_timeout: 5 })
