@@ -148,12 +148,12 @@ function endInput(stream: Writable, text: string): Promise<void> {
   })
 }
 
-/** `work` (started by its first `then`) settled by `deadline`, or sooner if the database is found down. */
 /** What settleBy waits on: a lazy query, or a transaction not begun until asked. */
 interface Work {
   then(onValue: (value: unknown) => unknown, onError: (error: unknown) => unknown): unknown
 }
 
+/** `work` (started by its first `then`) settled by `deadline`, or sooner if the database is found down. */
 function settleBy(work: Work, deadline: number, ms: number, availability: Availability | null): Promise<unknown> {
   return new Promise((resolve, reject) => {
     // When the statement was sent: settleBy runs as it starts.
