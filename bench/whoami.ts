@@ -173,7 +173,8 @@ async function main(): Promise<number> {
   // Variants share the database (and so the key) of the service above.
   const compareTree = process.env.COMPARE_TREE
   if (compareTree) {
-    const other = await startService({ cwd: compareTree })
+    // The same entry as this tree's service: for page views, the one whose events go nowhere.
+    const other = await startService({ cwd: compareTree, entry: TRACK ? 'bench/service-without-store.ts' : undefined })
     targets.push({ label: `keygate at ${compareTree}`, process: other.process, url: `${other.base}${ROUTE.path}`, headers })
   }
   if (process.env.COMPARE_LOG_REQUESTS === '1') {
