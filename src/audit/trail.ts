@@ -35,6 +35,10 @@ export async function recordChange(
   entry: { businessId: string; action: AuditAction; by: ChangeAuthor; keyId?: string; memberId?: string; changes?: FieldChanges },
 ): Promise<void> {
   await tx.insert(auditEntries).values({
+    // Time-ordered, and monotonic within the process (Bun's v7 ids count within a
+    // millisecond): the trail pages by (at, id), and one change's entries (a roll writes
+    // two) often share their millisecond, which a random id would list in any order.
+    id: Bun.randomUUIDv7(),
     businessId: entry.businessId,
     // Milliseconds, as the pages' cursors carry them (src/shared/paging.ts).
     at: new Date(),

@@ -2,6 +2,7 @@ import { describe, expect, test } from 'bun:test'
 import { auditEntries } from '../../db/schema/index.ts'
 import { queryRows, sql } from '../../db/client.ts'
 import type { Service } from '../../src/app.ts'
+import { recordChange } from '../../src/audit/trail.ts'
 import { testDatabase } from '../support/database.ts'
 import { admin, errorOf, seedBusiness, testService } from '../support/service.ts'
 
@@ -105,6 +106,28 @@ describe('the audit trail', () => {
     expect(created!.action).toBe('key.created')
     expect(created!.keyId).toBe(rolled.id)
     expect(created!.changes.rolledFrom).toEqual({ from: null, to: key.id })
+  })
+
+  test('entries written within one millisecond are listed newest first in the order they were written', async () => {
+    const service = await testService()
+    const businessId = await seedBusiness(service)
+    const { key } = await createKey(service, businessId)
+    const { db } = await testDatabase()
+    // Fifty changes in one transaction: many share a millisecond, as a roll's two entries do.
+    const names = Array.from({ length: 50 }, (_, i) => `name-${i}`)
+    await db.transaction(async (tx) => {
+      for (const name of names) {
+        await recordChange(tx, {
+          businessId,
+          action: 'key.updated',
+          by: { actor: 'admin' },
+          keyId: key.id,
+          changes: { name: { from: null, to: name } },
+        })
+      }
+    })
+    const listed = await trail(service, `/businesses/${businessId}/audit?limit=50`)
+    expect(listed.map((entry) => entry.changes.name?.to)).toEqual(names.toReversed())
   })
 
   test('pages: limit and cursor walk the trail newest first without repeats; another business sees none of it', async () => {
