@@ -29,23 +29,33 @@ const outcome = (promise: Promise<void>) =>
     () => 'ok',
     (e: { message: string; status?: number }) => e.status ?? e.message,
   )
-const tick = () => Bun.sleep(0)
+// The end of the current event-loop turn: the committer starts its inserts there.
+const tick = () => new Promise<void>((resolve) => setImmediate(resolve))
 
 describe('the group committer', () => {
-  test('writes at once when idle, and gathers the writes that wait meanwhile into one insert', async () => {
+  test("gathers one turn's writes into one insert at the turn's end, and the writes that wait behind it into the next", async () => {
     const db = controlledInsert()
     const committer = createGroupCommitter<string>({ insert: db.insert })
-    const first = committer.write('a', ['a1'])
-    expect(db.calls.map((c) => c.rows)).toEqual([['a1']])
-    const waiting = [committer.write('a', ['a2']), committer.write('a', ['a3', 'a4']), committer.write('a', ['a5'])]
-    expect(committer.stats.queuedRows).toBe(5)
-    db.calls[0]!.done.resolve()
-    await first
+    const first = [committer.write('a', ['a1']), committer.write('b', ['b1'])]
+    // Nothing is written before the turn ends: the requests of one socket poll go together.
+    expect(db.calls).toHaveLength(0)
     await tick()
-    expect(db.calls.map((c) => c.rows)).toEqual([['a1'], ['a2', 'a3', 'a4', 'a5']])
+    expect(db.calls.map((c) => c.rows)).toEqual([['a1', 'b1']])
+    const waiting = [committer.write('a', ['a2']), committer.write('a', ['a3', 'a4']), committer.write('a', ['a5'])]
+    await tick()
+    // The one slot is busy: they wait for it.
+    expect(db.calls).toHaveLength(1)
+    expect(committer.stats.queuedRows).toBe(6)
+    db.calls[0]!.done.resolve()
+    await Promise.all(first)
+    await tick()
+    expect(db.calls.map((c) => c.rows)).toEqual([
+      ['a1', 'b1'],
+      ['a2', 'a3', 'a4', 'a5'],
+    ])
     db.calls[1]!.done.resolve()
     await Promise.all(waiting)
-    expect(committer.stats).toMatchObject({ commits: 2, rows: 5, requests: 4, queuedRows: 0 })
+    expect(committer.stats).toMatchObject({ commits: 2, rows: 6, requests: 5, queuedRows: 0 })
   })
 
   test('caps a batch by rows; a single larger write still goes whole', async () => {
@@ -57,18 +67,23 @@ describe('the group committer', () => {
       committer.write('a', ['3', '4']),
       committer.write('a', ['5', '6', '7', '8']),
     ]
-    for (let i = 0; i < 4; i++) {
+    for (let i = 0; i < 3; i++) {
       await tick()
       db.calls[i]?.done.resolve()
     }
     await Promise.all(all)
-    expect(db.calls.map((c) => c.rows)).toEqual([['0'], ['1', '2'], ['3', '4'], ['5', '6', '7', '8']])
+    expect(db.calls.map((c) => c.rows)).toEqual([
+      ['0', '1', '2'],
+      ['3', '4'],
+      ['5', '6', '7', '8'],
+    ])
   })
 
   test('takes from businesses in turn: a flood cannot keep another business out of the next insert', async () => {
     const db = controlledInsert()
     const committer = createGroupCommitter<string>({ insert: db.insert, maxBatchRows: 4 })
     const first = committer.write('flood', ['f0'])
+    await tick()
     const flood = Array.from({ length: 6 }, (_, i) => committer.write('flood', [`f${i + 1}a`, `f${i + 1}b`]))
     const small = committer.write('shop', ['s1'])
     db.calls[0]!.done.resolve()
@@ -89,6 +104,7 @@ describe('the group committer', () => {
     const db = controlledInsert()
     const committer = createGroupCommitter<string>({ insert: db.insert, maxQueuedRows: 4, maxTenantRows: 4 })
     const running = committer.write('a', ['1', '2'])
+    await tick()
     const queued = committer.write('b', ['3', '4'])
     expect(await outcome(committer.write('c', ['5']))).toBe(503)
     expect(committer.stats).toMatchObject({ refusedFull: 1, queuedRows: 4 })
@@ -111,9 +127,8 @@ describe('the group committer', () => {
     const flood = [committer.write('flood', ['1', '2', '3']), committer.write('flood', ['4', '5'])]
     expect(await outcome(committer.write('flood', ['6']))).toBe(503)
     const shop = committer.write('shop', ['s'])
-    db.calls[0]!.done.resolve()
     await tick()
-    db.calls[1]!.done.resolve()
+    db.calls[0]!.done.resolve()
     await Promise.all([...flood, shop])
     expect(db.calls.flatMap((c) => c.rows)).toContain('s')
   })
@@ -122,6 +137,7 @@ describe('the group committer', () => {
     const db = controlledInsert()
     const committer = createGroupCommitter<string>({ insert: db.insert })
     const first = committer.write('a', ['a1'])
+    await tick()
     const carried = [committer.write('a', ['a2']), committer.write('bad', ['poison']), committer.write('b', ['b1'])].map(outcome)
     db.calls[0]!.done.resolve()
     await first
@@ -142,6 +158,7 @@ describe('the group committer', () => {
     const down = Object.assign(new Error('connection refused'), { code: 'ECONNREFUSED' })
     const committer = createGroupCommitter<string>({ insert: db.insert, isUnavailable: (e) => e === down })
     const first = committer.write('a', ['a1'])
+    await tick()
     const carried = [committer.write('a', ['a2']), committer.write('b', ['b1'])].map(outcome)
     db.calls[0]!.done.resolve()
     await first
@@ -157,6 +174,7 @@ describe('the group committer', () => {
     const inFlight = new AbortController()
     const queued = new AbortController()
     const first = committer.write('a', ['a1'], inFlight)
+    await tick()
     const second = outcome(committer.write('a', ['a2'], queued))
     const third = committer.write('b', ['b1'])
     inFlight.abort()
@@ -173,9 +191,10 @@ describe('the group committer', () => {
     expect(committer.stats).toMatchObject({ queuedRows: 0, rows: 2 })
   })
 
-  test("a write that goes straight into an insert never reads its client's signal; one that waits does", async () => {
+  test("a write taken at the end of its turn never reads its client's signal; one that waited does", async () => {
     const db = controlledInsert()
-    const committer = createGroupCommitter<string>({ insert: db.insert, checkClientAfterMs: 0 })
+    let now = 0
+    const committer = createGroupCommitter<string>({ insert: db.insert, checkClientAfterMs: 250, clock: () => now })
     const reads = { first: 0, second: 0 }
     const client = (name: keyof typeof reads) => ({
       get signal() {
@@ -184,8 +203,10 @@ describe('the group committer', () => {
       },
     })
     const first = committer.write('a', ['a1'], client('first'))
+    await tick()
     const second = committer.write('a', ['a2'], client('second'))
     expect(reads).toEqual({ first: 0, second: 0 })
+    now += 250
     db.calls[0]!.done.resolve()
     await first
     await tick()
@@ -210,6 +231,7 @@ describe('the group committer', () => {
       },
     }
     const first = committer.write('a', ['a1'])
+    await tick()
     const brief = committer.write('a', ['a2'], client)
     now += 249
     db.calls[0]!.done.resolve()
@@ -223,6 +245,7 @@ describe('the group committer', () => {
     const third = committer.write('a', ['a3'])
     const long = outcome(committer.write('a', ['a4'], client))
     now += 250
+    await tick()
     db.calls[2]!.done.resolve()
     await third
     expect(await long).toBe(503)
@@ -239,6 +262,7 @@ describe('the group committer', () => {
       for (let i = 0; i < n; i++) written.push(committer.write('steady', [`r${next++}`]))
     }
     more(10)
+    await tick()
     // Each insert takes 3 rows; 4 more arrive meanwhile: the queue grows and is never empty.
     for (let round = 0; round < 200; round++) {
       more(4)
@@ -256,8 +280,16 @@ describe('the group committer', () => {
   test('more than one insert in flight when allowed', async () => {
     const db = controlledInsert()
     const committer = createGroupCommitter<string>({ insert: db.insert, concurrency: 2 })
-    const writes = [committer.write('a', ['1']), committer.write('b', ['2']), committer.write('c', ['3'])]
+    const writes = [committer.write('a', ['1'])]
+    await tick()
+    writes.push(committer.write('b', ['2']))
+    await tick()
+    // The second turn's write found the first insert still running: a second one took it.
     expect(db.calls.map((c) => c.rows)).toEqual([['1'], ['2']])
+    writes.push(committer.write('c', ['3']))
+    await tick()
+    // Both slots busy: the third waits for one.
+    expect(db.calls).toHaveLength(2)
     db.calls[0]!.done.resolve()
     db.calls[1]!.done.resolve()
     await tick()
@@ -270,14 +302,19 @@ describe('the group committer', () => {
   test('close waits for queued writes, then refuses new ones with 503 unavailable', async () => {
     const db = controlledInsert()
     const committer = createGroupCommitter<string>({ insert: db.insert })
-    const queued = [committer.write('a', ['1']), committer.write('a', ['2'])]
+    const running = committer.write('a', ['1'])
+    await tick()
+    const queued = [running, committer.write('a', ['2']), committer.write('b', ['3'])]
+    // Closed before the turn ended: what waited for it is taken at once, not after close.
     const closed = committer.close()
     db.calls[0]!.done.resolve()
     await tick()
+    expect(db.calls.map((c) => c.rows)).toEqual([['1'], ['2', '3']])
     db.calls[1]!.done.resolve()
     await closed
     await Promise.all(queued)
-    expect(await outcome(committer.write('a', ['3']))).toBe(503)
+    expect(await outcome(committer.write('a', ['4']))).toBe(503)
+    await tick()
     expect(db.calls).toHaveLength(2)
   })
 })
