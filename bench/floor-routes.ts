@@ -1,0 +1,42 @@
+import { TypeCompiler } from '@sinclair/typebox/compiler'
+import { TrackBody } from '../src/areas/analytics/model.ts'
+import { apiSuccessHeaders } from '../src/http/request-context.ts'
+
+/** The body of the bare and floor whoami routes: the real whoami's shape. */
+export const WHOAMI_ANSWER = {
+  businessId: '00000000-0000-4000-8000-000000000000',
+  keyType: 'public',
+  origin: 'https://www.example.com',
+  allowedOrigins: ['example.com'],
+}
+
+const trackBody = TypeCompiler.Compile(TrackBody.schema)
+
+/**
+ * The contract's native floor for a granted public-key request (bench/bare-elysia.ts,
+ * FLOOR=1): the peer's address, the Authorization and Origin headers, the key's SHA-256,
+ * the CORS headers and a request id; the page view also reads and checks its body. No key
+ * check, no budget, no counter. `peer` reads the TCP peer (Bun's `server.requestIP`).
+ */
+export function createFloorRoutes(peer: (request: Request) => string | undefined) {
+  let counter = 0
+  function floorAnswer(request: Request, status: number, json: string): Response {
+    const address = peer(request)
+    const origin = request.headers.get('origin')
+    const authorization = request.headers.get('authorization') ?? ''
+    if (address === '' || Bun.SHA256.hash(authorization.slice(7), 'hex') === '') return new Response(null, { status: 500 })
+    const response = new Response(json, { status, headers: apiSuccessHeaders(origin) })
+    response.headers.set('x-request-id', `req_${(counter++).toString(36)}`)
+    return response
+  }
+  return {
+    '/api/v0/whoami': { GET: (request: Request) => floorAnswer(request, 200, JSON.stringify(WHOAMI_ANSWER)) },
+    '/api/v0/analytics': {
+      POST: async (request: Request) => {
+        const body: unknown = JSON.parse(await request.text())
+        if (!trackBody.Check(body)) return new Response(null, { status: 400 })
+        return floorAnswer(request, 202, JSON.stringify({ accepted: 'events' in body ? body.events.length : 1 }))
+      },
+    },
+  }
+}
