@@ -16,14 +16,17 @@ const answer = WHOAMI_ANSWER
 // with the CORS headers and an X-Request-Id (contract sections 3 and 13), copying the
 // service's own Headers template (src/http/request-context.ts); the page view also reads
 // and checks its body. No key check, no budget, no counter: what the service adds to this
-// is its own code. Served as the service serves its hot routes, by Bun's router (the
+// is its own code. FLOOR_AT_TURN_END=1: the floor answering at the end of the event loop's
+// turn (bench/floor-routes.ts). Served as the service serves its hot routes, by Bun's router (the
 // app's `serve.routes`), so Elysia's per-request work is not counted against it.
-const mode = process.env.FLOOR === '1' ? 'floor' : process.env.PEER === '1' ? 'peer' : 'bare'
+const mode = process.env.FLOOR === '1' || process.env.FLOOR_AT_TURN_END === '1' ? 'floor' : process.env.PEER === '1' ? 'peer' : 'bare'
 let server: { requestIP(request: Request): { address: string } | null } | null = null
 const peer = (request: Request): string | undefined => (mode === 'bare' ? undefined : server?.requestIP(request)?.address)
 
 // The floor's routes (bench/floor-routes.ts), which bench/handler-cost.ts also calls in process.
-const floorRoutes = createFloorRoutes((request) => server?.requestIP(request)?.address)
+const floorRoutes = createFloorRoutes((request) => server?.requestIP(request)?.address, {
+  atTurnEnd: process.env.FLOOR_AT_TURN_END === '1',
+})
 
 const app = new Elysia(mode === 'floor' ? { serve: { routes: floorRoutes } } : {})
   .get('/api/v0/whoami', ({ request }) => (peer(request) === '' ? null : answer))

@@ -12,13 +12,35 @@ export const WHOAMI_ANSWER = {
 
 const trackBody = TypeCompiler.Compile(TrackBody.schema)
 
+/** Resolves at the end of the event loop's turn, with every other wait of that turn. */
+function turnEnd(): () => Promise<void> {
+  let waiting: (() => void)[] = []
+  const release = () => {
+    const released = waiting
+    waiting = []
+    for (const resolve of released) resolve()
+  }
+  return () =>
+    new Promise<void>((resolve) => {
+      if (waiting.length === 0) setImmediate(release)
+      waiting.push(resolve)
+    })
+}
+
 /**
  * The contract's native floor for a granted public-key request (bench/bare-elysia.ts,
  * FLOOR=1): the peer's address, the Authorization and Origin headers, the key's SHA-256,
  * the CORS headers and a request id; the page view also reads and checks its body. No key
  * check, no budget, no counter. `peer` reads the TCP peer (Bun's `server.requestIP`).
+ *
+ * `atTurnEnd` (FLOOR_AT_TURN_END=1): the same work, answered at the end of the event loop's
+ * turn, all of the turn's answers together, as the service's page views are (its group
+ * commit starts at the turn's end). In Bun that form is the cheaper one under load, so for
+ * a route that answers so it is the higher ceiling (bench/README.md, "Writes gathered per
+ * turn").
  */
-export function createFloorRoutes(peer: (request: Request) => string | undefined) {
+export function createFloorRoutes(peer: (request: Request) => string | undefined, options: { atTurnEnd?: boolean } = {}) {
+  const wait = options.atTurnEnd ? turnEnd() : null
   let counter = 0
   function floorAnswer(request: Request, status: number, json: string): Response {
     const address = peer(request)
@@ -30,11 +52,20 @@ export function createFloorRoutes(peer: (request: Request) => string | undefined
     return response
   }
   return {
-    '/api/v0/whoami': { GET: (request: Request) => floorAnswer(request, 200, JSON.stringify(WHOAMI_ANSWER)) },
+    '/api/v0/whoami': {
+      GET:
+        wait === null
+          ? (request: Request) => floorAnswer(request, 200, JSON.stringify(WHOAMI_ANSWER))
+          : async (request: Request) => {
+              await wait()
+              return floorAnswer(request, 200, JSON.stringify(WHOAMI_ANSWER))
+            },
+    },
     '/api/v0/analytics': {
       POST: async (request: Request) => {
         const body: unknown = JSON.parse(await request.text())
         if (!trackBody.Check(body)) return new Response(null, { status: 400 })
+        if (wait !== null) await wait()
         return floorAnswer(request, 202, JSON.stringify({ accepted: 'events' in body ? body.events.length : 1 }))
       },
     },
