@@ -26,9 +26,9 @@ export interface GroupCommitter<Row> {
    * and listening on it 2.7 µs more, together as much as a tenth of a single-event
    * request. Rows taken within `checkClientAfterMs` (every write taken at the end of its
    * turn, and those that waited a few milliseconds behind a busy insert) are written
-   * whether their client is there or not: what dropping them saves is small, and a client that went away retries with the
-   * same event ids. (Bun answers `aborted` true for a signal first read after its client
-   * went away.)
+   * whether their client is there or not: what dropping them saves is small, and a client
+   * that went away retries with the same event ids. (Bun answers `aborted` true for a
+   * signal first read after its client went away.)
    */
   write(tenant: string, rows: readonly Row[], client?: { readonly signal: AbortSignal }): Promise<void>
   /**
@@ -86,11 +86,11 @@ interface Waiting<Row> {
  * Writes wait for the end of the event loop's turn (setImmediate): the free insert slots
  * then take every write the turn brought, so the requests one socket poll delivered share
  * one insert and their answers go out together. Starting an insert at once for each write
- * that found a slot free gave most page views a chain of five promises of their own, and
- * cost 57.0 µs of CPU a page view against 39.2 µs so (bench/README.md, "Writes gathered
- * per turn"). The wait is one turn, well under a millisecond. Writes arriving while
- * inserts run leave together with the next free slot. Each request is answered only after
- * the commit that carried its rows.
+ * that found a slot free gave most page views a chain of five promises of their own: with
+ * the event store off, a page view cost 57.0 µs of CPU that way and 39.2 µs this way
+ * (bench/README.md, "Writes gathered per turn"). The wait is one turn, well under a
+ * millisecond. Writes arriving while inserts run leave together with the next free slot.
+ * Each request is answered only after the commit that carried its rows.
  *
  * A failed insert fails no row that is fine: unless the database itself is unavailable,
  * every request of the failed batch is inserted again on its own, so only the request at
