@@ -245,27 +245,28 @@ export function createGroupCommitter<Row>(options: GroupCommitOptions<Row>): Gro
   /** Starts free insert slots until one finds nothing left to take. */
   function startSlots(): void {
     slotsScheduled = false
-    while (running < concurrency) {
-      const before = running
-      run()
-      if (running === before) break
-    }
+    let took = true
+    while (took && running < concurrency) took = run()
   }
 
-  /** One insert slot: takes batches until the queues are empty. Reads the queues at once, before any await. */
-  function run(): void {
+  /**
+   * One insert slot: takes batches until the queues are empty. Reads the queues at once,
+   * before any await. Answers whether it found a batch to take.
+   */
+  function run(): boolean {
     running++
-    next()
+    return next()
   }
 
-  function next(): void {
+  function next(): boolean {
     const batch = takeBatch()
     if (batch.length > 0) {
       void commit(batch).then(next)
-      return
+      return true
     }
     running--
     if (running === 0) idle?.()
+    return false
   }
 
   function queueFull(): ApiError {
