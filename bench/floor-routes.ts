@@ -1,6 +1,7 @@
 import { TypeCompiler } from '@sinclair/typebox/compiler'
 import { TrackBody } from '../src/areas/analytics/model.ts'
 import { apiSuccessHeaders } from '../src/http/request-context.ts'
+import { createTurnEnd } from '../src/http/turn-end.ts'
 
 /** The body of the bare and floor whoami routes: the real whoami's shape. */
 export const WHOAMI_ANSWER = {
@@ -12,21 +13,6 @@ export const WHOAMI_ANSWER = {
 
 const trackBody = TypeCompiler.Compile(TrackBody.schema)
 
-/** Resolves at the end of the event loop's turn, with every other wait of that turn. */
-function turnEnd(): () => Promise<void> {
-  let waiting: (() => void)[] = []
-  const release = () => {
-    const released = waiting
-    waiting = []
-    for (const resolve of released) resolve()
-  }
-  return () =>
-    new Promise<void>((resolve) => {
-      if (waiting.length === 0) setImmediate(release)
-      waiting.push(resolve)
-    })
-}
-
 /**
  * The contract's native floor for a granted public-key request (bench/bare-elysia.ts,
  * FLOOR=1): the peer's address, the Authorization and Origin headers, the key's SHA-256,
@@ -34,13 +20,13 @@ function turnEnd(): () => Promise<void> {
  * check, no budget, no counter. `peer` reads the TCP peer (Bun's `server.requestIP`).
  *
  * `atTurnEnd` (FLOOR_AT_TURN_END=1): the same work, answered at the end of the event loop's
- * turn, all of the turn's answers together, as the service's page views are (its group
- * commit starts at the turn's end). In Bun that form is the cheaper one under load, so for
- * a route that answers so it is the higher ceiling (bench/README.md, "Writes gathered per
- * turn").
+ * turn, all of the turn's answers together, as the service's direct routes answer
+ * (src/http/turn-end.ts). In Bun that form is the cheaper one under load, so it is the
+ * higher ceiling (bench/README.md, "Writes gathered per turn" and "whoami answered at the
+ * turn's end").
  */
 export function createFloorRoutes(peer: (request: Request) => string | undefined, options: { atTurnEnd?: boolean } = {}) {
-  const wait = options.atTurnEnd ? turnEnd() : null
+  const atTurnEnd = options.atTurnEnd ? createTurnEnd() : null
   let counter = 0
   function floorAnswer(request: Request, status: number, json: string): Response {
     const address = peer(request)
@@ -54,10 +40,10 @@ export function createFloorRoutes(peer: (request: Request) => string | undefined
   return {
     '/api/v0/whoami': {
       GET:
-        wait === null
+        atTurnEnd === null
           ? (request: Request) => floorAnswer(request, 200, JSON.stringify(WHOAMI_ANSWER))
           : async (request: Request) => {
-              await wait()
+              await atTurnEnd(null)
               return floorAnswer(request, 200, JSON.stringify(WHOAMI_ANSWER))
             },
     },
@@ -65,7 +51,7 @@ export function createFloorRoutes(peer: (request: Request) => string | undefined
       POST: async (request: Request) => {
         const body: unknown = JSON.parse(await request.text())
         if (!trackBody.Check(body)) return new Response(null, { status: 400 })
-        if (wait !== null) await wait()
+        if (atTurnEnd !== null) await atTurnEnd(null)
         return floorAnswer(request, 202, JSON.stringify({ accepted: 'events' in body ? body.events.length : 1 }))
       },
     },

@@ -8,6 +8,7 @@ import type { Logger } from '../observability/log.ts'
 import { explainFailure } from './errors.ts'
 import { readApiBody } from './request-body.ts'
 import { apiSuccessHeaders, nextRequestId, stampApiAnswer } from './request-context.ts'
+import { createTurnEnd } from './turn-end.ts'
 
 /** A direct route's success: its status and JSON body, as a value or already serialized. */
 export type DirectAnswer = { status: number; body: unknown } | { status: number; json: string }
@@ -166,8 +167,11 @@ export function directRoute(deps: DirectRouteDeps, route: DirectRoute): (request
  * so tests can find every route and body the hooks do not show.
  */
 export function createDirectRoutes(deps: DirectRouteDeps) {
+  // Answers ready at once wait for the turn's end, with the rest of the turn's (./turn-end.ts);
+  // page views already answer then, once their events are committed.
+  const atTurnEnd = createTurnEnd()
   const routes: DirectRoute[] = []
-  const served: Record<string, Record<string, (request: Request) => Response | Promise<Response>>> = {}
+  const served: Record<string, Record<string, (request: Request) => Promise<Response>>> = {}
   return {
     routes: routes as readonly DirectRoute[],
     /**
@@ -177,10 +181,14 @@ export function createDirectRoutes(deps: DirectRouteDeps) {
      */
     served: served as Readonly<typeof served>,
     /** The answer function to declare as the Elysia route's handler. */
-    answer(spec: DirectRouteSpec, handler: DirectHandler): (request: Request) => Response | Promise<Response> {
+    answer(spec: DirectRouteSpec, handler: DirectHandler): (request: Request) => Promise<Response> {
       const route: DirectRoute = { spec, handler }
       routes.push(route)
-      const answer = directRoute(deps, route)
+      const answerNow = directRoute(deps, route)
+      const answer = (request: Request) => {
+        const answered = answerNow(request)
+        return answered instanceof Promise ? answered : atTurnEnd(answered)
+      }
       served[spec.path] = { ...served[spec.path], [spec.method]: answer }
       return answer
     },
