@@ -3,7 +3,7 @@
  * HTTP server: the service's direct-route handlers (page view, whoami), called in this
  * process with a Request as Bun's server would pass it, against the floor's handlers
  * (bench/floor-routes.ts) on the same Requests, in one run. 64 requests at a time, each
- * batch awaited and followed by one event-loop turn (the group commit answers at a turn's
+ * batch awaited and followed by one event-loop turn (the direct routes answer at a turn's
  * end); CPU time of this process per request, medians of 5 repetitions, and the cost of
  * building the Requests alone, which both sides pay.
  *

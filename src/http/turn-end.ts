@@ -5,10 +5,11 @@
  *
  * Why the hot routes answer this way (src/http/direct-route.ts): under load, Bun reads every
  * request that arrived before a turn, and answers written together at its end cost the
- * server less than answers written one by one as each request is handled. On loopback with
- * wrk, whoami went from 29.2k to 35.9k req/s and from 32.2 to 26.9 µs of CPU per request,
- * mostly kernel time spent waking the client once per answer (bench/README.md, "whoami
- * answered at the turn's end"). A request alone waits only for the rest of its own turn.
+ * server less than answers written one by one as each request is handled (the kernel
+ * wakes the client once per burst instead of once per answer). Under wrk, whoami answered
+ * so cost 1.4-5.3 µs less CPU per request than answered at once, in four runs against the
+ * tree before (bench/README.md, "whoami answered at the turn's end"). A request alone
+ * waits only for the rest of its own turn.
  */
 export function createTurnEnd(): <T>(value: T) => Promise<T> {
   let waiting: (() => void)[] = []
