@@ -113,6 +113,21 @@ describe('the listening server answers the hot routes as app.handle does', () =>
   }
 })
 
+test("answers ready at once go out at the end of the turn, with the rest of the turn's: whoami granted and refused", async () => {
+  const whoami = service.services.direct.served['/api/v0/whoami']!.GET!
+  const request = (withKey: boolean) =>
+    new Request(`${base}/api/v0/whoami`, { headers: withKey ? { authorization: `Bearer ${key}`, origin: ORIGIN } : {} })
+  // The first use loads the key from the database; from then on its answer is ready at once.
+  expect((await whoami(request(true))).status).toBe(200)
+  const settled: number[] = []
+  void whoami(request(true)).then((response) => settled.push(response.status))
+  void whoami(request(false)).then((response) => settled.push(response.status))
+  for (let i = 0; i < 10; i++) await Promise.resolve()
+  expect(settled).toEqual([])
+  await new Promise<void>((resolve) => setImmediate(resolve))
+  expect(settled).toEqual([200, 401])
+})
+
 test("a private key's answer carries its RateLimit headers, served or handled", async () => {
   const privateKey = (await seedKey(service, businessId, { type: 'private', rateLimit: { limit: 50, windowSeconds: 60 } })).key
   const served = await overSocket('/api/v0/whoami', { key: privateKey })
