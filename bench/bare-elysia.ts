@@ -1,5 +1,11 @@
+import { drizzle } from 'drizzle-orm/postgres-js'
 import { Elysia } from 'elysia'
+import postgres from 'postgres'
+import type { Db } from '../db/client.ts'
 import { TrackBody } from '../src/areas/analytics/model.ts'
+import { eventInserter } from '../src/areas/analytics/service.ts'
+import { POSTGRES_INSERTS_IN_FLIGHT } from '../src/config.ts'
+import { createFloorCommit } from './floor-commit.ts'
 import { createFloorRoutes, WHOAMI_ANSWER } from './floor-routes.ts'
 
 // The baseline of bench/whoami.ts: the same paths on a bare Elysia app, with no key chain,
@@ -18,17 +24,37 @@ import { createFloorRoutes, WHOAMI_ANSWER } from './floor-routes.ts'
 // is its own code. FLOOR_AT_TURN_END=1: the floor answering at the end of the event loop's
 // turn (bench/floor-routes.ts). Served as the service serves its hot routes, by Bun's
 // router (the app's `serve.routes`), so Elysia's per-request work is not counted against it.
-const mode = process.env.FLOOR === '1' || process.env.FLOOR_AT_TURN_END === '1' ? 'floor' : process.env.PEER === '1' ? 'peer' : 'bare'
+const floorMode = process.env.FLOOR === '1' || process.env.FLOOR_AT_TURN_END === '1' || process.env.FLOOR_DATABASE_URL !== undefined
+const mode = floorMode ? 'floor' : process.env.PEER === '1' ? 'peer' : 'bare'
 let server: { requestIP(request: Request): { address: string } | null } | null = null
 const peerAddress = (request: Request): string | undefined => server?.requestIP(request)?.address
 const peer = mode === 'bare' ? () => undefined : peerAddress
 
+// FLOOR_DATABASE_URL (with FLOOR_BUSINESS and FLOOR_KEY, the ids its rows carry): the page
+// view answers after its rows are committed there, by the service's own insert statement
+// on a plain postgres.js pool of as many connections as the service writes on: the single
+// events' floor of bench/ingest.ts.
+const floorDatabase = process.env.FLOOR_DATABASE_URL
+const commit = floorDatabase
+  ? {
+      write: createFloorCommit(
+        eventInserter(drizzle(postgres(floorDatabase, { max: POSTGRES_INSERTS_IN_FLIGHT, onnotice: () => {} })) as unknown as Db),
+        POSTGRES_INSERTS_IN_FLIGHT,
+      ),
+      businessId: process.env.FLOOR_BUSINESS!,
+      keyId: process.env.FLOOR_KEY!,
+    }
+  : undefined
+
 // The floor's routes (bench/floor-routes.ts), which bench/handler-cost.ts also calls in process.
 const floorRoutes = createFloorRoutes(peerAddress, {
   atTurnEnd: process.env.FLOOR_AT_TURN_END === '1',
+  commit,
 })
 
 const app = new Elysia(mode === 'floor' ? { serve: { routes: floorRoutes } } : {})
+  // bench/ingest.ts sends these once a run's POSTs are all sent, as it does to the service.
+  .get('/healthz', () => ({ status: 'ok' }))
   .get('/api/v0/whoami', ({ request }) => (peer(request) === '' ? null : WHOAMI_ANSWER))
   .post(
     '/api/v0/analytics',

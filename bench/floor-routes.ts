@@ -1,7 +1,9 @@
 import { TypeCompiler } from '@sinclair/typebox/compiler'
 import { TrackBody } from '../src/areas/analytics/model.ts'
+import type { EventRow } from '../src/areas/analytics/service.ts'
 import { apiSuccessHeaders } from '../src/http/request-context.ts'
 import { createTurnEnd } from '../src/http/turn-end.ts'
+import { floorRow } from './floor-commit.ts'
 
 /** The body of the bare and floor whoami routes: the real whoami's shape. */
 export const WHOAMI_ANSWER = {
@@ -24,8 +26,16 @@ const trackBody = TypeCompiler.Compile(TrackBody.schema)
  * (src/http/turn-end.ts). In Bun that form is the cheaper one under load, so it is the
  * higher ceiling (bench/README.md, "Writes gathered per turn" and "whoami answered at the
  * turn's end").
+ *
+ * `commit` (FLOOR_DATABASE_URL): the page view answers only after its rows are committed,
+ * through bench/floor-commit.ts, as rows of one business and key (the floor looks no key
+ * up): the single events' floor of bench/ingest.ts.
  */
-export function createFloorRoutes(peer: (request: Request) => string | undefined, options: { atTurnEnd?: boolean } = {}) {
+export function createFloorRoutes(
+  peer: (request: Request) => string | undefined,
+  options: { atTurnEnd?: boolean; commit?: { write(rows: EventRow[]): Promise<void>; businessId: string; keyId: string } } = {},
+) {
+  const commit = options.commit
   const atTurnEnd = options.atTurnEnd ? createTurnEnd() : null
   let counter = 0
   function floorAnswer(request: Request, status: number, json: string): Response {
@@ -51,7 +61,11 @@ export function createFloorRoutes(peer: (request: Request) => string | undefined
       POST: async (request: Request) => {
         const body: unknown = JSON.parse(await request.text())
         if (!trackBody.Check(body)) return new Response(null, { status: 400 })
-        if (atTurnEnd !== null) await atTurnEnd(null)
+        if (commit !== undefined) {
+          const origin = request.headers.get('origin')
+          const events = 'events' in body ? body.events : [body]
+          await commit.write(events.map((event) => floorRow(event, commit.businessId, commit.keyId, origin)))
+        } else if (atTurnEnd !== null) await atTurnEnd(null)
         return floorAnswer(request, 202, JSON.stringify({ accepted: 'events' in body ? body.events.length : 1 }))
       },
     },

@@ -13,7 +13,10 @@
  *
  * And, for this tree, the service's own event writer alone (the same rows through
  * `eventWriter` from this process: no HTTP, no body, no key chain): the most a service
- * built on it can reach.
+ * built on it can reach; and the single events' floor (bench/floor-commit.ts): the
+ * contract's native work for a page view and a commit of its rows by the same statement
+ * before each 202, its whoami and its single events measured as the service's are. Its
+ * 1-event POSTs against its own whoami are the most the 0.5 aim can reach on this machine.
  *
  * The measurements run interleaved, REPETITIONS times, and the medians are compared,
  * so the ratios hold while the machine's speed drifts. The service runs on core 0, wrk on
@@ -56,6 +59,7 @@ import {
   pinned,
   root,
   runBenchmark,
+  startServer,
   startService,
   stopChildren,
   wrkVersion,
@@ -157,13 +161,20 @@ const SINGLE: IngestShape = { label: '1-event POSTs', connections: 128, eventsPe
 const BATCH: IngestShape = { label: '50-event batches', connections: 64, eventsPerRequest: 50 }
 const WHOAMI_CONNECTIONS = 128
 
-/** A service under test: this tree's, or COMPARE_TREE's on a database of its own. */
+/**
+ * A server under test: this tree's service, COMPARE_TREE's on a database of its own, or
+ * the single events' floor (bench/bare-elysia.ts with FLOOR_DATABASE_URL) on this tree's.
+ */
 interface Subject {
   label: string
-  service: Awaited<ReturnType<typeof startService>>
+  kind: 'service' | 'floor'
+  base: string
+  pid: number
   url: string
   sql: postgres.Sql
   whoamiKey: string
+  /** A key for one run and the business its rows are stored under (the floor has one of each). */
+  runKey(name: string): Promise<{ key: string; businessId: string }>
 }
 
 interface Runs {
@@ -189,6 +200,7 @@ async function main(): Promise<number> {
 
   try {
     subjects.push(await startSubject('this tree', databaseUrl))
+    subjects.push(await startFloor(databaseUrl))
     const compareTree = process.env.COMPARE_TREE
     if (compareTree) {
       // Its own database: the trees' migrations differ (the indexes are part of what is compared).
@@ -226,6 +238,8 @@ async function main(): Promise<number> {
         const single = await measureIngest(subject, SINGLE)
         runs.single.push(single.run)
         console.log(`    ${SINGLE.label} c${SINGLE.connections}: ${single.run.detail}`)
+        // The floor is the single events' ceiling; the batches' is a client's COPY.
+        if (subject.kind === 'floor') continue
         const batch = await measureIngest(subject, BATCH)
         runs.batch.push(batch.run)
         console.log(`    ${BATCH.label} c${BATCH.connections}: ${batch.run.detail}`)
@@ -250,8 +264,12 @@ async function main(): Promise<number> {
     const rows = (label: string, runs: Runs) => [
       `| ${label} | whoami, public key + allowed Origin, c${WHOAMI_CONNECTIONS} (requests) | ${format(median(runs.whoami))} | ${p99(runs.whoami)} | ${each(runs.whoami)} |`,
       `| ${label} | ${SINGLE.label}, c${SINGLE.connections} (events) | ${format(median(runs.single))} | ${p99(runs.single)} | ${each(runs.single)} |`,
-      `| ${label} | ${BATCH.label}, c${BATCH.connections} (events) | ${format(median(runs.batch))} | ${p99(runs.batch)} | ${each(runs.batch)} |`,
-      `| ${label} | a client's COPY of the same rows, ${ROWS_PER_STATEMENT} per statement, ${CLIENT_COPY_CONNECTIONS} connections (rows) | ${format(median(runs.copy))} | | ${each(runs.copy)} |`,
+      ...(runs.batch.length === 0
+        ? []
+        : [
+            `| ${label} | ${BATCH.label}, c${BATCH.connections} (events) | ${format(median(runs.batch))} | ${p99(runs.batch)} | ${each(runs.batch)} |`,
+            `| ${label} | a client's COPY of the same rows, ${ROWS_PER_STATEMENT} per statement, ${CLIENT_COPY_CONNECTIONS} connections (rows) | ${format(median(runs.copy))} | | ${each(runs.copy)} |`,
+          ]),
       ...(runs.writer.length === 0
         ? []
         : [
@@ -268,6 +286,13 @@ async function main(): Promise<number> {
         '',
         ...subjects.flatMap((subject) => {
           const runs = results.get(subject)!
+          if (subject.kind === 'floor') {
+            const service = results.get(subjects[0]!)!
+            return [
+              `${subject.label}: 1-event POSTs / its whoami: ${(median(runs.single) / median(runs.whoami)).toFixed(2)} (the most the 0.5 aim can reach here)`,
+              `this tree's 1-event POSTs / the floor's: ${(median(service.single) / median(runs.single)).toFixed(2)}`,
+            ]
+          }
           return [
             `${subject.label}: 1-event POSTs / whoami: ${(median(runs.single) / median(runs.whoami)).toFixed(2)} (aim: at least 0.5)`,
             `${subject.label}: 50-event batches / a client's COPY: ${(median(runs.batch) / median(runs.copy)).toFixed(2)} (aim: at least 0.85)`,
@@ -295,19 +320,60 @@ async function main(): Promise<number> {
   async function startSubject(label: string, url: string, cwd?: string): Promise<Subject> {
     await ensureDatabase(url)
     const service = await startService({ env: { DATABASE_URL: url }, cwd })
-    const whoamiKey = await service.admin.createKey(await service.admin.createBusiness(`ingest bench whoami ${stamp}`), 'whoami', UNLIMITED)
-    return { label, service, url, sql: postgres(url, { max: 1, onnotice: () => {}, connect_timeout: 5 }), whoamiKey }
+    const { admin } = service
+    const whoamiKey = await admin.createKey(await admin.createBusiness(`ingest bench whoami ${stamp}`), 'whoami', UNLIMITED)
+    return {
+      label,
+      kind: 'service',
+      base: service.base,
+      pid: service.process.pid,
+      url,
+      sql: postgres(url, { max: 1, onnotice: () => {}, connect_timeout: 5 }),
+      whoamiKey,
+      async runKey(name) {
+        const businessId = await admin.createBusiness(`ingest bench ${name} ${stamp}`)
+        return { key: await admin.createKey(businessId, name, UNLIMITED), businessId }
+      },
+    }
+  }
+
+  /**
+   * The single events' floor on this tree's (migrated) database: the contract's native
+   * work, the body's parse and check, and a commit of its rows by the service's insert
+   * statement before the 202 (bench/floor-commit.ts); no key check, budget or counter. Its
+   * rows carry one business of their own and a key it never looks up.
+   */
+  async function startFloor(url: string): Promise<Subject> {
+    const businessId = crypto.randomUUID()
+    const floor = await startServer(onCore(0, [process.execPath, 'bench/bare-elysia.ts']), {
+      PORT: '0',
+      FLOOR_AT_TURN_END: '1',
+      FLOOR_DATABASE_URL: url,
+      FLOOR_BUSINESS: businessId,
+      FLOOR_KEY: crypto.randomUUID(),
+    })
+    const key = `pk_floor_${crypto.randomUUID()}`
+    return {
+      label: 'the floor committing its rows',
+      kind: 'floor',
+      base: floor.base,
+      pid: floor.process.pid,
+      url,
+      sql: postgres(url, { max: 1, onnotice: () => {}, connect_timeout: 5 }),
+      whoamiKey: key,
+      runKey: async () => ({ key, businessId }),
+    }
   }
 
   /** The service's process and the database's backends (this database's only: others run tests on the same server). */
-  async function cpuMeter({ service, sql }: Subject) {
+  async function cpuMeter({ pid, sql }: Subject) {
     const backends = (
       await sql<{ pid: number }[]>`select pid from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()`
     ).map((r) => r.pid)
-    const serviceBefore = cpuSecondsOf([service.process.pid])
+    const serviceBefore = cpuSecondsOf([pid])
     const databaseBefore = cpuSecondsOf(backends)
     return (units: number) => {
-      const serviceAfter = cpuSecondsOf([service.process.pid])
+      const serviceAfter = cpuSecondsOf([pid])
       const databaseAfter = cpuSecondsOf(backends)
       const per = (before: number | null, after: number | null) =>
         before === null || after === null ? 'n/a' : `${(((after - before) * 1e6) / units).toFixed(1)} µs`
@@ -315,8 +381,7 @@ async function main(): Promise<number> {
     }
   }
 
-  async function measureWhoami({ service, whoamiKey: key }: Subject): Promise<Run> {
-    const base = service.base
+  async function measureWhoami({ base, whoamiKey: key }: Subject): Promise<Run> {
     const headers = ['-H', `Authorization: Bearer ${key}`, '-H', `Origin: ${ORIGIN}`]
     const script = join(root, 'bench', 'wrk-report.lua')
     const url = `${base}/api/v0/whoami`
@@ -334,18 +399,17 @@ async function main(): Promise<number> {
   }
 
   async function measureIngest(subject: Subject, shape: IngestShape): Promise<{ run: Run; businessId: string }> {
-    const { service, sql } = subject
-    const { admin } = service
+    const { base, sql } = subject
     const event = { eventType: 'page_view', url: `${ORIGIN}/products/42`, anonymousId: 'anon-bench', properties: { plan: 'pro', n: 1 } }
     const body = JSON.stringify(shape.eventsPerRequest === 1 ? event : { events: Array(shape.eventsPerRequest).fill(event) })
-    const warmKey = await admin.createKey(await admin.createBusiness(`ingest bench warm-up ${stamp}`), 'warm-up', UNLIMITED)
-    await expectAccepted(service.base, warmKey, body)
-    const warm = await runIngestWrk(service.base, warmKey, body, shape.connections, 0, WARMUP_SECONDS)
+    const warmKey = (await subject.runKey('warm-up')).key
+    await expectAccepted(base, warmKey, body)
+    const warm = await runIngestWrk(base, warmKey, body, shape.connections, 0, WARMUP_SECONDS)
     // Let the warm-up's cut-off requests finish before the measured run starts.
     await Bun.sleep(300)
     const budget = Math.max(shape.connections * 4, Math.round((warm.report.accepted / (warm.report.durationUs / 1e6)) * MEASURED_SECONDS))
-    const businessId = await admin.createBusiness(`ingest bench ${shape.label} ${stamp}`)
-    const key = await admin.createKey(businessId, 'measured', UNLIMITED)
+    const { key, businessId } = await subject.runKey(shape.label)
+    // Counted before and after: the floor's rows of every run share its one business.
     const stored = async () => {
       const [row] = await sql<{ rows: number; commits: number }[]>`
         select count(*)::int as rows, count(distinct xmin::text)::int as commits
@@ -354,9 +418,12 @@ async function main(): Promise<number> {
     }
     // The deadline only matters if the budget never completes (lost answers, a stall).
     const deadline = Math.ceil(MEASURED_SECONDS * 4 + 5)
+    const before = await stored()
     const cpu = await cpuMeter(subject)
-    const { report, seconds } = await runIngestWrk(service.base, key, body, shape.connections, budget, deadline)
-    const { rows, commits } = await stored()
+    const { report, seconds } = await runIngestWrk(base, key, body, shape.connections, budget, deadline)
+    const after = await stored()
+    const rows = after.rows - before.rows
+    const commits = after.commits - before.commits
     const cpuPerEvent = cpu(rows)
     const expected = report.accepted * shape.eventsPerRequest
     const valid = report.refused === 0 && report.socketErrors === 0 && report.accepted === budget && rows >= expected

@@ -15,7 +15,8 @@
  *
  * For each: rows/s (wall time of the client), and CPU per row of the database backend
  * and of this client process. Environment: DATABASE_URL (default the `bench` database),
- * BENCH_ROWS (rows per variant and repetition, default 50000), BENCH_REPETITIONS (3),
+ * BENCH_ROWS (rows per variant and repetition, default 50000), BENCH_BATCH_ROWS (rows a
+ * statement, default 500), BENCH_REPETITIONS (3),
  * BENCH_VARIANTS (comma-separated words: only the variants whose label holds one).
  */
 import { cpus, loadavg } from 'node:os'
@@ -24,7 +25,7 @@ import { type EventRow, insertParameter } from '../src/areas/analytics/service.t
 import { cpuSecondsOf, median } from './measure.ts'
 import { databaseUrl, ensureDatabase, runBenchmark } from './support.ts'
 
-const BATCH_ROWS = 500
+const BATCH_ROWS = Number(process.env.BENCH_BATCH_ROWS || 500)
 const ROWS = Number(process.env.BENCH_ROWS || 50_000)
 const REPETITIONS = Number(process.env.BENCH_REPETITIONS || 3)
 const TABLE = 'analytics_events_insert_forms'
@@ -186,7 +187,7 @@ async function main(): Promise<number> {
     console.log(
       [
         '',
-        '| Insert of 500-row batches | rows/s (median) | database CPU per row | client CPU per row | rows/s of each run |',
+        `| Insert of ${BATCH_ROWS}-row batches | rows/s (median) | database CPU per row | client CPU per row | rows/s of each run |`,
         '|---|---|---|---|---|',
         ...VARIANTS.map((variant) => {
           const runs = results.get(variant)!
