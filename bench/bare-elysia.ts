@@ -41,8 +41,7 @@ const commit = floorDatabase
         eventInserter(drizzle(postgres(floorDatabase, { max: POSTGRES_INSERTS_IN_FLIGHT, onnotice: () => {} })) as unknown as Db),
         POSTGRES_INSERTS_IN_FLIGHT,
       ),
-      businessId: process.env.FLOOR_BUSINESS!,
-      keyId: process.env.FLOOR_KEY!,
+      key: { businessId: process.env.FLOOR_BUSINESS!, id: process.env.FLOOR_KEY! },
     }
   : undefined
 

@@ -1,6 +1,6 @@
 import type { Static } from 'elysia'
 import type { TrackedEvent } from '../src/areas/analytics/model.ts'
-import type { EventRow } from '../src/areas/analytics/service.ts'
+import { type EventRow, toEventRow } from '../src/areas/analytics/service.ts'
 
 /** Rows a statement, as the service's group commit takes them. */
 const MAX_ROWS = 500
@@ -61,21 +61,8 @@ export function createFloorCommit(insert: (rows: readonly EventRow[]) => Promise
   }
 }
 
-/** A checked event's row, as the service stores it: its id or a UUIDv7, the receive time. */
-export function floorRow(event: Static<typeof TrackedEvent>, businessId: string, keyId: string, origin: string | null): EventRow {
+/** A checked event's row, as the service stores it (`timestamp` taken as sent: the floor checks no range). */
+export function floorRow(event: Static<typeof TrackedEvent>, key: { businessId: string; id: string }, origin: string | null): EventRow {
   const received = new Date().toISOString()
-  return {
-    id: event.id ?? Bun.randomUUIDv7(),
-    business_id: businessId,
-    key_id: keyId,
-    origin,
-    event_type: event.eventType,
-    url: event.url || null,
-    referrer: event.referrer || null,
-    anonymous_id: event.anonymousId ?? null,
-    person_id: event.personId ?? null,
-    properties: event.properties ?? {},
-    occurred_at: event.timestamp ?? received,
-    received_at: received,
-  }
+  return toEventRow(event, key, origin, event.timestamp ?? received, received)
 }

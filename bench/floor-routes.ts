@@ -33,7 +33,7 @@ const trackBody = TypeCompiler.Compile(TrackBody.schema)
  */
 export function createFloorRoutes(
   peer: (request: Request) => string | undefined,
-  options: { atTurnEnd?: boolean; commit?: { write(rows: EventRow[]): Promise<void>; businessId: string; keyId: string } } = {},
+  options: { atTurnEnd?: boolean; commit?: { write(rows: EventRow[]): Promise<void>; key: { businessId: string; id: string } } } = {},
 ) {
   const commit = options.commit
   const atTurnEnd = options.atTurnEnd ? createTurnEnd() : null
@@ -64,7 +64,7 @@ export function createFloorRoutes(
         if (commit !== undefined) {
           const origin = request.headers.get('origin')
           const events = 'events' in body ? body.events : [body]
-          await commit.write(events.map((event) => floorRow(event, commit.businessId, commit.keyId, origin)))
+          await commit.write(events.map((event) => floorRow(event, commit.key, origin)))
         } else if (atTurnEnd !== null) await atTurnEnd(null)
         return floorAnswer(request, 202, JSON.stringify({ accepted: 'events' in body ? body.events.length : 1 }))
       },

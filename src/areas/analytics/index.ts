@@ -9,7 +9,7 @@ import { assertStorableJson, fieldPath, invalidField, recordPath } from '../../s
 import { parseTime } from '../../shared/time.ts'
 import { createGroupCommitter } from './group-commit.ts'
 import { Accepted, EARLIEST_TIMESTAMP, EventPage, EventQuery, MAX_FUTURE_MS, TrackBody, type TrackedEvent } from './model.ts'
-import { eventWriter, listEvents, type EventRow } from './service.ts'
+import { eventWriter, listEvents, toEventRow, type EventRow } from './service.ts'
 
 /**
  * POST /api/v0/analytics, the page-view route: a direct route (src/http/direct-route.ts),
@@ -103,20 +103,7 @@ function toEventRows(events: readonly Static<typeof TrackedEvent>[], batchKey: s
       }
       occurred = time.toISOString()
     }
-    return {
-      id: event.id ?? Bun.randomUUIDv7(),
-      business_id: key.businessId,
-      key_id: key.id,
-      origin,
-      event_type: event.eventType,
-      url: event.url || null,
-      referrer: event.referrer || null,
-      anonymous_id: event.anonymousId ?? null,
-      person_id: event.personId ?? null,
-      properties: event.properties ?? {},
-      occurred_at: occurred,
-      received_at: received,
-    }
+    return toEventRow(event, key, origin, occurred, received)
   })
 }
 
