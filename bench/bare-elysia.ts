@@ -5,6 +5,7 @@ import type { Db } from '../db/client.ts'
 import { TrackBody } from '../src/areas/analytics/model.ts'
 import { eventInserter } from '../src/areas/analytics/service.ts'
 import { POSTGRES_INSERTS_IN_FLIGHT } from '../src/config.ts'
+import { type CheckedKey, createCheckedFloorRoutes } from './checked-floor.ts'
 import { createFloorCommit } from './floor-commit.ts'
 import { createFloorRoutes, WHOAMI_ANSWER } from './floor-routes.ts'
 
@@ -24,7 +25,14 @@ import { createFloorRoutes, WHOAMI_ANSWER } from './floor-routes.ts'
 // is its own code. FLOOR_AT_TURN_END=1: the floor answering at the end of the event loop's
 // turn (bench/floor-routes.ts). Served as the service serves its hot routes, by Bun's
 // router (the app's `serve.routes`), so Elysia's per-request work is not counted against it.
-const floorMode = process.env.FLOOR === '1' || process.env.FLOOR_AT_TURN_END === '1' || process.env.FLOOR_DATABASE_URL !== undefined
+// FLOOR_CHECKED (the key's CheckedKey as JSON): the floor plus the contract's checks,
+// written as leanly as one function can (bench/checked-floor.ts).
+const checkedKey = process.env.FLOOR_CHECKED
+const floorMode =
+  process.env.FLOOR === '1' ||
+  process.env.FLOOR_AT_TURN_END === '1' ||
+  process.env.FLOOR_DATABASE_URL !== undefined ||
+  checkedKey !== undefined
 const mode = floorMode ? 'floor' : process.env.PEER === '1' ? 'peer' : 'bare'
 let server: { requestIP(request: Request): { address: string } | null } | null = null
 const peerAddress = (request: Request): string | undefined => server?.requestIP(request)?.address
@@ -51,7 +59,8 @@ const floorRoutes = createFloorRoutes(peerAddress, {
   commit,
 })
 
-const app = new Elysia(mode === 'floor' ? { serve: { routes: floorRoutes } } : {})
+const routes = checkedKey === undefined ? floorRoutes : createCheckedFloorRoutes(peerAddress, JSON.parse(checkedKey) as CheckedKey)
+const app = new Elysia(mode === 'floor' ? { serve: { routes } } : {})
   // bench/ingest.ts sends these once a run's POSTs are all sent, as it does to the service.
   .get('/healthz', () => ({ status: 'ok' }))
   .get('/api/v0/whoami', ({ request }) => (peer(request) === '' ? null : WHOAMI_ANSWER))
