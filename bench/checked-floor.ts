@@ -5,8 +5,8 @@ import { toEventRow } from '../src/areas/analytics/service.ts'
 import { parseJsonBody } from '../src/http/json-body.ts'
 import { MAX_BODY_BYTES } from '../src/http/request-body.ts'
 import { apiSuccessHeaders } from '../src/http/request-context.ts'
-import { assertStorableJson } from '../src/shared/validation.ts'
 import { createTurnEnd } from '../src/http/turn-end.ts'
+import { assertStorableJson } from '../src/shared/validation.ts'
 
 /** The one key the checked floor knows: what the service's key cache would hold for it. */
 export interface CheckedKey {
