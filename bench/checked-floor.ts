@@ -1,11 +1,13 @@
 import { TypeCompiler } from '@sinclair/typebox/compiler'
 import type { Static } from 'elysia'
+import { hashKey, readBearer } from '../src/access/key-format.ts'
 import { EARLIEST_TIMESTAMP, MAX_FUTURE_MS, TrackBody, type TrackedEvent } from '../src/areas/analytics/model.ts'
 import { toEventRow } from '../src/areas/analytics/service.ts'
 import { parseJsonBody } from '../src/http/json-body.ts'
 import { MAX_BODY_BYTES } from '../src/http/request-body.ts'
 import { apiSuccessHeaders } from '../src/http/request-context.ts'
 import { createTurnEnd } from '../src/http/turn-end.ts'
+import { parseIsoTime } from '../src/shared/time.ts'
 import { assertStorableJson } from '../src/shared/validation.ts'
 
 /** The one key the checked floor knows: what the service's key cache would hold for it. */
@@ -37,7 +39,6 @@ interface KnownKey {
   accepted: number
 }
 
-const KEY_FORMAT = /^(?:pk|sk)_[A-Za-z0-9]{20,40}$/
 const JSON_TYPE = /^application\/json\s*(;|$)/i
 const trackBody = TypeCompiler.Compile(TrackBody.schema)
 /** The service's duration buckets are of this length; only the loop's cost matters here. */
@@ -49,7 +50,8 @@ const BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
  * implementation that checks a granted public-key request in JavaScript must pay. It does
  * what the service's gate and hot routes do for a granted request and nothing else:
  *
- * - the bearer's format, the key's SHA-256 and its lookup, revoked and expiry checks;
+ * - the bearer's format and the key's SHA-256 (the service's own readBearer and hashKey),
+ *   its lookup, revoked and expiry checks;
  * - a public key's Origin against its allowed domain, the route's scope;
  * - the budget (GCRA): a public key's per visitor (one cell per key and peer address), a
  *   private key's its own (the allowed IPs of section 14 are left out: the bench's keys
@@ -65,7 +67,7 @@ const BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
  */
 export function createCheckedFloorRoutes(peer: (request: Request) => string | undefined, config: CheckedKey) {
   const keys = new Map<string, KnownKey>()
-  keys.set(Bun.SHA256.hash(config.plain, 'hex') as string, {
+  keys.set(hashKey(config.plain), {
     type: config.type,
     id: config.id,
     businessId: config.businessId,
@@ -92,11 +94,9 @@ export function createCheckedFloorRoutes(peer: (request: Request) => string | un
 
   /** The key and budget checks: the granted key, or the status of the refusal. */
   function admit(request: Request, origin: string | null, scope: string | null): KnownKey | number {
-    const authorization = request.headers.get('authorization')
-    if (authorization === null || !authorization.startsWith('Bearer ')) return 401
-    const plain = authorization.slice(7)
-    if (!KEY_FORMAT.test(plain)) return 401
-    const key = keys.get(Bun.SHA256.hash(plain, 'hex') as string)
+    const bearer = readBearer(request.headers.get('authorization'))
+    if (!bearer.ok) return 401
+    const key = keys.get(hashKey(bearer.key))
     if (key === undefined || key.revoked) return 401
     if (key.expiresAt !== null && Date.now() >= key.expiresAt) return 401
     // A public key's Origin against its list; a private key's budget is the key's own.
@@ -160,8 +160,10 @@ export function createCheckedFloorRoutes(peer: (request: Request) => string | un
         const origin = request.headers.get('origin')
         const key = admit(request, origin, 'ANALYTICS_WRITE')
         if (typeof key === 'number') return new Response(null, { status: key })
+        // The bench always sends a Content-Length; a chunked body is refused, not read.
         const length = request.headers.get('content-length')
-        if (length === null || Number(length) > MAX_BODY_BYTES) return new Response(null, { status: 413 })
+        if (length === null) return new Response(null, { status: 411 })
+        if (Number(length) > MAX_BODY_BYTES) return new Response(null, { status: 413 })
         if (!JSON_TYPE.test(request.headers.get('content-type') ?? '')) return new Response(null, { status: 415 })
         let body: unknown
         try {
@@ -177,7 +179,7 @@ export function createCheckedFloorRoutes(peer: (request: Request) => string | un
         for (const event of events) {
           let occurred = received
           if (event.timestamp !== undefined) {
-            const time = Date.parse(event.timestamp)
+            const time = parseIsoTime(event.timestamp)?.getTime() ?? Number.NaN
             if (!(time >= EARLIEST_TIMESTAMP && time <= receivedAt + MAX_FUTURE_MS)) return new Response(null, { status: 400 })
             occurred = new Date(time).toISOString()
           }
