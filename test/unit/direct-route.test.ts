@@ -1,0 +1,84 @@
+import { expect, test } from 'bun:test'
+import type { AccessContext, Gate } from '../../src/access/gate.ts'
+import type { ActiveKey } from '../../src/access/key-store.ts'
+import { createDirectRoutes } from '../../src/http/direct-route.ts'
+import { createLogger } from '../../src/observability/log.ts'
+
+const key = { id: 'key-1', businessId: 'business-1', type: 'public' } as unknown as ActiveKey
+
+/** Direct routes whose gate grants every request; `seen` records what the observer is told. */
+function routes() {
+  const seen: { status: number; startedAt: number; handledAt: number }[] = []
+  let handledAt = Number.NaN
+  const gate: Gate = {
+    admit: (): AccessContext => {
+      handledAt = performance.now()
+      return { key, origin: null }
+    },
+    answered: () => {},
+  }
+  const direct = createDirectRoutes({
+    gate,
+    logger: createLogger({ write: () => {} }),
+    observe: (_request, _route, status, startedAt) => seen.push({ status, startedAt, handledAt }),
+    server: () => null,
+  })
+  return { direct, seen }
+}
+
+/** Holds the event loop for `ms`: the turn cannot end meanwhile. */
+function busy(ms: number): void {
+  const until = performance.now() + ms
+  while (performance.now() < until) {}
+}
+
+test('a route without a body is handled at the end of the turn, and its duration counts from its arrival', async () => {
+  const { direct, seen } = routes()
+  const answer = direct.answer({ method: 'GET', path: '/api/v0/test', access: { scope: null, public: true }, body: null }, () => ({
+    status: 200,
+    json: '{"ok":true}',
+  }))
+  const answered = answer(new Request('http://localhost/api/v0/test'))
+  const returnedAt = performance.now()
+  // Not handled within the turn it arrived in.
+  expect(seen).toEqual([])
+  busy(30)
+  const response = await answered
+  expect(response.status).toBe(200)
+  expect(await response.text()).toBe('{"ok":true}')
+  expect(seen).toHaveLength(1)
+  const [observed] = seen
+  // Handled after the turn was held, yet timed from before answer() returned.
+  expect(observed!.handledAt).toBeGreaterThanOrEqual(returnedAt + 30)
+  expect(observed!.startedAt).toBeLessThanOrEqual(returnedAt)
+})
+
+test('a route with a body is handled on arrival (its write must not wait a turn more for the group commit)', async () => {
+  const { direct, seen } = routes()
+  let handlerRanAt = Number.NaN
+  const answer = direct.answer(
+    { method: 'POST', path: '/api/v0/test', access: { scope: null, public: true }, body: { type: 'object' } as never },
+    (_access, body) => {
+      handlerRanAt = performance.now()
+      return { status: 202, body }
+    },
+  )
+  const before = performance.now()
+  const answered = answer(
+    new Request('http://localhost/api/v0/test', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'content-length': '9' },
+      body: '{"a":"b"}',
+    }),
+  )
+  const returnedAt = performance.now()
+  // The gate ran before answer() returned; the body is read in this turn's microtasks.
+  for (let i = 0; i < 20; i++) await Promise.resolve()
+  const handlerBeforeTurnEnd = handlerRanAt
+  const response = await answered
+  expect(response.status).toBe(202)
+  expect(await response.json()).toEqual({ a: 'b' })
+  expect(seen[0]!.handledAt).toBeGreaterThanOrEqual(before)
+  expect(seen[0]!.handledAt).toBeLessThanOrEqual(returnedAt)
+  expect(Number.isNaN(handlerBeforeTurnEnd)).toBe(false)
+})
