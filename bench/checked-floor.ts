@@ -4,7 +4,7 @@ import { hashKey, readBearer } from '../src/access/key-format.ts'
 import { EARLIEST_TIMESTAMP, MAX_FUTURE_MS, TrackBody, type TrackedEvent } from '../src/areas/analytics/model.ts'
 import { toEventRow } from '../src/areas/analytics/service.ts'
 import { parseJsonBody } from '../src/http/json-body.ts'
-import { MAX_BODY_BYTES } from '../src/http/request-body.ts'
+import { JSON_CONTENT_TYPE, MAX_BODY_BYTES } from '../src/http/request-body.ts'
 import { apiSuccessHeaders } from '../src/http/request-context.ts'
 import { createTurnEnd } from '../src/http/turn-end.ts'
 import { parseIsoTime } from '../src/shared/time.ts'
@@ -39,7 +39,6 @@ interface KnownKey {
   accepted: number
 }
 
-const JSON_TYPE = /^application\/json\s*(;|$)/i
 const trackBody = TypeCompiler.Compile(TrackBody.schema)
 /** The service's duration buckets are of this length; only the loop's cost matters here. */
 const BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
@@ -164,7 +163,7 @@ export function createCheckedFloorRoutes(peer: (request: Request) => string | un
         const length = request.headers.get('content-length')
         if (length === null) return new Response(null, { status: 411 })
         if (Number(length) > MAX_BODY_BYTES) return new Response(null, { status: 413 })
-        if (!JSON_TYPE.test(request.headers.get('content-type') ?? '')) return new Response(null, { status: 415 })
+        if (!JSON_CONTENT_TYPE.test(request.headers.get('content-type') ?? '')) return new Response(null, { status: 415 })
         let body: unknown
         try {
           body = parseJsonBody(await request.text())

@@ -3,6 +3,9 @@ import { parseJsonBody } from './json-body.ts'
 
 export const MAX_BODY_BYTES = 1024 * 1024
 
+/** A Content-Type that says JSON (`application/json`, with or without parameters). */
+export const JSON_CONTENT_TYPE = /^application\/json\s*(;|$)/i
+
 /**
  * The body of an /api/v0 request, after the key checks (an anonymous caller learns nothing)
  * and before parsing: 413 over 1 MiB, 415 for anything but JSON. A body without a
@@ -18,7 +21,7 @@ export function readApiBody(request: Request): null | Promise<unknown> {
   if (length === null ? request.body === null : length === '0') return null
   if (length !== null && Number(length) > MAX_BODY_BYTES) throw tooLarge(`${length} bytes`)
   const type = request.headers.get('content-type')
-  if (type === null || !/^application\/json\s*(;|$)/i.test(type)) {
+  if (type === null || !JSON_CONTENT_TYPE.test(type)) {
     throw new ApiError(
       'unsupported_media_type',
       `The body was sent as ${type ?? 'no Content-Type'}; send JSON with the header "Content-Type: application/json".`,
