@@ -1,7 +1,9 @@
 /**
  * `bun bench/instructions.ts`: instructions per request of the service's hot routes against
- * the contract's native floor (bench/bare-elysia.ts with FLOOR=1), counted by valgrind's
- * callgrind in the server process. Instruction counts do not move with what else the
+ * the contract's native floor (bench/bare-elysia.ts with FLOOR=1) and the two higher
+ * ceilings of `npm run bench` (the floor answered at the turn's end, and the same with the
+ * contract's checks in one lean function), counted by valgrind's callgrind in the server
+ * process. Instruction counts do not move with what else the
  * machine is doing, so a change to the hot path can be priced on a busy machine, where
  * wrk's req/s cannot; wrk (`npm run bench`) stays the measure of the aims.
  *
@@ -17,12 +19,14 @@
  * `BENCH_ROUTE=track npm run bench`) | private (whoami with a private key; IPS=100 gives the
  * key 100 allowed ranges, the client's address matched by the last). COMPARE_TREE=<dir>:
  * also the service of another checkout (one that has this file). REQUESTS (default 20000), WARMUP (default 5000).
+ * KEEP_DUMPS=1 keeps the callgrind files for callgrind_annotate.
  * Needs valgrind and PostgreSQL (DATABASE_URL, default the bench database). A few minutes.
  */
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { databaseUrl, ensureDatabase, root, runBenchmark, startServer, startService, stopChildren } from './support.ts'
+import type { CheckedKey } from './checked-floor.ts'
+import { ALLOWED_ORIGIN, databaseUrl, ensureDatabase, root, runBenchmark, startServer, startService, stopChildren } from './support.ts'
 
 const ROUTE = process.env.BENCH_ROUTE ?? 'whoami'
 const REQUESTS = Number(process.env.REQUESTS ?? 20_000)
@@ -134,6 +138,28 @@ async function main(): Promise<number> {
     const other = await startService({ command: serviceCommand(compareTree), cwd: compareTree, env })
     targets.push({ label: `keygate at ${compareTree}`, pid: other.process.pid, base: other.base })
   }
+  // The two higher ceilings of `npm run bench`: the floor answered at the turn's end, and
+  // the same with the contract's checks in one lean function (bench/checked-floor.ts).
+  const turnEnd = await startServer(underCallgrind('turn-end', [process.execPath, 'bench/bare-elysia.ts']), {
+    PORT: '0',
+    FLOOR_AT_TURN_END: '1',
+  })
+  targets.push({ label: "the floor answered at the turn's end", pid: turnEnd.process.pid, base: turnEnd.base })
+  const checkedKey: CheckedKey = {
+    plain: key,
+    type: ROUTE === 'private' ? 'private' : 'public',
+    id: crypto.randomUUID(),
+    businessId: business,
+    domain: ALLOWED_ORIGIN,
+    scopes: ROUTE === 'private' ? ['ANALYTICS_READ'] : ['ANALYTICS_WRITE'],
+    limit: 1_000_000,
+  }
+  const checked = await startServer(underCallgrind('checked', [process.execPath, 'bench/bare-elysia.ts']), {
+    PORT: '0',
+    FLOOR_CHECKED: JSON.stringify(checkedKey),
+  })
+  targets.push({ label: "the turn-end floor + the contract's checks, lean", pid: checked.process.pid, base: checked.base })
+  // Last: the ratios are against it.
   const floor = await startServer(underCallgrind('floor', [process.execPath, 'bench/bare-elysia.ts']), { PORT: '0', FLOOR: '1' })
   targets.push({ label: "the contract's native floor", pid: floor.process.pid, base: floor.base })
 
@@ -163,7 +189,9 @@ async function main(): Promise<number> {
     ].join('\n'),
   )
   stopChildren()
-  rmSync(outDir, { recursive: true, force: true })
+  // KEEP_DUMPS=1: leave the callgrind files for callgrind_annotate (their folder is printed).
+  if (process.env.KEEP_DUMPS === '1') console.log(`\ncallgrind files: ${outDir}`)
+  else rmSync(outDir, { recursive: true, force: true })
   return 0
 }
 
