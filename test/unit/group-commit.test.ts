@@ -153,6 +153,39 @@ describe('the group committer', () => {
     expect(committer.stats).toMatchObject({ rows: 3, requests: 3, queuedRows: 0 })
   })
 
+  test('writeThen resolves each write with its own answer, only once its rows are committed, also when retried alone', async () => {
+    const db = controlledInsert()
+    const committer = createGroupCommitter<string>({ insert: db.insert })
+    const settled: string[] = []
+    const writes = [
+      committer.writeThen('a', ['a1'], undefined, { status: 202, json: '{"accepted":1}' }),
+      committer.writeThen('bad', ['poison'], undefined, { status: 202, json: 'never' }),
+      committer.writeThen('b', ['b1', 'b2'], undefined, { status: 202, json: '{"accepted":2}' }),
+    ].map((write, i) =>
+      write.then(
+        (answer) => {
+          settled.push(`${i}`)
+          return answer.json
+        },
+        (error: Error) => error.message,
+      ),
+    )
+    await tick()
+    await tick()
+    // Nothing is answered before the commit that carries it.
+    expect(db.calls).toHaveLength(1)
+    expect(settled).toEqual([])
+    db.calls[0]!.done.reject(new Error('invalid byte sequence'))
+    for (let i = 1; i < 4; i++) {
+      await tick()
+      const call = db.calls[i]!
+      if (call.rows.includes('poison')) call.done.reject(new Error('invalid byte sequence'))
+      else call.done.resolve()
+    }
+    expect(await Promise.all(writes)).toEqual(['{"accepted":1}', 'invalid byte sequence', '{"accepted":2}'])
+    expect(committer.stats).toMatchObject({ rows: 3, requests: 2, queuedRows: 0 })
+  })
+
   test('a database that is down fails the batch without retrying each request against it', async () => {
     const db = controlledInsert()
     const down = Object.assign(new Error('connection refused'), { code: 'ECONNREFUSED' })

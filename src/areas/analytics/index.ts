@@ -1,6 +1,6 @@
 import { Elysia, type Static } from 'elysia'
 import type { AccessContext } from '../../access/gate.ts'
-import { directRouteDetail } from '../../http/direct-route.ts'
+import { type DirectAnswer, directRouteDetail } from '../../http/direct-route.ts'
 import type { RouteAccess } from '../../access/scopes.ts'
 import { isDatabaseUnavailable } from '../../../db/faults.ts'
 import type { AreaDeps } from '../deps.ts'
@@ -33,9 +33,7 @@ export function trackRoutes({ db, direct, onShutdown, reportIngest, ingest }: Ar
     TrackBody.transform({ body })
     const track = body as Static<typeof TrackBody.schema>
     const rows = 'events' in track ? toEventRows(track.events, 'events', access) : toEventRows([track], null, access)
-    // The Accepted answer written out: one number needs no JSON.stringify.
-    const json = `{"accepted":${rows.length}}`
-    return writer.write(access.key.businessId, rows, request).then(() => ({ status: 202, json }))
+    return writer.writeThen(access.key.businessId, rows, request, acceptedAnswer(rows.length))
   })
   return new Elysia({ name: 'area/analytics/track' }).post(spec.path, ({ request }) => answer(request), {
     response: { 202: Accepted },
@@ -105,6 +103,14 @@ function toEventRows(events: readonly Static<typeof TrackedEvent>[], batchKey: s
     }
     return toEventRow(event, key, origin, occurred, received)
   })
+}
+
+/** A single event's answer, the usual one, made once. */
+const ACCEPTED_ONE: DirectAnswer = Object.freeze({ status: 202, json: '{"accepted":1}' })
+
+/** The Accepted answer written out: one number needs no JSON.stringify. */
+function acceptedAnswer(count: number): DirectAnswer {
+  return count === 1 ? ACCEPTED_ONE : { status: 202, json: `{"accepted":${count}}` }
 }
 
 let lastTime = Number.NaN
