@@ -46,16 +46,43 @@ export interface GateDeps {
 /** Where a request's answer headers are written (Elysia's `set.headers`, or a direct route's own). */
 export type AnswerHeaders = Record<string, string | number>
 
-/** One /api/v0 request as the gate sees it. */
-export interface GateRequest {
-  request: Request
-  /** The path as routed (for messages). */
-  path: string
-  /** The listening server, for the TCP peer; null under `app.handle`. */
-  server: PeerSource | null
-  origin: string | null
-  /** The private key's RateLimit-* headers go here. */
-  headers: AnswerHeaders
+/**
+ * One /api/v0 request as the gate sees it, built once by its caller (the `access` hooks,
+ * or a direct route) and read by the chain (src/access/chain.ts `RequestFacts`) and the
+ * budgets after it: one object a request, its Authorization header read once, its method
+ * and client address only when asked (the method is only ever named in a refusal; the
+ * address costs a system call, and only public keys' budgets and private keys' allowed
+ * IPs need it).
+ */
+export class GateRequest implements RequestFacts {
+  readonly authorization: string | null
+  /** When the gate took the request, on the budgets' clock (set by `admit`). */
+  at = 0
+  /** The gate's rule for the client address (set by `admit`). */
+  addressOf: ClientAddressOf | null = null
+  #address: string | undefined = undefined
+
+  constructor(
+    readonly request: Request,
+    /** The path as routed (for messages). */
+    readonly path: string,
+    /** The listening server, for the TCP peer; null under `app.handle`. */
+    readonly server: PeerSource | null,
+    /** The Origin header as sent, or null. */
+    readonly origin: string | null,
+    /** Where a private key's RateLimit-* headers go; null: an object is made for them when there are any. */
+    public headers: AnswerHeaders | null,
+  ) {
+    this.authorization = request.headers.get('authorization')
+  }
+
+  get method(): string {
+    return this.request.method
+  }
+
+  clientAddress(): string {
+    return (this.#address ??= this.addressOf!(this.request, this.server))
+  }
 }
 
 export interface Gate {
@@ -82,8 +109,9 @@ export function createGate(deps: GateDeps): Gate {
   const { limiter, defaults, authFailures, clientAddress } = deps.rateLimits
   const clock = deps.rateLimits.clock ?? (() => performance.now())
 
-  function admit(gated: GateRequest, rule: RouteAccess): AccessContext | Promise<AccessContext> {
-    const pending = new PendingRequest(gated, clock(), clientAddress)
+  function admit(pending: GateRequest, rule: RouteAccess): AccessContext | Promise<AccessContext> {
+    pending.at = clock()
+    pending.addressOf = clientAddress
     // An address that drew too many invalid or expired keys is refused before any lookup.
     const wait = authFailures.active(pending.at) ? authFailures.blocked(pending.clientAddress(), pending.at) : null
     if (wait !== null) throw rateLimited(wait, 'Too many requests with unknown, revoked or expired keys came from this address')
@@ -92,7 +120,7 @@ export function createGate(deps: GateDeps): Gate {
     return settle(pending, decision)
   }
 
-  function settle(pending: PendingRequest, decision: AccessDecision): AccessContext | Promise<AccessContext> {
+  function settle(pending: GateRequest, decision: AccessDecision): AccessContext | Promise<AccessContext> {
     if (!decision.ok) {
       const { code, message, headers } = decision.denial
       deps.onRefusal?.(code)
@@ -117,7 +145,7 @@ export function createGate(deps: GateDeps): Gate {
     return grant(pending, key, outcome)
   }
 
-  function grant(pending: PendingRequest, key: ActiveKey, outcome: RateLimitOutcome): AccessContext {
+  function grant(pending: GateRequest, key: ActiveKey, outcome: RateLimitOutcome): AccessContext {
     if (!outcome.allowed) {
       deps.rateLimits.onLimited?.(key.type)
       usage?.refused(key.id, 'rate_limited', now())
@@ -127,8 +155,8 @@ export function createGate(deps: GateDeps): Gate {
         rateLimitHeaders(outcome),
       )
     }
-    if (key.type === 'private') Object.assign(pending.gated.headers, rateLimitHeaders(outcome))
-    return { key, origin: pending.gated.origin }
+    if (key.type === 'private') Object.assign((pending.headers ??= {}), rateLimitHeaders(outcome))
+    return { key, origin: pending.origin }
   }
 
   return {
@@ -140,41 +168,5 @@ export function createGate(deps: GateDeps): Gate {
         usage?.accepted(access.key.id, rule.scope, at)
       } else usage?.refused(access.key.id, errorCode ?? `http_${status}`, at)
     },
-  }
-}
-
-/**
- * One request as the chain reads it (src/access/chain.ts `RequestFacts`) and as the budgets
- * after it do: one object a request, its header read once, its method and client address
- * only when asked (the method is only ever named in a refusal; the address costs a
- * system call, and only public keys' budgets and private keys' allowed IPs need it).
- */
-class PendingRequest implements RequestFacts {
-  readonly authorization: string | null
-  #address: string | undefined
-
-  constructor(
-    readonly gated: GateRequest,
-    /** On the budgets' clock. */
-    readonly at: number,
-    private readonly addressOf: ClientAddressOf,
-  ) {
-    this.authorization = gated.request.headers.get('authorization')
-  }
-
-  get origin(): string | null {
-    return this.gated.origin
-  }
-
-  get method(): string {
-    return this.gated.request.method
-  }
-
-  get path(): string {
-    return this.gated.path
-  }
-
-  clientAddress(): string {
-    return (this.#address ??= this.addressOf(this.gated.request, this.gated.server))
   }
 }

@@ -3,7 +3,7 @@ import { readApiBody } from './request-body.ts'
 import { stampApiAnswer } from './request-context.ts'
 import { statusOf } from './status.ts'
 import type { PeerSource } from '../shared/client-address.ts'
-import type { AccessContext, Gate } from '../access/gate.ts'
+import { type AccessContext, type Gate, GateRequest } from '../access/gate.ts'
 import type { RouteAccess } from '../access/scopes.ts'
 
 export type { AccessContext } from '../access/gate.ts'
@@ -42,7 +42,7 @@ export function createAccessPlugin(gate: Gate) {
     const origin = request.headers.get('origin')
     // First, so refusals carry the request id and the Origin echo too.
     stampApiAnswer(set, origin)
-    const access = gate.admit({ request, path, server, origin, headers: set.headers }, rule)
+    const access = gate.admit(new GateRequest(request, path, server, origin, set.headers), rule)
     if (access instanceof Promise) {
       return access.then((granted) => {
         set[DECIDED] = granted

@@ -1,12 +1,13 @@
 import type { TSchema } from '@sinclair/typebox'
 import type { PeerSource } from '../shared/client-address.ts'
-import type { AccessContext, Gate } from '../access/gate.ts'
+import { type AccessContext, type Gate, GateRequest } from '../access/gate.ts'
 import { accessDetail } from './access-plugin.ts'
 import type { RouteAccess } from '../access/scopes.ts'
 import { errorBody } from '../errors.ts'
 import type { Logger } from '../observability/log.ts'
 import { explainFailure } from './errors.ts'
-import { readApiBody } from './request-body.ts'
+import { parseJsonBody } from './json-body.ts'
+import { readApiText } from './request-body.ts'
 import { apiSuccessHeaders, nextRequestId, stampApiAnswer } from './request-context.ts'
 import { createTurnEnd } from './turn-end.ts'
 
@@ -52,17 +53,25 @@ export interface DirectRouteDeps {
   server: () => PeerSource | null
 }
 
-type HeaderFields = Record<string, string>
+/**
+ * Per request: what the answer needs whatever path it takes, and the request as the gate
+ * reads it, in one object. The gate's `headers` (a private key's RateLimit-* headers)
+ * stay null for public keys.
+ */
+class Exchange extends GateRequest {
+  access: AccessContext | undefined = undefined
+  readonly requestId = nextRequestId()
 
-/** Per request: what the answer needs whatever path it takes. */
-interface Exchange {
-  request: Request
-  startedAt: number
-  origin: string | null
-  requestId: string
-  /** What the gate adds (a private key's RateLimit-* headers). */
-  extra: HeaderFields
-  access: AccessContext | undefined
+  constructor(
+    request: Request,
+    path: string,
+    server: PeerSource | null,
+    origin: string | null,
+    /** When the request arrived (performance.now). */
+    readonly startedAt: number,
+  ) {
+    super(request, path, server, origin, null)
+  }
 }
 
 /**
@@ -94,14 +103,17 @@ export function directRoute(
     const response = new Response(json, { status: answer.status, headers: apiSuccessHeaders(exchange.origin) })
     const headers = response.headers
     headers.set('x-request-id', exchange.requestId)
-    for (const name in exchange.extra) headers.set(name, exchange.extra[name]!)
+    const extra = exchange.headers
+    if (extra !== null) for (const name in extra) headers.set(name, String(extra[name]))
     finish(exchange, answer.status, undefined)
     return response
   }
 
   function fail(exchange: Exchange, error: unknown): Response {
     const { request, requestId } = exchange
-    const headers: HeaderFields = { 'x-request-id': requestId, ...exchange.extra }
+    const headers: Record<string, string> = { 'x-request-id': requestId }
+    const extra = exchange.headers
+    if (extra !== null) for (const name in extra) headers[name] = String(extra[name])
     stampApiAnswer({ headers }, exchange.origin)
     const failure = explainFailure(logger, error, { method: request.method, path: spec.path, route: spec.path, requestId })
     if (failure.headers) Object.assign(headers, failure.headers)
@@ -114,10 +126,14 @@ export function directRoute(
     return response
   }
 
-  /** The body's route after the checks: one async frame awaiting the body and the handler (a `then` returning a promise costs two more hops). */
-  async function runWithBody(exchange: Exchange, access: AccessContext, body: Promise<unknown>): Promise<Response> {
+  /**
+   * The body's route after the checks: one async frame awaiting the body's text and the
+   * handler's answer, parsing the text in between (a `then` returning a promise costs two
+   * more hops, and a parse in the text's own callback one more).
+   */
+  async function runWithBody(exchange: Exchange, access: AccessContext, text: Promise<string>): Promise<Response> {
     try {
-      const answer = route.handler(access, await body, exchange.request)
+      const answer = route.handler(access, parseJsonBody(await text), exchange.request)
       return respond(exchange, answer instanceof Promise ? await answer : answer)
     } catch (error) {
       return fail(exchange, error)
@@ -130,8 +146,8 @@ export function directRoute(
       let answer: DirectAnswer | Promise<DirectAnswer>
       if (spec.body !== null) {
         rule.admit?.(access.key)
-        const body = readApiBody(exchange.request)
-        if (body !== null) return runWithBody(exchange, access, body)
+        const text = readApiText(exchange.request)
+        if (text !== null) return runWithBody(exchange, access, text)
         answer = route.handler(access, null, exchange.request)
       } else answer = route.handler(access, null, exchange.request)
       if (answer instanceof Promise) {
@@ -148,10 +164,9 @@ export function directRoute(
 
   /** `startedAt`: when the request arrived (performance.now), which its duration in the metrics counts from. */
   return function answerDirectly(request: Request, startedAt = performance.now()): Response | Promise<Response> {
-    const origin = request.headers.get('origin')
-    const exchange: Exchange = { request, startedAt, origin, requestId: nextRequestId(), extra: {}, access: undefined }
+    const exchange = new Exchange(request, spec.path, deps.server(), request.headers.get('origin'), startedAt)
     try {
-      const admitted = gate.admit({ request, path: spec.path, server: deps.server(), origin, headers: exchange.extra }, rule)
+      const admitted = gate.admit(exchange, rule)
       if (admitted instanceof Promise) {
         return admitted.then(
           (access) => run(exchange, access),
