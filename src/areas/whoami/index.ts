@@ -1,7 +1,7 @@
 import { Elysia, t } from 'elysia'
 import type { ActiveKey } from '../../access/key-store.ts'
 import { type RouteAccess, ScopeName } from '../../access/scopes.ts'
-import { directRouteDetail, type DirectRouteSpec } from '../../http/direct-route.ts'
+import { type DirectAnswer, directRouteDetail, type DirectRouteSpec } from '../../http/direct-route.ts'
 import type { AreaDeps } from '../deps.ts'
 
 const ClientContext = t.Object({
@@ -23,21 +23,22 @@ const MAX_ORIGINS_PER_KEY = 16
 /**
  * GET /api/v0/whoami: the client context, for debugging a key's configuration. Pages call
  * it to check their key, so it is a direct route (src/http/direct-route.ts), and its
- * answer, which depends only on the key and the Origin, is serialized once per pair. A
+ * answer, which depends only on the key and the Origin, is built and serialized once per pair. A
  * key's cache entry is replaced when the key changes, so the memo never outlives it.
  */
 export function whoamiRoutes({ direct }: AreaDeps) {
-  const serialized = new WeakMap<ActiveKey, Map<string | null, string>>()
+  // The whole answer is kept, not only its text: one object less a request.
+  const serialized = new WeakMap<ActiveKey, Map<string | null, DirectAnswer>>()
   const answer = direct.answer(WHOAMI, ({ key, origin }) => {
     let byOrigin = serialized.get(key)
     if (byOrigin === undefined) serialized.set(key, (byOrigin = new Map()))
-    let json = byOrigin.get(origin)
-    if (json === undefined) {
+    let answered = byOrigin.get(origin)
+    if (answered === undefined) {
       if (byOrigin.size >= MAX_ORIGINS_PER_KEY) byOrigin.clear()
-      json = JSON.stringify(clientContext(key, origin))
-      byOrigin.set(origin, json)
+      answered = Object.freeze({ status: 200, json: JSON.stringify(clientContext(key, origin)) })
+      byOrigin.set(origin, answered)
     }
-    return { status: 200, json }
+    return answered
   })
   return new Elysia({ name: 'area/whoami' }).get(WHOAMI.path, ({ request }) => answer(request), {
     response: ClientContext,
