@@ -27,30 +27,36 @@ export function emissionInterval(budget: Budget): number {
   return (budget.windowSeconds * 1000) / budget.limit
 }
 
-/** Decides one request at `now` (ms) against a stored TAT (0 or older than now: a full budget). */
-export function gcra(storedTat: number, now: number, budget: Budget): Verdict {
+/** A verdict to fill: a fresh one, or a budget's cell to reuse (see `gcra`). */
+export function blankVerdict(tat = 0): Verdict {
+  return { allowed: false, limit: 0, tat, remaining: 0, resetSeconds: 0, retryAfterSeconds: 0 }
+}
+
+/**
+ * Decides one request at `now` (ms) against a stored TAT (0 or older than now: a full
+ * budget), written into `into` and answered. A limiter passes the bucket's own cell, which
+ * then holds the TAT to store: no object is made per request (src/access/rate-limit/limiter.ts).
+ */
+export function gcra(storedTat: number, now: number, budget: Budget, into: Verdict = blankVerdict()): Verdict {
   const interval = emissionInterval(budget)
   const window = budget.windowSeconds * 1000
   const base = Math.max(storedTat, now)
   const next = base + interval
+  into.limit = budget.limit
   if (next - now <= window + slack(interval)) {
-    return {
-      allowed: true,
-      limit: budget.limit,
-      tat: next,
-      remaining: Math.max(0, Math.floor((window - (next - now) + slack(interval)) / interval)),
-      resetSeconds: Math.ceil((next - now) / 1000),
-      retryAfterSeconds: 0,
-    }
+    into.allowed = true
+    into.tat = next
+    into.remaining = Math.max(0, Math.floor((window - (next - now) + slack(interval)) / interval))
+    into.resetSeconds = Math.ceil((next - now) / 1000)
+    into.retryAfterSeconds = 0
+    return into
   }
-  return {
-    allowed: false,
-    limit: budget.limit,
-    tat: storedTat,
-    remaining: 0,
-    resetSeconds: Math.ceil((base - now) / 1000),
-    retryAfterSeconds: Math.max(1, Math.ceil((next - window - now) / 1000)),
-  }
+  into.allowed = false
+  into.tat = storedTat
+  into.remaining = 0
+  into.resetSeconds = Math.ceil((base - now) / 1000)
+  into.retryAfterSeconds = Math.max(1, Math.ceil((next - window - now) / 1000))
+  return into
 }
 
 /** True while a stored TAT leaves no room for one more request at `now`. */

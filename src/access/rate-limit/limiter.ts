@@ -1,6 +1,6 @@
 import type { Budget } from '../../config.ts'
 import { RecentMap } from '../recent-map.ts'
-import { emissionInterval, exhausted, gcra } from './gcra.ts'
+import { blankVerdict, emissionInterval, exhausted, gcra, type Verdict } from './gcra.ts'
 import { createSharedCounters } from './redis.ts'
 
 /** One decision of the limiter, with what the RateLimit-* headers say. */
@@ -13,7 +13,11 @@ export interface RateLimitOutcome {
 }
 
 export interface RateLimiter {
-  /** Counts one request against `bucket`'s budget. Synchronous unless the shared counters must be asked. */
+  /**
+   * Counts one request against `bucket`'s budget. Synchronous unless the shared counters
+   * must be asked. Read the outcome at once: counting alone, it is the bucket's own cell,
+   * which the bucket's next take overwrites (no object is made per request).
+   */
   take(bucket: string, budget: Budget, now: number): RateLimitOutcome | Promise<RateLimitOutcome>
   /** True while budgets are shared through Redis; false when counting alone. */
   sharing(): boolean
@@ -39,19 +43,18 @@ export interface RateLimiterOptions {
  */
 export function createRateLimiter(options: RateLimiterOptions = {}): RateLimiter {
   const max = options.maxBuckets ?? 100_000
-  const local = new RecentMap<string, { tat: number }>(max)
+  // Each bucket's GCRA cell: its TAT, and the last verdict, which `take` hands back.
+  const local = new RecentMap<string, Verdict>(max)
   const shared = options.redisUrl ? createSharedCounters(options.redisUrl, options.log ?? console.error) : null
   const leases = new RecentMap<string, Lease>(max)
 
   function takeLocally(bucket: string, budget: Budget, now: number): RateLimitOutcome {
     let cell = local.get(bucket)
     if (cell === undefined) {
-      cell = { tat: 0 }
+      cell = blankVerdict()
       local.set(bucket, cell)
     }
-    const verdict = gcra(cell.tat, now, budget)
-    cell.tat = verdict.tat
-    return verdict
+    return gcra(cell.tat, now, budget, cell)
   }
 
   /**
@@ -66,7 +69,7 @@ export function createRateLimiter(options: RateLimiterOptions = {}): RateLimiter
       const left = Math.min(budget.limit, Math.max(0, lease.tokens + lease.sharedRemaining))
       const tat = now + (budget.limit - left) * emissionInterval(budget)
       const cell = local.get(bucket)
-      if (cell === undefined) local.set(bucket, { tat })
+      if (cell === undefined) local.set(bucket, blankVerdict(tat))
       else cell.tat = Math.max(cell.tat, tat)
     }
     return takeLocally(bucket, budget, now)
