@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'bun:test'
 import { budgetSubject, createClientAddressRule, parseTrustedProxies } from '../../src/shared/client-address.ts'
 import { gcra } from '../../src/access/rate-limit/gcra.ts'
-import { createFailureBudget, createRateLimiter } from '../../src/access/rate-limit/limiter.ts'
+import { createFailureBudget, createRateLimiter, type RateLimitOutcome } from '../../src/access/rate-limit/limiter.ts'
 
 const budget = { limit: 10, windowSeconds: 60 }
 
@@ -90,6 +90,27 @@ describe('the limiter in memory', () => {
     // Four more buckets push 'a' out: forgotten, it starts with a full budget (memory stays bounded).
     for (const bucket of ['c', 'd', 'e', 'f']) take(bucket)
     expect(take('a').allowed).toBe(true)
+  })
+
+  test("an outcome is its bucket's cell: read at once, it is right whatever other buckets did in between", () => {
+    const limiter = createRateLimiter()
+    const three = { limit: 3, windowSeconds: 60 }
+    const take = (bucket: string, now: number) => {
+      const outcome = limiter.take(bucket, three, now) as RateLimitOutcome
+      return { ...outcome }
+    }
+    const seen = [take('a', 0), take('b', 0), take('a', 0), take('b', 1), take('a', 2), take('a', 3)]
+    expect(seen.map((o) => [o.allowed, o.remaining])).toEqual([
+      [true, 2],
+      [true, 2],
+      [true, 1],
+      [true, 1],
+      [true, 0],
+      [false, 0],
+    ])
+    // The refusal says when to retry; another bucket's take does not change what 'a' said.
+    expect(seen[5]!.retryAfterSeconds).toBe(20)
+    expect(take('b', 4)).toMatchObject({ allowed: true, remaining: 0 })
   })
 })
 
