@@ -32,6 +32,20 @@ const outcome = (promise: Promise<void>) =>
 // The end of the current event-loop turn: the committer starts its inserts there.
 const tick = () => new Promise<void>((resolve) => setImmediate(resolve))
 
+/**
+ * Answers `count` inserts from `db.calls[first]` on, each a turn after the one before, as
+ * the committer retries a failed batch's requests alone: the one holding 'poison' fails,
+ * the rest commit.
+ */
+async function answerRetries(db: ReturnType<typeof controlledInsert>, first: number, count: number): Promise<void> {
+  for (let i = first; i < first + count; i++) {
+    await tick()
+    const call = db.calls[i]!
+    if (call.rows.includes('poison')) call.done.reject(new Error('invalid byte sequence'))
+    else call.done.resolve()
+  }
+}
+
 describe('the group committer', () => {
   test("gathers one turn's writes into one insert at the turn's end, and the writes that wait behind it into the next", async () => {
     const db = controlledInsert()
@@ -143,24 +157,19 @@ describe('the group committer', () => {
     await first
     await tick()
     db.calls[1]!.done.reject(new Error('invalid byte sequence'))
-    for (let i = 2; i < 5; i++) {
-      await tick()
-      const call = db.calls[i]!
-      if (call.rows.includes('poison')) call.done.reject(new Error('invalid byte sequence'))
-      else call.done.resolve()
-    }
+    await answerRetries(db, 2, 3)
     expect(await Promise.all(carried)).toEqual(['ok', 'invalid byte sequence', 'ok'])
     expect(committer.stats).toMatchObject({ rows: 3, requests: 3, queuedRows: 0 })
   })
 
-  test('writeThen resolves each write with its own answer, only once its rows are committed, also when retried alone', async () => {
+  test('write resolves each write with the answer it was given, only once its rows are committed, also when retried alone', async () => {
     const db = controlledInsert()
     const committer = createGroupCommitter<string>({ insert: db.insert })
     const settled: string[] = []
     const writes = [
-      committer.writeThen('a', ['a1'], undefined, { status: 202, json: '{"accepted":1}' }),
-      committer.writeThen('bad', ['poison'], undefined, { status: 202, json: 'never' }),
-      committer.writeThen('b', ['b1', 'b2'], undefined, { status: 202, json: '{"accepted":2}' }),
+      committer.write('a', ['a1'], undefined, { status: 202, json: '{"accepted":1}' }),
+      committer.write('bad', ['poison'], undefined, { status: 202, json: 'never' }),
+      committer.write('b', ['b1', 'b2'], undefined, { status: 202, json: '{"accepted":2}' }),
     ].map((write, i) =>
       write.then(
         (answer) => {
@@ -176,12 +185,7 @@ describe('the group committer', () => {
     expect(db.calls).toHaveLength(1)
     expect(settled).toEqual([])
     db.calls[0]!.done.reject(new Error('invalid byte sequence'))
-    for (let i = 1; i < 4; i++) {
-      await tick()
-      const call = db.calls[i]!
-      if (call.rows.includes('poison')) call.done.reject(new Error('invalid byte sequence'))
-      else call.done.resolve()
-    }
+    await answerRetries(db, 1, 3)
     expect(await Promise.all(writes)).toEqual(['{"accepted":1}', 'invalid byte sequence', '{"accepted":2}'])
     expect(committer.stats).toMatchObject({ rows: 3, requests: 2, queuedRows: 0 })
   })

@@ -29,18 +29,10 @@ export interface GroupCommitter<Row> {
    * whether their client is there or not: what dropping them saves is small, and a client
    * that went away retries with the same event ids. (Bun answers `aborted` true for a
    * signal first read after its client went away.)
+   * `answer`: what the promise resolves with, so that a caller answering a fixed value
+   * saves the promise and turn of `write(...).then(() => answer)`.
    */
-  write(tenant: string, rows: readonly Row[], client?: { readonly signal: AbortSignal }): Promise<void>
-  /**
-   * `write`, resolving with `answer` once the rows are committed: a caller that answers a
-   * fixed value saves the extra promise and turn of `write(...).then(() => answer)`.
-   */
-  writeThen<Answer>(
-    tenant: string,
-    rows: readonly Row[],
-    client: { readonly signal: AbortSignal } | undefined,
-    answer: Answer,
-  ): Promise<Answer>
+  write<Answer = void>(tenant: string, rows: readonly Row[], client?: { readonly signal: AbortSignal }, answer?: Answer): Promise<Answer>
   /**
    * Throws the 503 a write for `tenant` would get now because its share or the queue is
    * full: called before a body is read, so a flood is shed without parsing it.
@@ -294,11 +286,11 @@ export function createGroupCommitter<Row>(options: GroupCommitOptions<Row>): Gro
     )
   }
 
-  function writeThen<Answer>(
+  function write<Answer = void>(
     tenant: string,
     rows: readonly Row[],
-    client: { readonly signal: AbortSignal } | undefined,
-    answer: Answer,
+    client?: { readonly signal: AbortSignal },
+    answer?: Answer,
   ): Promise<Answer> {
     if (closed) {
       return Promise.reject(
@@ -307,7 +299,7 @@ export function createGroupCommitter<Row>(options: GroupCommitOptions<Row>): Gro
         }),
       )
     }
-    if (rows.length === 0) return Promise.resolve(answer)
+    if (rows.length === 0) return Promise.resolve(answer as Answer)
     let queue = tenants.get(tenant)
     // A request larger than the whole cap could never fit: it may go alone into an empty queue.
     const tooMuch =
@@ -342,8 +334,7 @@ export function createGroupCommitter<Row>(options: GroupCommitOptions<Row>): Gro
   }
 
   return {
-    write: (tenant, rows, client) => writeThen(tenant, rows, client, undefined),
-    writeThen,
+    write,
     admit(tenant) {
       const full = stats.queuedRows >= maxQueuedRows || (tenants.get(tenant)?.rows ?? 0) >= maxTenantRows
       if (full) throw queueFull()

@@ -33,7 +33,7 @@ export function trackRoutes({ db, direct, onShutdown, reportIngest, ingest }: Ar
     TrackBody.transform({ body })
     const track = body as Static<typeof TrackBody.schema>
     const rows = 'events' in track ? toEventRows(track.events, 'events', access) : toEventRows([track], null, access)
-    return writer.writeThen(access.key.businessId, rows, request, acceptedAnswer(rows.length))
+    return writer.write(access.key.businessId, rows, request, acceptedAnswer(rows.length))
   })
   return new Elysia({ name: 'area/analytics/track' }).post(spec.path, ({ request }) => answer(request), {
     response: { 202: Accepted },
