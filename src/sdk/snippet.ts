@@ -31,6 +31,7 @@ const KEEPALIVE_LIMIT = 60000
 const EVENTS_PATH = '/api/v0/analytics'
 const QUEUE_KEY = 'keygate_queue:'
 const LEASE_KEY = 'keygate_lease:'
+const OUTCOME_KEY = 'keygate_outcome:'
 const LOCK_NAME = 'keygate_send'
 const LEASE_MS = 10000
 const MAX_QUEUED = 1000
@@ -126,6 +127,7 @@ function start(queue: Command[]) {
   // across pages until sent or dropped by the bound; in `memory` where storage throws.
   const queueKey = QUEUE_KEY + key.slice(0, 16) + ':'
   const leaseKey = LEASE_KEY + key.slice(0, 16)
+  const outcomeKey = OUTCOME_KEY + key.slice(0, 16)
   const tab = randomId()
   let memory: QueuedEvent[] | null = null
   // This page's track() promises, settled when their event is committed or refused.
@@ -162,8 +164,7 @@ function start(queue: Command[]) {
     }
     if (dropped.length) {
       console.warn(PREFIX, `queue full: dropped the ${dropped.length} oldest events`)
-      remove(dropped)
-      settle(dropped, false)
+      finish(dropped, false)
     }
     if (memory) return void (memory = events)
     try {
@@ -184,6 +185,24 @@ function start(queue: Command[]) {
       waiting.delete(id)
     }
   }
+
+  // Events leave the shared queue committed or refused for good: the tabs whose track()
+  // waits on them hear which through one localStorage entry (its `storage` event), told
+  // before the events leave, so no tab ever takes a vanished event for a committed one.
+  function finish(ids: string[], committed: boolean) {
+    if (!memory) save(outcomeKey, JSON.stringify({ ids, committed, nonce: randomId() }))
+    remove(ids)
+    settle(ids, committed)
+  }
+
+  addEventListener('storage', (event) => {
+    const change = event as StorageEvent
+    if (change.key !== outcomeKey || !change.newValue) return
+    try {
+      const outcome = JSON.parse(change.newValue) as { ids: string[]; committed: boolean }
+      settle(outcome.ids, outcome.committed === true)
+    } catch {}
+  })
 
   function schedule(ms: number) {
     clearTimeout(timer)
@@ -207,14 +226,9 @@ function start(queue: Command[]) {
     }
   }
 
-  // Another tab is sending: this page's events left the shared queue once it committed them.
+  // Another tab is sending; it tells this one what became of this page's events (finish).
   function busy() {
-    const queued = readQueue().map((event) => event.id)
-    settle(
-      [...waiting.keys()].filter((id) => !queued.includes(id)),
-      true,
-    )
-    if (queued.length) schedule(1000)
+    if (readQueue().length) schedule(1000)
   }
 
   function lease(until: number): boolean {
@@ -230,7 +244,6 @@ function start(queue: Command[]) {
       for (;;) {
         const batch = readQueue().slice(0, MAX_BATCH)
         const ids = batch.map((event) => event.id)
-        busy()
         if (!batch.length) return void (attempt = 0)
         const response = await send(EVENTS_PATH, { events: batch })
         if (!(await report(response))) {
@@ -240,8 +253,7 @@ function start(queue: Command[]) {
           return schedule(Math.max(backoff, after))
         }
         attempt = 0
-        remove(ids)
-        settle(ids, response!.ok)
+        finish(ids, response!.ok)
       }
     } finally {
       sending = false
@@ -278,7 +290,7 @@ function start(queue: Command[]) {
     }
     if (batch.length)
       void send(EVENTS_PATH, { events: batch }, true).then(async (response) => {
-        if (await report(response)) remove(batch.map((event) => event.id))
+        if (await report(response)) finish(batch.map((event) => event.id), response!.ok)
       })
   })
 

@@ -436,6 +436,43 @@ describe.skipIf(chromiumMissing)('the snippet delivers every event once (contrac
   )
 
   test(
+    "(h) an event another tab's send refused for good resolves false in the tab that tracked it, never true",
+    async () => {
+      const { key, businessId } = await publicKey()
+      servePage('/h', key)
+      const context = await newContext()
+      const sender = await openTab(context, '/h')
+      // The sender's automatic page view goes first; from then on its sends wait for a signal,
+      // so it holds the send lock while the other tab queues behind it.
+      const deadline = Date.now() + 5000
+      while (sender.posts.length < 1 && Date.now() < deadline) await Bun.sleep(25)
+      let release!: () => void
+      const held = new Promise<void>((resolve) => (release = resolve))
+      await sender.page.route('**/api/v0/analytics', async (route) => {
+        await held
+        await route.continue()
+      })
+      await track(sender, 'h-sender', 1)
+      const waiter = await openTab(context, '/h')
+      // An event the service refuses for good (its type has a space): 400 for the batch holding it.
+      await waiter.page.evaluate(() => {
+        const page = window as unknown as { keygate: { track(type: string, p: object): Promise<boolean> }; refused?: Promise<boolean> }
+        page.refused = page.keygate.track('not a type', { tag: 'h-refused' })
+      })
+      // Both of the waiter's events are in the shared queue before the sender may go on.
+      await waiter.page.waitForFunction(() => Object.keys(localStorage).filter((name) => name.startsWith('keygate_queue:')).length >= 3)
+      release()
+      const refused = await waiter.page.evaluate(() => (window as unknown as { refused: Promise<boolean> }).refused)
+      expect(refused).toBe(false)
+      expect(await results(sender)).toEqual([true])
+      expect(sender.consoleLines.some((line) => line.startsWith('error: [keygate] invalid_request'))).toBe(true)
+      const { figures } = await measure('h (refused by another tab)', businessId, 1, Date.now())
+      expect(figures.stored).toBe(1)
+    },
+    DELIVERY_TIMEOUT,
+  )
+
+  test(
     '(e) a 403 is final: promise false, the code on the console, nothing stored, one request',
     async () => {
       const businessId = await seedBusiness(harness.service)
