@@ -4,6 +4,9 @@ import { join } from 'node:path'
 /** The file in DATA_DIR that names the process owning the embedded database. */
 export const LOCK_FILE = 'keygate.lock'
 
+/** Directories this run of the process holds (a restart by bun --watch starts with none). */
+const held = new Set<string>()
+
 /** Thrown when another live process owns the directory; the message names it. */
 export class DataDirTaken extends Error {}
 
@@ -11,9 +14,12 @@ export class DataDirTaken extends Error {}
  * Makes this process the only owner of `dataDir` (contract section 1): two PGlite copies
  * of one directory lose data. The lock file is created with O_EXCL, so of two processes
  * starting together exactly one wins. A lock left by a dead process is replaced by a
- * rename (atomic), after checking that its pid is gone. Returns the release function.
+ * rename (atomic), after checking that its pid is gone; so is one left by this very
+ * process before `bun --watch` restarted it in place (same pid, nothing of the old run
+ * left in memory). Returns the release function.
  */
 export function lockDataDir(dataDir: string): () => void {
+  if (held.has(dataDir)) throw new DataDirTaken(`DATA_DIR ${dataDir} is already open in this process`)
   mkdirSync(dataDir, { recursive: true })
   const path = join(dataDir, LOCK_FILE)
   for (let attempt = 0; attempt < 3; attempt++) {
@@ -21,7 +27,9 @@ export function lockDataDir(dataDir: string): () => void {
       const fd = openSync(path, 'wx', 0o644)
       writeSync(fd, `${process.pid}\n`)
       closeSync(fd)
+      held.add(dataDir)
       return function release() {
+        held.delete(dataDir)
         if (ownerOf(path) === process.pid) rmSync(path, { force: true })
       }
     } catch (error) {
@@ -55,7 +63,8 @@ function ownerOf(path: string): number | undefined {
 }
 
 function isAlive(pid: number): boolean {
-  if (pid === process.pid) return true
+  // Our own pid, for a directory this run does not hold: the run before a bun --watch restart.
+  if (pid === process.pid) return false
   try {
     process.kill(pid, 0)
     return true

@@ -12,11 +12,12 @@ export async function killStartedProcesses(): Promise<void> {
 }
 
 /**
- * The service as operators run it (`bun src/index.ts`), its output collected. PORT 0 unless
- * given; only PATH and `env` in its environment.
+ * The service as operators run it (`bun src/index.ts`, or `command` in `cwd`), its output
+ * collected. PORT 0 unless given; only PATH and `env` in its environment.
  */
-export function startProcess(env: Record<string, string>) {
-  const child = Bun.spawn([bun, entry], {
+export function startProcess(env: Record<string, string>, options: { command?: string[]; cwd?: string } = {}) {
+  const child = Bun.spawn(options.command ?? [bun, entry], {
+    cwd: options.cwd,
     env: { PATH: process.env.PATH ?? '', PORT: '0', ...env },
     stdout: 'pipe',
     stderr: 'pipe',
