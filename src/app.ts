@@ -22,7 +22,8 @@ import { apiReference } from './http/openapi.ts'
 import { stampRequestId } from './http/request-context.ts'
 import { createKeyService } from './keys/service.ts'
 import { createClientAddressOf, type ClientAddressOf } from './shared/client-address.ts'
-import { createFailureBudget, createRateLimiter } from './access/rate-limit/limiter.ts'
+import { createFailureBudget } from './access/rate-limit/failure-budget.ts'
+import { createRateLimiter } from './access/rate-limit/limiter.ts'
 import { createAdminGuard } from './http/admin-guard.ts'
 import { DEFAULT_INGEST_QUEUE_ROWS, DEFAULT_RATE_LIMITS, POSTGRES_INSERTS_IN_FLIGHT, type Config } from './config.ts'
 import { feedKeyChanges, type KeyChangeFeedOptions } from './access/key-invalidation.ts'
@@ -107,14 +108,13 @@ export function createApp(options: AppOptions) {
       limiter,
       defaults: { public: budgets.public, private: budgets.private },
       authFailures: createFailureBudget(budgets.apiAuthFailures),
-      clientAddress,
       onLimited: (keyType) => metrics.rateLimited(keyType),
       clock: options.limitClock,
     },
     onRefusal: (code) => metrics.authRefused(code),
     usage,
   })
-  const access = createAccessPlugin(gate)
+  const access = createAccessPlugin(gate, clientAddress)
   const requireAdmin = createAdminGuard(options.adminToken, {
     failures: createFailureBudget(budgets.adminAuthFailures),
     clientAddress,
@@ -126,7 +126,7 @@ export function createApp(options: AppOptions) {
     logRequests: options.logRequests ?? false,
     clientAddress,
   })
-  const direct = createDirectRoutes({ gate, logger, observe: observation.answered, server: () => app.server })
+  const direct = createDirectRoutes({ gate, logger, observe: observation.record, clientAddressOf: clientAddress, server: () => app.server })
   const shutdownTasks: (() => Promise<void>)[] = []
   const area: AreaDeps = {
     db,

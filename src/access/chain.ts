@@ -1,7 +1,8 @@
 import type { ErrorCode } from '../errors.ts'
 import { hashKey, readBearer } from './key-format.ts'
 import type { ActiveKey, KeyStore } from './key-store.ts'
-import type { IpMatcher } from './ip/match.ts'
+import type { IpMatcher } from './allowed-ips.ts'
+import { parseIp } from '../shared/ip.ts'
 import type { RouteAccess } from './scopes.ts'
 
 /**
@@ -15,13 +16,17 @@ export interface Denial {
   headers?: Record<string, string>
 }
 
+/** What the chain reads of one /api/v0 request, described by its caller (the HTTP layer). */
 export interface RequestFacts {
-  authorization: string | null
-  origin: string | null
-  method: string
-  path: string
-  /** The client address of section 8; asked only for a private key with allowedIps. */
-  clientAddress: () => string
+  readonly authorization: string | null
+  /** The Origin header as sent, or null. */
+  readonly origin: string | null
+  /** For messages only. */
+  readonly method: string
+  /** The path as routed, for messages only. */
+  readonly path: string
+  /** The client address of contract section 8; asked only when a check or a budget needs it. */
+  clientAddress(): string
 }
 
 /**
@@ -93,9 +98,14 @@ export function ipRefusal(key: ActiveKey, address: string): Denial {
     key.allowedIps.length > 10
       ? `${key.allowedIps.slice(0, 10).join(', ')} and ${key.allowedIps.length - 10} more`
       : key.allowedIps.join(', ')
+  // Only an address can be allowed: the fix offered must be one the key rules accept.
+  const fix =
+    parseIp(address) === null
+      ? `"${address}" is not an IP address: the proxy in front of the service passed it in X-Forwarded-For, and no allowed-IPs entry can match it. Fix what the proxy sends, or call from an allowed address.`
+      : `Add ${address} (or its range) to the key's allowed IPs in the dashboard or with PATCH /admin/v0/keys/:id, or call from an allowed address.`
   return {
     code: 'ip_not_allowed',
-    message: `This private key may only be used from ${listed}; this request came from ${address}. Add ${address} (or its range) to the key's allowed IPs in the dashboard or with PATCH /admin/v0/keys/:id, or call from an allowed address.`,
+    message: `This private key may only be used from ${listed}; this request came from ${address}. ${fix}`,
   }
 }
 

@@ -1,34 +1,33 @@
 import type { Budget } from '../config.ts'
 import { ApiError, type ErrorCode } from '../errors.ts'
 import type { UsageRecorder } from '../usage/recorder.ts'
+import { budgetSubject } from '../shared/client-address.ts'
 import { authorize, type AccessDecision, type RequestFacts } from './chain.ts'
-import { budgetSubject, type ClientAddressOf, type PeerSource } from '../shared/client-address.ts'
 import type { ActiveKey, KeyStore } from './key-store.ts'
 import type { LastUsedRecorder } from './last-used.ts'
 import { rateLimited, rateLimitHeaders } from './rate-limit/answer.ts'
-import type { FailureBudget, RateLimiter, RateLimitOutcome } from './rate-limit/limiter.ts'
+import type { FailureBudget } from './rate-limit/failure-budget.ts'
+import type { RateLimiter, RateLimitOutcome } from './rate-limit/limiter.ts'
 import type { RouteAccess } from './scopes.ts'
 
-/** What a route handler learns about its caller. */
-export interface AccessContext {
+/** A granted request: what a route handler learns about its caller. */
+export interface Grant {
   readonly key: ActiveKey
   /** The Origin header as sent, or null. */
   readonly origin: string | null
+  /** The RateLimit-* headers every answer to a private key carries (contract section 8); null for public keys. */
+  readonly rateLimitHeaders: Readonly<Record<string, string>> | null
 }
 
 export interface RateLimitDeps {
   limiter: RateLimiter
   /** The service defaults for keys whose `rateLimit` is null (RATE_LIMIT_PUBLIC/PRIVATE). */
   defaults: Record<ActiveKey['type'], Budget>
-  /** invalid_api_key and expired_api_key answers per client address (RATE_LIMIT_API_AUTH_FAILURES). */
+  /** Failed authentications per client address (RATE_LIMIT_API_AUTH_FAILURES). */
   authFailures: FailureBudget
-  clientAddress: ClientAddressOf
   /** Called for each request refused for its budget (metrics). */
   onLimited?: (keyType: ActiveKey['type']) => void
-  /**
-   * Milliseconds on a clock that never jumps (default performance.now): budgets measure
-   * durations, and a wall clock set back would hold a budget spent for that long.
-   */
+  /** Milliseconds on a clock that never jumps (default performance.now): a wall clock set back would hold a spent budget. */
   clock?: () => number
 }
 
@@ -43,109 +42,74 @@ export interface GateDeps {
   usage?: UsageRecorder
 }
 
-/** Where a request's answer headers are written (Elysia's `set.headers`, or a direct route's own). */
-export type AnswerHeaders = Record<string, string | number>
-
-/**
- * One /api/v0 request as the gate sees it, built once by its caller (the `access` hooks,
- * or a direct route) and read by the chain (src/access/chain.ts `RequestFacts`) and the
- * budgets after it: one object a request, its Authorization header read once, its method
- * and client address only when asked (the method is only ever named in a refusal; the
- * address costs a system call, and only public keys' budgets and private keys' allowed
- * IPs need it).
- */
-export class GateRequest implements RequestFacts {
-  readonly authorization: string | null
-  /** When the gate took the request, on the budgets' clock (set by `admit`). */
-  at = 0
-  /** The gate's rule for the client address (set by `admit`). */
-  addressOf: ClientAddressOf | null = null
-  #address: string | undefined = undefined
-
-  constructor(
-    readonly request: Request,
-    /** The path as routed (for messages). */
-    readonly path: string,
-    /** The listening server, for the TCP peer; null under `app.handle`. */
-    readonly server: PeerSource | null,
-    /** The Origin header as sent, or null. */
-    readonly origin: string | null,
-    /** Where a private key's RateLimit-* headers go; null: an object is made for them when there are any. */
-    public headers: AnswerHeaders | null,
-  ) {
-    this.authorization = request.headers.get('authorization')
-  }
-
-  get method(): string {
-    return this.request.method
-  }
-
-  clientAddress(): string {
-    return (this.#address ??= this.addressOf!(this.request, this.server))
-  }
-}
-
 export interface Gate {
   /**
-   * The access chain of contract section 3 and the budgets of section 8, in that order: the
-   * granted caller, or an ApiError to answer. Synchronous unless the key must be read from
-   * the database or the budget asked of Redis.
+   * The access chain of contract section 3, then the budgets of section 8: the grant, or a
+   * thrown ApiError. Synchronous unless the key must be read from the database or the
+   * budget asked of Redis.
    */
-  admit(request: GateRequest, rule: RouteAccess): AccessContext | Promise<AccessContext>
-  /**
-   * Counts a granted request under its final answer: a use is an answer in 2xx (contract
-   * section 2), so a handler's 400 or 404 writes no lastUsedAt.
-   */
-  answered(access: AccessContext, rule: RouteAccess, status: number, errorCode: string | undefined): void
+  check(request: RequestFacts, rule: RouteAccess): Grant | Promise<Grant>
+  /** Counts a granted request under its final answer: only a 2xx is a use (contract section 2). */
+  count(grant: Grant, rule: RouteAccess, status: number, errorCode: string | undefined): void
 }
 
+/** The refusals that count toward a client address's failure budget (contract section 8). */
+const BUDGETED_FAILURES: ReadonlySet<ErrorCode> = new Set(['invalid_api_key', 'expired_api_key', 'origin_not_allowed', 'ip_not_allowed'])
+
 /**
- * The request-level access work, with nothing of HTTP frameworks: src/http/access-plugin.ts runs
- * it in Elysia's hooks, src/http/direct-route.ts inside one function for the hot routes.
+ * The request-level access work, with nothing of HTTP: src/http/access-plugin.ts runs it
+ * in Elysia's hooks, src/http/direct-route.ts in one function for the hot routes.
  */
 export function createGate(deps: GateDeps): Gate {
   const now = deps.now ?? Date.now
   const usage = deps.usage
-  const { limiter, defaults, authFailures, clientAddress } = deps.rateLimits
+  const { limiter, defaults, authFailures } = deps.rateLimits
   const clock = deps.rateLimits.clock ?? (() => performance.now())
 
-  function admit(pending: GateRequest, rule: RouteAccess): AccessContext | Promise<AccessContext> {
-    pending.at = clock()
-    pending.addressOf = clientAddress
-    // An address that drew too many invalid or expired keys is refused before any lookup.
-    const wait = authFailures.active(pending.at) ? authFailures.blocked(pending.clientAddress(), pending.at) : null
-    if (wait !== null) throw rateLimited(wait, 'Too many requests with unknown, revoked or expired keys came from this address')
-    const decision = authorize(pending, rule, deps.keys, now())
-    if (decision instanceof Promise) return decision.then((d) => settle(pending, d))
-    return settle(pending, decision)
+  function check(request: RequestFacts, rule: RouteAccess): Grant | Promise<Grant> {
+    const at = clock()
+    // An address that drew too many failures is refused before any key lookup.
+    const wait = authFailures.active(at) ? authFailures.blocked(request.clientAddress(), at) : null
+    if (wait !== null)
+      throw rateLimited(
+        wait,
+        'Too many requests with unknown, revoked or expired keys or refused origins or addresses came from this address',
+      )
+    const decision = authorize(request, rule, deps.keys, now())
+    if (decision instanceof Promise) return decision.then((settled) => budget(request, settled, at))
+    return budget(request, decision, at)
   }
 
-  function settle(pending: GateRequest, decision: AccessDecision): AccessContext | Promise<AccessContext> {
-    if (!decision.ok) {
-      const { code, message, headers } = decision.denial
-      deps.onRefusal?.(code)
-      if (decision.key !== null && usage) {
-        const at = now()
-        usage.refused(decision.key.id, code, at)
-        if (decision.refusedOrigin !== undefined) usage.origin(decision.key.id, decision.refusedOrigin, false, at)
-        if (decision.reportedOrigin !== undefined) usage.origin(decision.key.id, decision.reportedOrigin, true, at)
-        if (decision.refusedIp !== undefined) usage.ip(decision.key.id, decision.refusedIp, false, at)
-        if (decision.reportedIp !== undefined) usage.ip(decision.key.id, decision.reportedIp, true, at)
-      }
-      if (code === 'invalid_api_key' || code === 'expired_api_key') authFailures.record(pending.clientAddress(), pending.at)
-      throw new ApiError(code, message, headers)
-    }
-    const key = decision.key
+  /** A refusal of the chain is counted and thrown; a granted key then meets its budget. */
+  function budget(request: RequestFacts, decision: AccessDecision, at: number): Grant | Promise<Grant> {
+    if (!decision.ok) refuse(request, decision, at)
+    const { key } = decision
     if (decision.reportedOrigin !== undefined) usage?.origin(key.id, decision.reportedOrigin, true, now())
     if (decision.reportedIp !== undefined) usage?.ip(key.id, decision.reportedIp, true, now())
     // A private key's budget is the key's; a public key's is each visitor's (section 8).
-    const bucket = key.type === 'private' ? key.id : `${key.id} ${budgetSubject(pending.clientAddress())}`
-    const outcome = limiter.take(bucket, key.rateLimit ?? defaults[key.type], pending.at)
-    if (outcome instanceof Promise) return outcome.then((o) => grant(pending, key, o))
-    return grant(pending, key, outcome)
+    const bucket = key.type === 'private' ? key.id : `${key.id} ${budgetSubject(request.clientAddress())}`
+    const outcome = limiter.take(bucket, key.rateLimit ?? defaults[key.type], at)
+    if (outcome instanceof Promise) return outcome.then((settled) => grant(request, key, settled))
+    return grant(request, key, outcome)
   }
 
-  function grant(pending: GateRequest, key: ActiveKey, outcome: RateLimitOutcome): AccessContext {
+  function refuse(request: RequestFacts, decision: AccessDecision & { ok: false }, at: number): never {
+    const { code, message, headers } = decision.denial
+    deps.onRefusal?.(code)
+    if (decision.key !== null && usage) {
+      const keyId = decision.key.id
+      const time = now()
+      usage.refused(keyId, code, time)
+      if (decision.refusedOrigin !== undefined) usage.origin(keyId, decision.refusedOrigin, false, time)
+      if (decision.reportedOrigin !== undefined) usage.origin(keyId, decision.reportedOrigin, true, time)
+      if (decision.refusedIp !== undefined) usage.ip(keyId, decision.refusedIp, false, time)
+      if (decision.reportedIp !== undefined) usage.ip(keyId, decision.reportedIp, true, time)
+    }
+    if (BUDGETED_FAILURES.has(code)) authFailures.record(request.clientAddress(), at)
+    throw new ApiError(code, message, headers)
+  }
+
+  function grant(request: RequestFacts, key: ActiveKey, outcome: RateLimitOutcome): Grant {
     if (!outcome.allowed) {
       deps.rateLimits.onLimited?.(key.type)
       usage?.refused(key.id, 'rate_limited', now())
@@ -155,18 +119,17 @@ export function createGate(deps: GateDeps): Gate {
         rateLimitHeaders(outcome),
       )
     }
-    if (key.type === 'private') Object.assign((pending.headers ??= {}), rateLimitHeaders(outcome))
-    return { key, origin: pending.origin }
+    return { key, origin: request.origin, rateLimitHeaders: key.type === 'private' ? rateLimitHeaders(outcome) : null }
   }
 
   return {
-    admit,
-    answered(access, rule, status, errorCode) {
+    check,
+    count(grant, rule, status, errorCode) {
       const at = now()
       if (status >= 200 && status < 300) {
-        deps.lastUsed.touch(access.key, at)
-        usage?.accepted(access.key.id, rule.scope, at)
-      } else usage?.refused(access.key.id, errorCode ?? `http_${status}`, at)
+        deps.lastUsed.touch(grant.key, at)
+        usage?.accepted(grant.key.id, rule.scope, at)
+      } else usage?.refused(grant.key.id, errorCode ?? `http_${status}`, at)
     },
   }
 }

@@ -4,9 +4,9 @@ import type { KeyCacheStats } from '../observability/metrics.ts'
 import type { Budget } from '../config.ts'
 import { apiKeys } from '../../db/schema/index.ts'
 import type { KeyType } from './key-format.ts'
-import { compileIpMatcher, type IpMatcher } from './ip/match.ts'
+import { compileIpMatcher, type IpMatcher } from './allowed-ips.ts'
 import { compileOriginMatcher, type OriginMatcher } from './origin.ts'
-import { RecentMap } from './recent-map.ts'
+import { BoundedMap } from '../shared/bounded-map.ts'
 import type { Scope } from './scopes.ts'
 
 /** A key as the request chain sees it: everything a check needs, precomputed once per load. */
@@ -80,11 +80,11 @@ export function createKeyStore(db: Db, options: KeyStoreOptions = {}): KeyStore 
   const fallbackTtl = options.fallbackTtlMs ?? 500
   let mode: KeyCacheMode = options.mode ?? 'fallback'
   // Each entry with the time (performance.now) until which it is trusted.
-  const known = new RecentMap<string, { key: ActiveKey; until: number }>(options.max ?? 50_000)
+  const known = new BoundedMap<string, { key: ActiveKey; until: number }>(options.max ?? 50_000)
   // Short whatever the mode: a key created elsewhere must work here within a second even
   // when its insert's notification was missed.
   const unknownTtl = options.unknownTtlMs ?? 1_000
-  const unknown = new RecentMap<string, number>(options.unknownMax ?? 10_000)
+  const unknown = new BoundedMap<string, number>(options.unknownMax ?? 10_000)
   const loading = new Map<string, Promise<ActiveKey | null>>()
   const stats: KeyCacheStats = { hit: 0, negative: 0, miss: 0 }
   // Bumped by every invalidation and flush: a load that started before it may hold the old

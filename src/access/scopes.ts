@@ -53,8 +53,8 @@ export interface RouteAccess {
   readonly scope: Scope | null
   readonly public: boolean
   /**
-   * A last word before the body is read, once the key is known (a full write queue
-   * answers 503 without parsing a body it could not take). Throws to refuse.
+   * Throws when the route has no room for this business's request now (a full write
+   * queue answers 503): asked once the key is known, before the body is read.
    */
-  readonly admit?: (key: { businessId: string }) => void
+  readonly checkRoom?: (businessId: string) => void
 }

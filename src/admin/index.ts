@@ -56,7 +56,7 @@ export function adminRoutes(deps: { db: Db; keys: KeyService; requireAdmin: Admi
       },
       {
         body: newBusiness.schema,
-        transform: newBusiness.transform,
+        transform: newBusiness.check,
         parse: 'json',
         response: { 201: BusinessRecordSchema },
         detail: { summary: 'Create a business' },
@@ -77,7 +77,7 @@ export function adminRoutes(deps: { db: Db; keys: KeyService; requireAdmin: Admi
       {
         params: IdParams,
         body: newKey.schema,
-        transform: newKey.transform,
+        transform: newKey.check,
         parse: 'json',
         response: { 201: RevealedKeySchema },
         detail: { summary: 'Create a key; the answer is the only place the key ever appears' },
@@ -104,7 +104,7 @@ export function adminRoutes(deps: { db: Db; keys: KeyService; requireAdmin: Admi
     .patch('/keys/:id', ({ params, body, set }) => keys.update(null, params.id, body, byAdmin(set)), {
       params: IdParams,
       body: keyChanges.schema,
-      transform: keyChanges.transform,
+      transform: keyChanges.check,
       parse: 'json',
       response: KeyRecordSchema,
       detail: { summary: 'Change a key; effective on its next request', ...alsoAnswers('conflict') },
@@ -128,7 +128,7 @@ export function adminRoutes(deps: { db: Db; keys: KeyService; requireAdmin: Admi
       {
         params: IdParams,
         body: rollKey.schema,
-        transform: rollKey.transform,
+        transform: rollKey.check,
         parse: 'json',
         response: { 201: RevealedKeySchema },
         detail: {
@@ -153,7 +153,7 @@ export function adminRoutes(deps: { db: Db; keys: KeyService; requireAdmin: Admi
       {
         params: IdParams,
         body: newFlow.schema,
-        transform: newFlow.transform,
+        transform: newFlow.check,
         parse: 'json',
         response: { 201: FlowRecord },
         detail: { summary: 'Define a flow' },

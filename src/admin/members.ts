@@ -52,7 +52,7 @@ export function memberRoutes(deps: { db: Db; requireAdmin: AdminGuard }) {
       {
         params: IdParams,
         body: newMember.schema,
-        transform: newMember.transform,
+        transform: newMember.check,
         parse: 'json',
         response: { 201: t.Composite([MemberSchema, t.Object({ signInLink: t.Optional(SignInLinkSchema) })]) },
         detail: {

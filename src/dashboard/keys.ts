@@ -1,6 +1,6 @@
 import { Elysia, t } from 'elysia'
 import type { Db } from '../../db/client.ts'
-import { parseIpEntry } from '../access/ip/entry.ts'
+import { parseIpEntry } from '../access/allowed-ips.ts'
 import type { KeyType } from '../access/key-format.ts'
 import { compileOriginMatcher, parseAllowedOrigin } from '../access/origin.ts'
 import { isScope } from '../access/scopes.ts'

@@ -1,6 +1,5 @@
-import { parseIpEntry } from '../access/ip/entry.ts'
-import { compileIpMatcher } from '../access/ip/match.ts'
-import { networkOf } from '../access/ip/network.ts'
+import { compileIpMatcher, parseIpEntry } from '../access/allowed-ips.ts'
+import { networkOf } from '../shared/ip.ts'
 import { compileOriginMatcher } from '../access/origin.ts'
 import type { KeyRecord } from '../keys/service.ts'
 import { NO_ORIGIN } from '../usage/recorder.ts'

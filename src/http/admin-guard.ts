@@ -1,5 +1,5 @@
 import type { ClientAddressOf, PeerSource } from '../shared/client-address.ts'
-import type { FailureBudget } from '../access/rate-limit/limiter.ts'
+import type { FailureBudget } from '../access/rate-limit/failure-budget.ts'
 import { ApiError } from '../errors.ts'
 import { rateLimited } from '../access/rate-limit/answer.ts'
 import { sameSecret } from '../access/secrets.ts'

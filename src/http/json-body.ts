@@ -6,8 +6,9 @@ import { assertStorableText, invalidField } from '../shared/validation.ts'
  * API call this from their `parse` hooks). Three refusals, all 400 `invalid_request`:
  * nesting deeper than MAX_JSON_DEPTH (found by a scan of the text before JSON.parse, so no
  * parser or later walk can run out of stack), text that is not JSON, strings PostgreSQL
- * cannot store (U+0000, lone surrogates) and numbers out of range (`1e400`, which
- * JSON.parse turns into Infinity and jsonb into null), named by their field.
+ * cannot store (U+0000, lone surrogates), numbers out of range (`1e400`, which JSON.parse
+ * turns into Infinity and jsonb into null) and integers a double cannot hold exactly
+ * (beyond ±(2^53 - 1): stored, they would differ from what was sent), named by their field.
  */
 
 /**
@@ -55,7 +56,8 @@ export function parseJsonBody(text: string): unknown {
   }
   let value: unknown
   try {
-    value = JSON.parse(text)
+    // Only a run of 16 digits can be an integer past 2^53: other texts parse without the reviver.
+    value = LONG_DIGITS.test(text) ? JSON.parse(text, markInexactIntegers) : JSON.parse(text)
   } catch {
     throw new ApiError('invalid_request', 'The body is not valid JSON. Send a JSON document with "Content-Type: application/json".')
   }
@@ -63,38 +65,61 @@ export function parseJsonBody(text: string): unknown {
   // so a text that holds no U+0000, no lone surrogate and no "__proto__" needs no walk
   // (native scans of the text instead of a walk over every string and name).
   if (needsWalk(text)) assertStorableText(value, '')
-  // Only an exponent or a run of 309 digits can exceed 1.8e308: other texts need no walk
-  // (hex ids match too, so the walk builds paths only once it knows something failed).
-  if (MAYBE_HUGE.test(text) && !allFinite(value)) assertFinite(value, '')
+  // Only an exponent or a run of 16 digits can be a number past 1.8e308 or an integer past
+  // 2^53: other texts need no walk (hex ids match too, so the walk builds paths only once
+  // it knows something failed).
+  if (MAYBE_UNREPRESENTABLE.test(text) && !allRepresentable(value)) assertRepresentable(value, '')
   if (text.includes('"toString"') || text.includes('"valueOf"')) convertible(value)
   return value
 }
 
-const MAYBE_HUGE = /[0-9][eE]|[0-9]{309}/
+const LONG_DIGITS = /[0-9]{16}/
+const MAYBE_UNREPRESENTABLE = /[0-9][eE]|[0-9]{16}/
+
+/** Stands where the text held an integer a double cannot carry exactly, for the walk to name. */
+const INEXACT = Object.freeze({ inexact: true })
+
+/**
+ * JSON.parse's reviver with the source text of each value: an integer written out in digits
+ * (not `1e16`, a number by choice) beyond 2^53 - 1 would be stored as its neighbour.
+ */
+function markInexactIntegers(this: unknown, _key: string, value: unknown, context?: { source?: string }): unknown {
+  if (typeof value !== 'number' || Number.isSafeInteger(value) || !Number.isFinite(value)) return value
+  return context?.source !== undefined && /^-?[0-9]+$/.test(context.source) ? INEXACT : value
+}
 
 const OUT_OF_RANGE = 'is a number out of range (beyond ±1.8e308, it would be Infinity); send a finite number'
+const INEXACT_INTEGER =
+  'is an integer beyond ±9007199254740991 (2^53 - 1), which a JSON number cannot carry exactly; send it as a string, e.g. "9007199254740993"'
 
-function allFinite(value: unknown): boolean {
-  if (typeof value === 'number') return Number.isFinite(value)
+/** Why a value cannot be stored as sent, or null when it can. */
+function numberProblem(value: unknown): string | null {
+  if (value === INEXACT) return INEXACT_INTEGER
+  return typeof value === 'number' && !Number.isFinite(value) ? OUT_OF_RANGE : null
+}
+
+function allRepresentable(value: unknown): boolean {
+  if (typeof value === 'number' || value === INEXACT) return numberProblem(value) === null
   if (typeof value !== 'object' || value === null) return true
-  if (Array.isArray(value)) return value.every(allFinite)
-  for (const key in value) if (!allFinite((value as Record<string, unknown>)[key])) return false
+  if (Array.isArray(value)) return value.every(allRepresentable)
+  for (const key in value) if (!allRepresentable((value as Record<string, unknown>)[key])) return false
   return true
 }
 
-/** Throws naming the first number JSON.parse made Infinity (`events[2].properties.big`). */
-function assertFinite(value: unknown, path: string): void {
-  if (typeof value === 'number') {
-    if (Number.isFinite(value)) return
-    if (path === '') throw new ApiError('invalid_request', `Invalid body: it ${OUT_OF_RANGE}.`)
-    throw invalidField(path.slice(0, 200), OUT_OF_RANGE)
+/** Throws naming the first number that cannot be stored as sent (`events[2].properties.big`). */
+function assertRepresentable(value: unknown, path: string): void {
+  if (typeof value === 'number' || value === INEXACT) {
+    const problem = numberProblem(value)
+    if (problem === null) return
+    if (path === '') throw new ApiError('invalid_request', `Invalid body: it ${problem}.`)
+    throw invalidField(path.slice(0, 200), problem)
   }
   if (typeof value !== 'object' || value === null) return
   if (Array.isArray(value)) {
-    for (let i = 0; i < value.length; i++) assertFinite(value[i], `${path}[${i}]`)
+    for (let i = 0; i < value.length; i++) assertRepresentable(value[i], `${path}[${i}]`)
     return
   }
-  for (const key in value) assertFinite((value as Record<string, unknown>)[key], path === '' ? key : `${path}.${key}`)
+  for (const key in value) assertRepresentable((value as Record<string, unknown>)[key], path === '' ? key : `${path}.${key}`)
 }
 
 function needsWalk(text: string): boolean {

@@ -3,7 +3,7 @@ import { statusOf } from './status.ts'
 import type { Server } from 'elysia/universal/server'
 import type { AdminGuard } from './admin-guard.ts'
 import type { ClientAddressOf } from '../shared/client-address.ts'
-import { decidedKeyId } from './access-plugin.ts'
+import { grantedKeyId } from './access-plugin.ts'
 import type { Logger } from '../observability/log.ts'
 import { methodLabel, UNMATCHED_ROUTE, type Metrics } from '../observability/metrics.ts'
 
@@ -36,8 +36,8 @@ export function requestObservation(deps: {
   // looked costly under wrk (bench/README.md); the app's own server is read instead.
   let server: () => Server | null = () => null
 
-  /** Counts one answer and, with `logRequests`, logs it. */
-  function answered(
+  /** Counts one answered request and, with `logRequests`, logs it. */
+  function record(
     request: Request,
     route: string,
     status: number,
@@ -68,13 +68,13 @@ export function requestObservation(deps: {
       const timed = set as Timed
       const label = route !== undefined && declared.has(route) ? route : UNMATCHED_ROUTE
       const status = statusOf(responseValue, timed.status)
-      answered(
+      record(
         request,
         label,
         status,
         timed[STARTED] ?? performance.now(),
         timed.headers['x-request-id'] as string | undefined,
-        decidedKeyId(set),
+        grantedKeyId(set),
       )
       // Elysia 1.4 drops the body of a NOT_FOUND answer when a global mapResponse returns
       // nothing; handing the value back keeps the error envelope (test/api/http.test.ts).
@@ -84,7 +84,7 @@ export function requestObservation(deps: {
   return {
     plugin,
     /** For routes answered outside the hooks (src/http/direct-route.ts): `route` as declared. */
-    answered,
+    record,
     /** Called once the app is built, with its final route list. */
     declareRoutes(routes: readonly { path: string }[]) {
       declared = new Set(routes.map((route) => route.path))

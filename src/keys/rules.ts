@@ -1,4 +1,4 @@
-import { parseIpEntries } from '../access/ip/entry.ts'
+import { parseIpEntries } from '../access/allowed-ips.ts'
 import { parseAllowedOrigins } from '../access/origin.ts'
 import { isScope, PUBLIC_KEY_SCOPES, SCOPES, type Scope } from '../access/scopes.ts'
 import type { KeyType } from '../access/key-format.ts'

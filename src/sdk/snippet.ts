@@ -290,7 +290,11 @@ function start(queue: Command[]) {
     }
     if (batch.length)
       void send(EVENTS_PATH, { events: batch }, true).then(async (response) => {
-        if (await report(response)) finish(batch.map((event) => event.id), response!.ok)
+        if (await report(response))
+          finish(
+            batch.map((event) => event.id),
+            response!.ok,
+          )
       })
   })
 

@@ -1,4 +1,4 @@
-import { BlockList, isIP } from 'node:net'
+import { formatIp, networkOf, parseIp, parseRange, rangesMatcher } from './ip.ts'
 
 /**
  * The client's address (contract section 8): the TCP peer, or, for a request whose peer
@@ -23,76 +23,56 @@ export function createClientAddressOf(trustedProxies: readonly string[]): Client
   return (request, server) => rule(server?.requestIP(request)?.address, request.headers.get('x-forwarded-for'))
 }
 
-/** Parses TRUST_PROXY entries (addresses or CIDR ranges); throws naming a bad entry. */
-export function parseTrustedProxies(entries: readonly string[]): BlockList {
-  const trusted = new BlockList()
-  for (const entry of entries) {
-    const [address = '', bits, extra] = entry.split('/')
-    const family = isIP(address)
-    const prefix = bits === undefined ? undefined : Number(bits)
-    const maxBits = family === 6 ? 128 : 32
-    const validPrefix = prefix === undefined || (/^\d{1,3}$/.test(bits!) && prefix <= maxBits)
-    if (family === 0 || extra !== undefined || !validPrefix) {
+/** Parses TRUST_PROXY entries (addresses or CIDR ranges) into a matcher; throws naming a bad entry. */
+export function parseTrustedProxies(entries: readonly string[]): (address: string) => boolean {
+  const ranges = entries.map((entry) => {
+    const parsed = parseRange(entry)
+    if (!parsed.ok) {
       throw new Error(
-        `invalid configuration: TRUST_PROXY entry "${entry}" is not an IP address or CIDR range (like 10.0.0.0/8, 127.0.0.1 or fd00::/8)`,
+        `invalid configuration: TRUST_PROXY entry "${entry}" is not an IP address or CIDR range (like 10.0.0.0/8, 127.0.0.1 or fd00::/8): ${parsed.reason}`,
       )
     }
-    const type = family === 6 ? 'ipv6' : 'ipv4'
-    if (prefix === undefined) trusted.addAddress(address, type)
-    else trusted.addSubnet(address, prefix, type)
-  }
-  return trusted
+    return parsed.range
+  })
+  return rangesMatcher(ranges)
 }
 
+/** Longest client address kept from X-Forwarded-For: an entry is the client's to write. */
+const MAX_WRITTEN_ADDRESS = 100
+
 export function createClientAddressRule(trustedProxies: readonly string[]): ClientAddressRule {
-  if (trustedProxies.length === 0) return (peer) => normalise(peer)
-  const trusted = parseTrustedProxies(trustedProxies)
-  const isTrusted = (address: string) => {
-    const family = isIP(address)
-    return family !== 0 && trusted.check(address, family === 6 ? 'ipv6' : 'ipv4')
-  }
+  if (trustedProxies.length === 0) return (peer) => canonical(peer)
+  const isTrusted = parseTrustedProxies(trustedProxies)
   return function clientAddress(peer, forwardedFor) {
-    const address = normalise(peer)
+    const address = canonical(peer)
     if (forwardedFor === null || !isTrusted(address)) return address
     const hops = forwardedFor.split(',')
     let client = address
     for (let i = hops.length - 1; i >= 0; i--) {
       const hop = hops[i]!.trim()
-      // A hop that is no address at all is where the chain can no longer be believed.
-      if (isIP(hop) === 0) return client
-      client = normalise(hop)
-      if (!isTrusted(hop)) return client
+      const parsed = parseIp(hop)
+      // An entry that is not an address (`203.0.113.7:443`, `unknown`, a zone id) is the
+      // client as it stands (contract section 8): never replaced by the proxy's address.
+      if (parsed === null) return hop === '' ? '(empty)' : hop.slice(0, MAX_WRITTEN_ADDRESS)
+      client = formatIp(parsed)
+      if (!isTrusted(client)) return client
     }
     // Every hop is a trusted proxy: the furthest one is the closest thing to the client.
     return client
   }
 }
 
-/** `address` is an IP address: the socket's (as Bun writes it) or a hop checked by isIP. */
-function normalise(address: string | undefined): string {
-  if (address === undefined || address === '') return 'unknown'
-  // Bun reports IPv4 peers of a dual-stack socket as ::ffff:a.b.c.d. The address is valid,
-  // so a tail after "::ffff:" with a dot and no colon is the dotted IPv4 form.
-  if (address.startsWith('::ffff:') && address.includes('.', 7) && !address.includes(':', 7)) return address.slice(7)
-  return address.toLowerCase()
+/** The socket's address in canonical form (Bun writes IPv4 peers of a dual-stack socket as ::ffff:a.b.c.d). */
+function canonical(peer: string | undefined): string {
+  const parsed = peer === undefined ? null : parseIp(peer)
+  return parsed === null ? 'unknown' : formatIp(parsed)
 }
 
 /**
  * The part of an address one visitor's budget covers: the whole IPv4 address, or the
  * IPv6 /64 (one home or device network gets a /64, and picks addresses inside it freely).
+ * What is not an address is a budget of its own.
  */
 export function budgetSubject(address: string): string {
-  if (!address.includes(':')) return address
-  const groups = expandIpv6(address)
-  return groups === null ? address : `${groups.slice(0, 4).join(':')}::/64`
-}
-
-function expandIpv6(address: string): string[] | null {
-  const [head = '', tail] = address.split('::')
-  const left = head === '' ? [] : head.split(':')
-  const right = tail === undefined || tail === '' ? [] : tail.split(':')
-  const missing = 8 - left.length - right.length
-  if (tail === undefined ? missing !== 0 : missing < 1) return null
-  const groups = [...left, ...Array<string>(tail === undefined ? 0 : missing).fill('0'), ...right]
-  return groups.map((group) => group.toLowerCase().replace(/^0+(?=.)/, ''))
+  return networkOf(address, { 4: 32, 6: 64 }) ?? address
 }

@@ -169,22 +169,24 @@ export function strictObjects<S extends TSchema>(schema: S): S {
 }
 
 /**
- * Checks the body exactly as sent, in the route's `transform` (after the key chain, before
- * Elysia's own pass), against the strict form of its schema. Elysia converts a body before
+ * Checks the body exactly as sent against the strict form of its schema. A route passes
+ * `check` as its `transform` hook, which runs after the key chain and before Elysia's own
+ * pass. Elysia converts a body before
  * validating it (a string or an array where a record is expected becomes `{"0": ...}`) and
  * drops unknown fields; here both answer 400 naming the field instead. Every /api/v0 and
  * /admin/v0 body goes through this (test/api/strict-bodies.test.ts walks the routes).
  */
 export function strictBody<S extends TSchema>(schema: S) {
   const strict = strictObjects(schema)
-  const check = TypeCompiler.Compile(strict)
+  const compiled = TypeCompiler.Compile(strict)
   return {
     schema: strict,
-    accepts: (body: unknown): boolean => check.Check(body),
-    transform({ body }: { body: unknown }): void {
+    accepts: (body: unknown): boolean => compiled.Check(body),
+    /** Throws 400 `invalid_request` naming the first field at fault. */
+    check(request: { body: unknown }): void {
       // Worded where Elysia's own ValidationErrors are (src/http/errors.ts); an ApiError
       // spares the example value and the dump Elysia's error builds for its message.
-      if (!check.Check(body)) throw new ApiError('invalid_request', validationMessage('body', check.Errors(body)))
+      if (!compiled.Check(request.body)) throw new ApiError('invalid_request', validationMessage('body', compiled.Errors(request.body)))
     },
   }
 }
@@ -204,7 +206,9 @@ export function oneOrBatch<One extends TSchema, Batch extends TSchema>(one: One,
     schema: t.Union([strictOne.schema, strictBatch.schema]),
     // Hooks name what they read (`{ body }`): Elysia then builds only that part of the
     // request context (see src/http/access-plugin.ts).
-    transform({ body }: { body: unknown }): void {
+    /** Throws 400 `invalid_request` naming the first field at fault. */
+    check(request: { body: unknown }): void {
+      const { body } = request
       const isBatch = typeof body === 'object' && body !== null && batchKey in body
       const strict = isBatch ? strictBatch : strictOne
       // A body that passes has no unknown field, so no near miss: the search runs only for
@@ -214,7 +218,7 @@ export function oneOrBatch<One extends TSchema, Batch extends TSchema>(one: One,
         const typo = Object.keys(body).find((key) => !oneFields.includes(key) && closestName(key, [batchKey]))
         if (typo !== undefined) throw new ApiError('invalid_request', unknownFieldMessage('body', typo, typo, [batchKey]))
       }
-      strict.transform({ body })
+      strict.check(request)
     },
   }
 }

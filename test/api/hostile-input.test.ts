@@ -51,8 +51,14 @@ const cursorOf = (value: unknown) => Buffer.from(JSON.stringify(value)).toString
 const SOME_ID = '00000000-0000-4000-8000-000000000000'
 
 describe('numbers out of range', () => {
-  // JSON.parse reads 1e400 as Infinity, which jsonb stored as null behind a 202 (contract section 3).
-  for (const big of ['1e400', '-1e400']) {
+  // JSON.parse reads 1e400 as Infinity, which jsonb stored as null behind a 202, and an
+  // integer past 2^53 as a neighbour of it (contract section 3): both are refused.
+  for (const [big, words] of [
+    ['1e400', 'out of range'],
+    ['-1e400', 'out of range'],
+    ['9007199254740993', 'send it as a string'],
+    ['-12345678901234567890', 'send it as a string'],
+  ] as const) {
     test(`${big} anywhere a body holds a number: 400 naming the field, nothing stored`, async () => {
       const s = await setup()
       const before = await storedRows()
@@ -84,7 +90,7 @@ describe('numbers out of range', () => {
         const error = await errorOf(answer)
         expect(error.code).toBe('invalid_request')
         expect(error.message).toContain(field)
-        expect(error.message).toContain('out of range')
+        expect(error.message).toContain(words)
       }
       expect(await storedRows()).toBe(before)
     })

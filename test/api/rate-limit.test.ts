@@ -11,6 +11,7 @@ import {
   seedBusiness,
   seedKey,
   testService,
+  TEST_AUTHOR,
   type SeedKeyOptions,
 } from '../support/service.ts'
 
@@ -210,6 +211,48 @@ describe('failed authentication is budgeted per address', () => {
     expect((await whoami(s.service, key, '198.51.100.67')).status).toBe(200)
     s.advance(60_000)
     expect((await whoami(s.service, key, '198.51.100.66')).status).toBe(200)
+  })
+
+  test('/api/v0: more than the budget of distinct unknown keys within a minute, however spread, is refused on every route', async () => {
+    // The default budget (300 a minute), the failures spread over 45 s: a guesser that
+    // paces itself must still meet "more than 300 within a minute".
+    const s = await limited()
+    const { key } = await s.key({ type: 'private', scopes: ['ANALYTICS_READ'] })
+    const address = '198.51.100.80'
+    for (let i = 0; i < 300; i++) {
+      const guess = `sk_${crypto.randomUUID().replaceAll('-', '')}`
+      const path = i % 2 === 0 ? '/api/v0/whoami' : '/api/v0/analytics'
+      expect((await call(s.service, path, { key: guess, headers: { 'x-forwarded-for': address } })).status).toBe(401)
+      s.advance(150)
+    }
+    for (const path of ['/api/v0/whoami', '/api/v0/analytics']) {
+      const refused = await call(s.service, path, { key, headers: { 'x-forwarded-for': address } })
+      expect(refused.status).toBe(429)
+      expect((await errorOf(refused)).code).toBe('rate_limited')
+    }
+    // A minute after the last failure the address is served again.
+    s.advance(60_000)
+    expect((await whoami(s.service, key, address)).status).toBe(200)
+  })
+
+  test('/api/v0: refused origins and refused client addresses count toward the same budget', async () => {
+    const s = await limited({ rateLimits: auth })
+    const { key: publicKey } = await s.key({ type: 'public', allowedOrigins: ['example.com'] })
+    const { key: privateKey } = await s.key({ type: 'private', scopes: ['ANALYTICS_READ'] })
+    const pinned = await s.key({ type: 'private', scopes: ['ANALYTICS_READ'], name: 'pinned' })
+    await s.service.services.keys.update(s.businessId, pinned.record.id, { allowedIps: ['192.0.2.1'] }, TEST_AUTHOR)
+
+    const flooding = '198.51.100.81'
+    for (let i = 0; i < 3; i++) {
+      const refused = await whoami(s.service, publicKey, flooding, `https://random-${i}.example.org`)
+      expect((await errorOf(refused)).code).toBe('origin_not_allowed')
+    }
+    expect((await whoami(s.service, privateKey, flooding)).status).toBe(429)
+
+    const elsewhere = '198.51.100.82'
+    for (let i = 0; i < 3; i++) expect((await errorOf(await whoami(s.service, pinned.key, elsewhere))).code).toBe('ip_not_allowed')
+    expect((await whoami(s.service, privateKey, elsewhere)).status).toBe(429)
+    expect((await whoami(s.service, privateKey, '198.51.100.83')).status).toBe(200)
   })
 
   test('/api/v0: expired keys count, and the refusal comes before any key lookup', async () => {

@@ -17,7 +17,8 @@ afterEach(async () => {
 function copyProject(): string {
   const dir = mkdtempSync(join(tmpdir(), 'kg-dev-'))
   copies.push(dir)
-  for (const part of ['src', 'db', 'package.json', 'tsconfig.json', 'bunfig.toml']) cpSync(join(root, part), join(dir, part), { recursive: true })
+  for (const part of ['src', 'db', 'package.json', 'tsconfig.json', 'bunfig.toml'])
+    cpSync(join(root, part), join(dir, part), { recursive: true })
   symlinkSync(join(root, 'node_modules'), join(dir, 'node_modules'))
   return dir
 }

@@ -4,7 +4,8 @@ import { createLastUsedRecorder } from '../../src/access/last-used.ts'
 import { createAccessPlugin } from '../../src/http/access-plugin.ts'
 import { createGate, type RateLimitDeps } from '../../src/access/gate.ts'
 import { createClientAddressOf } from '../../src/shared/client-address.ts'
-import { createFailureBudget, createRateLimiter } from '../../src/access/rate-limit/limiter.ts'
+import { createFailureBudget } from '../../src/access/rate-limit/failure-budget.ts'
+import { createRateLimiter } from '../../src/access/rate-limit/limiter.ts'
 import { DEFAULT_RATE_LIMITS } from '../../src/config.ts'
 import { errorHandling } from '../../src/http/errors.ts'
 import { createKeyService } from '../../src/keys/service.ts'
@@ -27,10 +28,9 @@ export async function chainApp(
     limiter: createRateLimiter(),
     defaults: { public: DEFAULT_RATE_LIMITS.public, private: DEFAULT_RATE_LIMITS.private },
     authFailures: createFailureBudget(DEFAULT_RATE_LIMITS.apiAuthFailures),
-    clientAddress: createClientAddressOf([]),
     ...options.rateLimits,
   }
-  const access = createAccessPlugin(createGate({ keys: keyStore, lastUsed, now: options.now, rateLimits }))
+  const access = createAccessPlugin(createGate({ keys: keyStore, lastUsed, now: options.now, rateLimits }), createClientAddressOf([]))
   const reached: string[] = []
   const app = new Elysia()
     .use(errorHandling(options.logger ?? silentLogger))

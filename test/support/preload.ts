@@ -1,9 +1,11 @@
 import { afterAll, afterEach, beforeEach } from 'bun:test'
-import { closeTestDatabase, emptyAllTables, testDatabase } from './database.ts'
-import { flushBackgroundWrites } from './service.ts'
+import { flushBackgroundWrites } from './background.ts'
+import { closeTestDatabase, emptyAllTables, openedTestDatabase } from './database.ts'
 
+// Only what a file's tests opened is emptied: unit tests never open the database.
 beforeEach(async () => {
-  await emptyAllTables(await testDatabase())
+  const opened = openedTestDatabase()
+  if (opened) await emptyAllTables(await opened)
 })
 
 afterEach(async () => {

@@ -4,6 +4,7 @@ import type { KeyType } from '../../src/access/key-format.ts'
 import { businesses } from '../../db/schema/index.ts'
 import { createClientAddressRule, type ClientAddressOf } from '../../src/shared/client-address.ts'
 import { silentLogger } from '../../src/observability/log.ts'
+import { registerBackgroundWriter } from './background.ts'
 import { testDatabase } from './database.ts'
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789'
@@ -19,18 +20,6 @@ const proxyRule = createClientAddressRule(['127.0.0.1'])
  */
 export const behindTrustedProxy: ClientAddressOf = (request) => proxyRule('127.0.0.1', request.headers.get('x-forwarded-for'))
 
-/** Every service testService built in this file's run, for flushBackgroundWrites. */
-const built = new Set<Service>()
-
-/**
- * Writes what the services built so far hold in memory (usage counts, lastUsedAt): run
- * after each test (test/support/preload.ts), so that no background flush of an earlier
- * test's service meets the next test's truncate (on PostgreSQL the two can deadlock).
- */
-export async function flushBackgroundWrites(): Promise<void> {
-  await Promise.all([...built].map((service) => Promise.all([service.services.usage.flush(), service.services.lastUsed.flush()])))
-}
-
 /** A service on the run's database, as src/index.ts builds it, minus the listening socket. */
 export async function testService(options: Partial<AppOptions> = {}): Promise<Service> {
   const service = createApp({
@@ -39,7 +28,9 @@ export async function testService(options: Partial<AppOptions> = {}): Promise<Se
     logger: silentLogger,
     ...options,
   })
-  built.add(service)
+  registerBackgroundWriter({
+    flushBackground: () => Promise.all([service.services.usage.flush(), service.services.lastUsed.flush()]),
+  })
   return service
 }
 

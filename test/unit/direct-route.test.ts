@@ -1,5 +1,5 @@
 import { expect, test } from 'bun:test'
-import type { AccessContext, Gate } from '../../src/access/gate.ts'
+import type { Gate, Grant } from '../../src/access/gate.ts'
 import type { ActiveKey } from '../../src/access/key-store.ts'
 import { createDirectRoutes } from '../../src/http/direct-route.ts'
 import { createLogger } from '../../src/observability/log.ts'
@@ -11,16 +11,17 @@ function routes() {
   const seen: { status: number; startedAt: number; handledAt: number }[] = []
   let handledAt = Number.NaN
   const gate: Gate = {
-    admit: (): AccessContext => {
+    check: (): Grant => {
       handledAt = performance.now()
-      return { key, origin: null }
+      return { key, origin: null, rateLimitHeaders: null }
     },
-    answered: () => {},
+    count: () => {},
   }
   const direct = createDirectRoutes({
     gate,
     logger: createLogger({ write: () => {} }),
     observe: (_request, _route, status, startedAt) => seen.push({ status, startedAt, handledAt }),
+    clientAddressOf: () => '198.51.100.1',
     server: () => null,
   })
   return { direct, seen }
@@ -34,9 +35,9 @@ function busy(ms: number): void {
 
 test('a route without a body is handled at the end of the turn, and its duration counts from its arrival', async () => {
   const { direct, seen } = routes()
-  const answer = direct.answer({ method: 'GET', path: '/api/v0/test', access: { scope: null, public: true }, body: null }, () => ({
+  const answer = direct.route({ method: 'GET', path: '/api/v0/test', access: { scope: null, public: true }, body: null }, () => ({
     status: 200,
-    json: '{"ok":true}',
+    body: { ok: true },
   }))
   const answered = answer(new Request('http://localhost/api/v0/test'))
   const returnedAt = performance.now()
@@ -56,7 +57,7 @@ test('a route without a body is handled at the end of the turn, and its duration
 test('a route with a body is handled on arrival (its write must not wait a turn more for the group commit)', async () => {
   const { direct, seen } = routes()
   let handlerRanAt = Number.NaN
-  const answer = direct.answer(
+  const answer = direct.route(
     { method: 'POST', path: '/api/v0/test', access: { scope: null, public: true }, body: { type: 'object' } as never },
     (_access, body) => {
       handlerRanAt = performance.now()

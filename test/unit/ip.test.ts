@@ -1,9 +1,7 @@
 import { describe, expect, test } from 'bun:test'
 import fc from 'fast-check'
-import { formatIp, parseIp } from '../../src/access/ip/address.ts'
-import { parseIpEntry } from '../../src/access/ip/entry.ts'
-import { compileIpMatcher } from '../../src/access/ip/match.ts'
-import { networkOf } from '../../src/access/ip/network.ts'
+import { formatIp, networkOf, parseIp } from '../../src/shared/ip.ts'
+import { compileIpMatcher, parseIpEntry } from '../../src/access/allowed-ips.ts'
 
 // Contract section 14: the matcher against a plain reference (compare the first `prefix`
 // bits of two bit strings), and canonical entries that parse back to themselves.

@@ -77,6 +77,36 @@ describe('numbers out of range', () => {
     if (field) expect(message).toContain(`"${field}"`)
   })
 
+  test.each([
+    ['9007199254740992', ''],
+    ['{"a": {"id": 9007199254740993}}', 'a.id'],
+    ['{"events": [{"properties": {"n": -123456789012345678901}}]}', 'events[0].properties.n'],
+  ])('the integer in %s, beyond what a double holds exactly, is refused naming %p', (text, field) => {
+    let message = ''
+    try {
+      parseJsonBody(text)
+    } catch (error) {
+      message = (error as ApiError).message
+    }
+    expect(message).toContain('send it as a string')
+    if (field) expect(message).toContain(`"${field}"`)
+  })
+
+  test('numbers written with an exponent are numbers by choice, and pass', () => {
+    expect(parseJsonBody('{"n": 1e16, "m": 2.5E20}')).toEqual({ n: 1e16, m: 2.5e20 })
+  })
+
+  test('safe integers, fractions and long digit strings pass exactly as sent', () => {
+    const text = '{"max": 9007199254740991, "min": -9007199254740991, "f": 12345678901234.5, "s": "90071992547409931234", "x": 0.1}'
+    expect(parseJsonBody(text)).toEqual({
+      max: 9007199254740991,
+      min: -9007199254740991,
+      f: 12345678901234.5,
+      s: '90071992547409931234',
+      x: 0.1,
+    })
+  })
+
   test('large finite numbers and hex-looking ids pass', () => {
     expect(parseJsonBody('{"a": 1e308, "b": -1.7e308, "c": "3e7a", "d": 5e-400}')).toEqual({ a: 1e308, b: -1.7e308, c: '3e7a', d: 0 })
   })

@@ -1,7 +1,9 @@
 import { describe, expect, test } from 'bun:test'
 import { budgetSubject, createClientAddressRule, parseTrustedProxies } from '../../src/shared/client-address.ts'
 import { gcra } from '../../src/access/rate-limit/gcra.ts'
-import { createFailureBudget, createRateLimiter, type RateLimitOutcome } from '../../src/access/rate-limit/limiter.ts'
+import { createFailureBudget } from '../../src/access/rate-limit/failure-budget.ts'
+import { createRateLimiter, type RateLimitOutcome } from '../../src/access/rate-limit/limiter.ts'
+import type { Granted, SharedCounters } from '../../src/access/rate-limit/redis.ts'
 
 const budget = { limit: 10, windowSeconds: 60 }
 
@@ -92,13 +94,10 @@ describe('the limiter in memory', () => {
     expect(take('a').allowed).toBe(true)
   })
 
-  test("an outcome is its bucket's cell: read at once, it is right whatever other buckets did in between", () => {
+  test('each take answers an outcome of its own, which later takes never change', () => {
     const limiter = createRateLimiter()
     const three = { limit: 3, windowSeconds: 60 }
-    const take = (bucket: string, now: number) => {
-      const outcome = limiter.take(bucket, three, now) as RateLimitOutcome
-      return { ...outcome }
-    }
+    const take = (bucket: string, now: number) => limiter.take(bucket, three, now) as RateLimitOutcome
     const seen = [take('a', 0), take('b', 0), take('a', 0), take('b', 1), take('a', 2), take('a', 3)]
     expect(seen.map((o) => [o.allowed, o.remaining])).toEqual([
       [true, 2],
@@ -108,9 +107,40 @@ describe('the limiter in memory', () => {
       [true, 0],
       [false, 0],
     ])
-    // The refusal says when to retry; another bucket's take does not change what 'a' said.
     expect(seen[5]!.retryAfterSeconds).toBe(20)
     expect(take('b', 4)).toMatchObject({ allowed: true, remaining: 0 })
+  })
+})
+
+describe('the limiter with shared counters', () => {
+  /** Shared counters that answer each lease from a script: a grant, or null (Redis failed). */
+  function scripted(answers: (Granted | null)[]): SharedCounters & { leases: number } {
+    const counters = {
+      leases: 0,
+      available: () => true,
+      lease: async () => {
+        counters.leases++
+        return answers.shift() ?? null
+      },
+      close: async () => {},
+    }
+    return counters
+  }
+
+  test('two takes waiting on one failing refill get one outcome each: the last unit goes to exactly one', async () => {
+    // The first lease leaves the shared budget one request; the refill after it fails, so
+    // both takes fall back to counting alone from what was left.
+    const shared = scripted([{ tokens: 0, remaining: 1, waitMs: 0 }, null])
+    const limiter = createRateLimiter({ shared })
+    const two = { limit: 2, windowSeconds: 60 }
+    expect((limiter.take('bucket', two, 0) as RateLimitOutcome).allowed).toBe(true)
+    // The first lease settles (a turn's end runs every microtask before it).
+    await new Promise((resolve) => setImmediate(resolve))
+    expect(shared.leases).toBe(1)
+    const [first, second] = await Promise.all([limiter.take('bucket', two, 1), limiter.take('bucket', two, 1)])
+    expect(first).not.toBe(second)
+    expect([first!.allowed, second!.allowed].sort()).toEqual([false, true])
+    expect(shared.leases).toBe(2)
   })
 })
 
@@ -139,7 +169,12 @@ describe('client address (TRUST_PROXY, X-Forwarded-For)', () => {
     ['a trusted peer: a forged left entry does not count', '10.1.1.1', '1.2.3.4, 203.0.113.9', '203.0.113.9'],
     ['an untrusted peer: X-Forwarded-For ignored', '198.51.100.1', '203.0.113.9', '198.51.100.1'],
     ['a trusted peer without the header: the peer', '10.1.1.1', null, '10.1.1.1'],
-    ['a garbage hop stops the walk: the peer', '10.1.1.1', 'not-an-ip', '10.1.1.1'],
+    ['an entry that is not an address is the client as it stands, never the proxy', '10.1.1.1', 'not-an-ip', 'not-an-ip'],
+    ['an address with a port is not an address: as it stands', '10.1.1.1', '203.0.113.7:443', '203.0.113.7:443'],
+    ['a bracketed IPv6 address: as it stands', '10.1.1.1', '[2001:db8::1]', '[2001:db8::1]'],
+    ['a zone id: as it stands', '10.1.1.1', 'fe80::1%eth0', 'fe80::1%eth0'],
+    ['"unknown": as it stands, even behind trusted hops', '10.1.1.1', 'unknown, 10.2.2.2', 'unknown'],
+    ['an empty entry: named, not the proxy', '10.1.1.1', '203.0.113.9, ', '(empty)'],
     ['IPv4 mapped in IPv6 is the IPv4 address', '::ffff:10.1.1.1', '203.0.113.9', '203.0.113.9'],
     ['an IPv6 proxy range', 'fd12::1', '2001:db8::7', '2001:db8::7'],
     ['a mapped IPv4 hop is the IPv4 address', '10.1.1.1', '::ffff:203.0.113.9', '203.0.113.9'],

@@ -1,6 +1,6 @@
 import { domainToASCII } from 'node:url'
 import { parse as parseDomain } from 'tldts'
-import { IPV4_ADDRESS, parseIPv6Literal } from './ip.ts'
+import { formatIp, parseIpv4, parseIpv6 } from '../../shared/ip.ts'
 
 /**
  * The entry side of allowed origins: what people type, validated strictly and stored in
@@ -178,7 +178,7 @@ function parseFullForm(scheme: Scheme, rest: string, shown: string): ParsedEntry
   })
 
   if (rawHost.startsWith('[')) {
-    const ipv6 = parseIPv6Literal(rawHost)
+    const ipv6 = ipv6Literal(rawHost)
     if (ipv6 === null) return refused(`${shown} has an invalid IPv6 address; write e.g. "http://[::1]:3000"`)
     return accepted(origin(ipv6))
   }
@@ -328,7 +328,7 @@ function checkHostName(raw: string, shown: string): HostName {
   const labels = host.split('.')
   const last = labels[labels.length - 1]!
   if (NUMERIC_LABEL.test(last)) {
-    if (IPV4_ADDRESS.test(host)) return { ok: true, host, ip: true }
+    if (parseIpv4(host) !== null) return { ok: true, host, ip: true }
     return bad(`${shown} is not a valid IPv4 address; write four decimal numbers 0-255 without leading zeros, e.g. "http://127.0.0.1:3000"`)
   }
   if (host.length > 253) return bad(`${shown} is ${host.length} characters long as a host name; the limit is 253`)
@@ -376,4 +376,15 @@ function suffixExamples(host: string): string {
 
 function registrableDomain(host: string): string | null {
   return parseDomain(host, { allowPrivateDomains: true, extractHostname: false }).domain
+}
+
+/**
+ * `[v6]` as a browser serializes it (`[::1]`), or null. Checked strictly by the shared IP
+ * parser: the URL parser would accept zone ids and other forms an entry may not use.
+ */
+function ipv6Literal(bracketed: string): string | null {
+  if (!bracketed.endsWith(']')) return null
+  const inner = bracketed.slice(1, -1)
+  const value = /^[0-9a-f:.]+$/.test(inner) ? parseIpv6(inner) : null
+  return value === null ? null : `[${formatIp({ family: 6, value })}]`
 }

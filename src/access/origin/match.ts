@@ -13,9 +13,6 @@ export interface OriginMatcher {
   match(origin: string | null): OriginMatch
 }
 
-// Per matcher; enough for the few origins a key really sees, small enough for junk input.
-const MAX_MEMO = 32
-
 const DOT = 46
 const HYPHEN = 45
 
@@ -31,20 +28,22 @@ export function compileOriginMatcher(entries: readonly string[]): OriginMatcher 
     else ignored.push(entry)
   }
 
-  let anyEntry: string | null = null
-  const exact = new Map<string, string>()
-  const domains: { domain: string; entry: string }[] = []
+  // Each entry's match is one shared, immutable value: the hot path builds nothing on success.
+  const allowed = (entry: string): OriginMatch => Object.freeze({ allowed: true as const, entry })
+  let anyMatch: OriginMatch | null = null
+  const exact = new Map<string, OriginMatch>()
+  const domains: { domain: string; match: OriginMatch }[] = []
   const addExact = (origin: string, entry: string) => {
-    if (!exact.has(origin)) exact.set(origin, entry)
+    if (!exact.has(origin)) exact.set(origin, allowed(entry))
   }
 
   for (const entry of parsed) {
     switch (entry.kind) {
       case 'any':
-        anyEntry ??= entry.canonical
+        anyMatch ??= allowed(entry.canonical)
         break
       case 'domain':
-        domains.push({ domain: entry.host, entry: entry.canonical })
+        domains.push({ domain: entry.host, match: allowed(entry.canonical) })
         break
       case 'host':
         addExact(`https://${entry.host}`, entry.canonical)
@@ -61,49 +60,28 @@ export function compileOriginMatcher(entries: readonly string[]): OriginMatcher 
     }
   }
 
-  const anyMatch: OriginMatch | null = anyEntry === null ? null : { allowed: true, entry: anyEntry }
-  // Results are shared, immutable objects so the hot path allocates nothing on success.
-  const hits = new Map<string, OriginMatch>()
-  const hit = (entry: string): OriginMatch => {
-    let result = hits.get(entry)
-    if (!result) hits.set(entry, (result = Object.freeze({ allowed: true as const, entry })))
-    return result
-  }
-
-  const denials = new Map<string, OriginMatch>()
-  let noOrigin: OriginMatch | undefined
+  const denied = (origin: string | null): OriginMatch => ({ allowed: false, reason: explainDenial(origin, list, parsed, ignored) })
   return {
     entries: list,
     match(origin: string | null): OriginMatch {
       if (anyMatch !== null) return anyMatch
-      if (origin === null) {
-        return (noOrigin ??= Object.freeze({ allowed: false as const, reason: explainDenial(null, list, parsed, ignored) }))
-      }
-      const exactEntry = exact.get(origin)
-      if (exactEntry !== undefined) return hit(exactEntry)
+      if (origin === null) return denied(null)
+      const exactMatch = exact.get(origin)
+      if (exactMatch !== undefined) return exactMatch
       // Domain entries: `https://` + (labels + ".")? + domain, default port only. Ending
       // with the domain rules out a port, path or trailing dot; the prefix is scanned.
       if (domains.length > 0 && origin.length <= 8 + 253 && origin.startsWith('https://')) {
         // An indexed loop: no iterator on the per-request path.
         for (let index = 0; index < domains.length; index++) {
-          const { domain, entry } = domains[index]!
+          const { domain, match } = domains[index]!
           const prefixEnd = origin.length - domain.length
           if (prefixEnd < 8 || !origin.endsWith(domain)) continue
-          if (prefixEnd === 8) return hit(entry)
-          if (prefixEnd > 9 && origin.charCodeAt(prefixEnd - 1) === DOT && labelsValid(origin, 8, prefixEnd - 1)) {
-            return hit(entry)
-          }
+          if (prefixEnd === 8) return match
+          if (prefixEnd > 9 && origin.charCodeAt(prefixEnd - 1) === DOT && labelsValid(origin, 8, prefixEnd - 1)) return match
         }
       }
-      // Denials are memoised because a misconfigured page repeats the same origin on
-      // every request, and building the explanation is the only costly part.
-      let denied = denials.get(origin)
-      if (denied === undefined) {
-        if (denials.size >= MAX_MEMO) denials.clear()
-        denied = Object.freeze({ allowed: false as const, reason: explainDenial(origin, list, parsed, ignored) })
-        denials.set(origin, denied)
-      }
-      return denied
+      // A refusal says why; refusals from one address are bounded by its failure budget.
+      return denied(origin)
     },
   }
 }

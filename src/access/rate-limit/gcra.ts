@@ -10,59 +10,47 @@ import type { Budget } from '../../config.ts'
  * twice the limit.
  */
 export interface Verdict {
-  allowed: boolean
+  readonly allowed: boolean
   /** The budget's limit (RateLimit-Limit). */
-  limit: number
+  readonly limit: number
   /** The TAT to store: moved on when allowed, unchanged when not. */
-  tat: number
+  readonly tat: number
   /** Requests that would still be accepted right now. */
-  remaining: number
+  readonly remaining: number
   /** Whole seconds until the budget is whole again (RateLimit-Reset). */
-  resetSeconds: number
+  readonly resetSeconds: number
   /** Whole seconds, at least 1, until a request would be accepted (Retry-After); 0 when allowed. */
-  retryAfterSeconds: number
+  readonly retryAfterSeconds: number
 }
 
 export function emissionInterval(budget: Budget): number {
   return (budget.windowSeconds * 1000) / budget.limit
 }
 
-/** A verdict to fill: a fresh one, or a budget's cell to reuse (see `gcra`). */
-export function blankVerdict(tat = 0): Verdict {
-  return { allowed: false, limit: 0, tat, remaining: 0, resetSeconds: 0, retryAfterSeconds: 0 }
-}
-
-/**
- * Decides one request at `now` (ms) against a stored TAT (0 or older than now: a full
- * budget), written into `into` and answered. A limiter passes the bucket's own cell, which
- * then holds the TAT to store: no object is made per request (src/access/rate-limit/limiter.ts).
- */
-export function gcra(storedTat: number, now: number, budget: Budget, into: Verdict = blankVerdict()): Verdict {
+/** Decides one request at `now` (ms) against a stored TAT (0, or older than now: a full budget). */
+export function gcra(storedTat: number, now: number, budget: Budget): Verdict {
   const interval = emissionInterval(budget)
   const window = budget.windowSeconds * 1000
   const base = Math.max(storedTat, now)
   const next = base + interval
-  into.limit = budget.limit
   if (next - now <= window + slack(interval)) {
-    into.allowed = true
-    into.tat = next
-    into.remaining = Math.max(0, Math.floor((window - (next - now) + slack(interval)) / interval))
-    into.resetSeconds = Math.ceil((next - now) / 1000)
-    into.retryAfterSeconds = 0
-    return into
+    return {
+      allowed: true,
+      limit: budget.limit,
+      tat: next,
+      remaining: Math.max(0, Math.floor((window - (next - now) + slack(interval)) / interval)),
+      resetSeconds: Math.ceil((next - now) / 1000),
+      retryAfterSeconds: 0,
+    }
   }
-  into.allowed = false
-  into.tat = storedTat
-  into.remaining = 0
-  into.resetSeconds = Math.ceil((base - now) / 1000)
-  into.retryAfterSeconds = Math.max(1, Math.ceil((next - window - now) / 1000))
-  return into
-}
-
-/** True while a stored TAT leaves no room for one more request at `now`. */
-export function exhausted(storedTat: number, now: number, budget: Budget): boolean {
-  const interval = emissionInterval(budget)
-  return storedTat - now > budget.windowSeconds * 1000 - interval + slack(interval)
+  return {
+    allowed: false,
+    limit: budget.limit,
+    tat: storedTat,
+    remaining: 0,
+    resetSeconds: Math.ceil((base - now) / 1000),
+    retryAfterSeconds: Math.max(1, Math.ceil((next - window - now) / 1000)),
+  }
 }
 
 /** Floating-point sums of the interval drift (3 × 20 ms is not exactly 60 ms): a thousandth of one (at most half a millisecond) is ignored. */

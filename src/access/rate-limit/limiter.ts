@@ -1,23 +1,19 @@
 import type { Budget } from '../../config.ts'
-import { RecentMap } from '../recent-map.ts'
-import { blankVerdict, emissionInterval, exhausted, gcra, type Verdict } from './gcra.ts'
-import { createSharedCounters } from './redis.ts'
+import { BoundedMap } from '../../shared/bounded-map.ts'
+import { emissionInterval, gcra } from './gcra.ts'
+import { createSharedCounters, type SharedCounters } from './redis.ts'
 
-/** One decision of the limiter, with what the RateLimit-* headers say. */
+/** One decision of the limiter, with what the RateLimit-* headers say: a value of its own per take. */
 export interface RateLimitOutcome {
-  allowed: boolean
-  limit: number
-  remaining: number
-  resetSeconds: number
-  retryAfterSeconds: number
+  readonly allowed: boolean
+  readonly limit: number
+  readonly remaining: number
+  readonly resetSeconds: number
+  readonly retryAfterSeconds: number
 }
 
 export interface RateLimiter {
-  /**
-   * Counts one request against `bucket`'s budget. Synchronous unless the shared counters
-   * must be asked. Read the outcome at once: counting alone, it is the bucket's own cell,
-   * which the bucket's next take overwrites (no object is made per request).
-   */
+  /** Counts one request against `bucket`'s budget. Synchronous unless the shared counters must be asked. */
   take(bucket: string, budget: Budget, now: number): RateLimitOutcome | Promise<RateLimitOutcome>
   /** True while budgets are shared through Redis; false when counting alone. */
   sharing(): boolean
@@ -27,6 +23,8 @@ export interface RateLimiter {
 export interface RateLimiterOptions {
   /** Shared counters (REDIS_URL); unset: this instance counts alone. */
   redisUrl?: string
+  /** Stands in for the Redis counters (tests script their answers). */
+  shared?: SharedCounters
   /** Most buckets remembered; the least recently used is forgotten first (a fresh budget). */
   maxBuckets?: number
   log?: (line: string) => void
@@ -43,18 +41,17 @@ export interface RateLimiterOptions {
  */
 export function createRateLimiter(options: RateLimiterOptions = {}): RateLimiter {
   const max = options.maxBuckets ?? 100_000
-  // Each bucket's GCRA cell: its TAT, and the last verdict, which `take` hands back.
-  const local = new RecentMap<string, Verdict>(max)
-  const shared = options.redisUrl ? createSharedCounters(options.redisUrl, options.log ?? console.error) : null
-  const leases = new RecentMap<string, Lease>(max)
+  // Each bucket's theoretical arrival time (GCRA).
+  const local = new BoundedMap<string, { tat: number }>(max)
+  const shared = options.shared ?? (options.redisUrl ? createSharedCounters(options.redisUrl, options.log ?? console.error) : null)
+  const leases = new BoundedMap<string, Lease>(max)
 
   function takeLocally(bucket: string, budget: Budget, now: number): RateLimitOutcome {
-    let cell = local.get(bucket)
-    if (cell === undefined) {
-      cell = blankVerdict()
-      local.set(bucket, cell)
-    }
-    return gcra(cell.tat, now, budget, cell)
+    const cell = local.get(bucket)
+    const verdict = gcra(cell?.tat ?? 0, now, budget)
+    if (cell === undefined) local.set(bucket, { tat: verdict.tat })
+    else cell.tat = verdict.tat
+    return verdict
   }
 
   /**
@@ -69,7 +66,7 @@ export function createRateLimiter(options: RateLimiterOptions = {}): RateLimiter
       const left = Math.min(budget.limit, Math.max(0, lease.tokens + lease.sharedRemaining))
       const tat = now + (budget.limit - left) * emissionInterval(budget)
       const cell = local.get(bucket)
-      if (cell === undefined) local.set(bucket, blankVerdict(tat))
+      if (cell === undefined) local.set(bucket, { tat })
       else cell.tat = Math.max(cell.tat, tat)
     }
     return takeLocally(bucket, budget, now)
@@ -158,38 +155,4 @@ interface Lease {
   /** Requests accepted before their budget was leased, charged with the next lease. */
   debt: number
   refilling: Promise<boolean> | null
-}
-
-/** A budget for counting failures: `blocked` before the work, `record` after a failure. */
-export interface FailureBudget {
-  /** False when no failure came within the last window: then nobody can be blocked. */
-  active(now: number): boolean
-  /** Whole seconds the subject must wait, or null when it may go on. */
-  blocked(subject: string, now: number): number | null
-  record(subject: string, now: number): void
-}
-
-/**
- * Failed authentications per client address (contract section 8), counted by this instance
- * alone: a GCRA cell per address that only failures move, so once more than `limit`
- * failures came within the window, the address is refused until the window has passed.
- */
-export function createFailureBudget(budget: Budget, maxSubjects = 100_000): FailureBudget {
-  const cells = new RecentMap<string, { tat: number }>(maxSubjects)
-  let lastFailureAt = Number.NEGATIVE_INFINITY
-  return {
-    active: (now) => now - lastFailureAt < budget.windowSeconds * 1000,
-    blocked(subject, now) {
-      const cell = cells.get(subject)
-      if (cell === undefined || !exhausted(cell.tat, now, budget)) return null
-      return gcra(cell.tat, now, budget).retryAfterSeconds
-    },
-    record(subject, now) {
-      lastFailureAt = now
-      const cell = cells.get(subject)
-      const verdict = gcra(cell?.tat ?? 0, now, budget)
-      if (cell === undefined) cells.set(subject, { tat: verdict.tat })
-      else cell.tat = verdict.tat
-    },
-  }
 }

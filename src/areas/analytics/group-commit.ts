@@ -20,24 +20,18 @@ export interface GroupCommitter<Row> {
   /**
    * Resolves once `rows` are committed; rejects with the error of the insert that carried
    * them, or at once with 503 when the queue (or this tenant's share of it) is full.
-   * `client`: the request; rows whose client has gone when an insert comes to take them,
-   * after waiting `checkClientAfterMs` or longer, are dropped (rejected with 503) instead.
-   * The signal is read only then: in Bun, reading a request's signal costs about 2.3 µs
-   * and listening on it 2.7 µs more, together as much as a tenth of a single-event
-   * request. Rows taken within `checkClientAfterMs` (every write taken at the end of its
-   * turn, and those that waited a few milliseconds behind a busy insert) are written
-   * whether their client is there or not: what dropping them saves is small, and a client
-   * that went away retries with the same event ids. (Bun answers `aborted` true for a
-   * signal first read after its client went away.)
-   * `answer`: what the promise resolves with, so that a caller answering a fixed value
-   * saves the promise and turn of `write(...).then(() => answer)`.
+   * `client`: the request. Rows that waited `checkClientAfterMs` or longer are dropped
+   * (rejected with 503) if their client has gone by the time an insert takes them; the
+   * signal is read only then, as reading it costs a visible share of a request
+   * (docs/decisions.md, "Ingestion bounds"). A client that went away retries with the same
+   * event ids.
    */
-  write<Answer = void>(tenant: string, rows: readonly Row[], client?: { readonly signal: AbortSignal }, answer?: Answer): Promise<Answer>
+  write(tenant: string, rows: readonly Row[], client?: { readonly signal: AbortSignal }): Promise<void>
   /**
    * Throws the 503 a write for `tenant` would get now because its share or the queue is
    * full: called before a body is read, so a flood is shed without parsing it.
    */
-  admit(tenant: string): void
+  checkRoom(tenant: string): void
   /** Writes everything queued, then refuses new writes (graceful shutdown). */
   close(): Promise<void>
   readonly stats: Readonly<GroupCommitStats>
@@ -73,11 +67,8 @@ interface Waiting<Row> {
   /** The tenant's queue this request waits in (live until the request is released). */
   queue: TenantQueue<Row>
   rows: readonly Row[]
-  /** Settles the write's promise with its answer. */
-  resolve(answer: unknown): void
+  resolve(): void
   reject(error: unknown): void
-  /** What the write's promise resolves with. */
-  answer: unknown
   /** The request, for rows that had to wait: checked when an insert comes to take them. */
   client: { readonly signal: AbortSignal } | undefined
   /** When they began to wait (performance.now), with `client`. */
@@ -92,12 +83,9 @@ interface Waiting<Row> {
  *
  * Writes wait for the end of the event loop's turn (setImmediate): the free insert slots
  * then take every write the turn brought, so the requests one socket poll delivered share
- * one insert and their answers go out together. Starting an insert at once for each write
- * that found a slot free gave most page views a chain of five promises of their own: with
- * the event store off, a page view cost 57.0 µs of CPU that way and 39.2 µs this way
- * (bench/README.md, "Writes gathered per turn"). The wait is one turn, well under a
- * millisecond. Writes arriving while inserts run leave together with the next free slot.
- * Each request is answered only after the commit that carried its rows.
+ * one insert (bench/README.md, "Writes gathered per turn"). Writes arriving while inserts
+ * run leave together with the next free slot. Each request is answered only after the
+ * commit that carried its rows.
  *
  * A failed insert fails no row that is fine: unless the database itself is unavailable,
  * every request of the failed batch is inserted again on its own, so only the request at
@@ -200,9 +188,6 @@ export function createGroupCommitter<Row>(options: GroupCommitOptions<Row>): Gro
     return batch
   }
 
-  // A batch's path is a chain of plain promises, not async functions: at low load every
-  // request is a batch of its own, and each async frame was one more promise and hop.
-
   /** Inserts the batch's rows and counts the commit. */
   function insert(batch: Waiting<Row>[]): Promise<void> {
     const rows = batch.length === 1 ? batch[0]!.rows : batch.flatMap((waiting) => waiting.rows)
@@ -223,7 +208,7 @@ export function createGroupCommitter<Row>(options: GroupCommitOptions<Row>): Gro
   function commit(batch: Waiting<Row>[]): Promise<void> {
     return insert(batch).then(
       () => {
-        for (const waiting of batch) waiting.resolve(waiting.answer)
+        for (const waiting of batch) waiting.resolve()
         for (const waiting of batch) release(waiting)
       },
       (error: unknown) => commitFailed(batch, error),
@@ -239,7 +224,7 @@ export function createGroupCommitter<Row>(options: GroupCommitOptions<Row>): Gro
         for (const waiting of batch) {
           try {
             await insert([waiting])
-            waiting.resolve(waiting.answer)
+            waiting.resolve()
           } catch (own) {
             waiting.reject(own)
           }
@@ -286,12 +271,7 @@ export function createGroupCommitter<Row>(options: GroupCommitOptions<Row>): Gro
     )
   }
 
-  function write<Answer = void>(
-    tenant: string,
-    rows: readonly Row[],
-    client?: { readonly signal: AbortSignal },
-    answer?: Answer,
-  ): Promise<Answer> {
+  function write(tenant: string, rows: readonly Row[], client?: { readonly signal: AbortSignal }): Promise<void> {
     if (closed) {
       return Promise.reject(
         new ApiError('unavailable', 'The service is shutting down; nothing was written. Retry in a moment.', {
@@ -299,7 +279,7 @@ export function createGroupCommitter<Row>(options: GroupCommitOptions<Row>): Gro
         }),
       )
     }
-    if (rows.length === 0) return Promise.resolve(answer as Answer)
+    if (rows.length === 0) return Promise.resolve()
     let queue = tenants.get(tenant)
     // A request larger than the whole cap could never fit: it may go alone into an empty queue.
     const tooMuch =
@@ -309,16 +289,15 @@ export function createGroupCommitter<Row>(options: GroupCommitOptions<Row>): Gro
       queue = { queue: [], head: 0, rows: 0 }
       tenants.set(tenant, queue)
     }
-    const { promise, resolve, reject } = Promise.withResolvers<Answer>()
+    const { promise, resolve, reject } = Promise.withResolvers<void>()
     // Every field set here, the same shape for every request. Its client is asked, if it
     // waited long enough, when an insert comes to take it.
     const waiting: Waiting<Row> = {
       tenant,
       queue,
       rows,
-      resolve: resolve as (answer: unknown) => void,
+      resolve,
       reject,
-      answer,
       client,
       since: client === undefined ? 0 : clock(),
     }
@@ -335,7 +314,7 @@ export function createGroupCommitter<Row>(options: GroupCommitOptions<Row>): Gro
 
   return {
     write,
-    admit(tenant) {
+    checkRoom(tenant) {
       const full = stats.queuedRows >= maxQueuedRows || (tenants.get(tenant)?.rows ?? 0) >= maxTenantRows
       if (full) throw queueFull()
     },

@@ -1,6 +1,6 @@
 import { Elysia, type Static } from 'elysia'
-import type { AccessContext } from '../../access/gate.ts'
-import { type DirectAnswer, directRouteDetail } from '../../http/direct-route.ts'
+import type { Grant } from '../../access/gate.ts'
+import { directRouteDetail } from '../../http/direct-route.ts'
 import type { RouteAccess } from '../../access/scopes.ts'
 import { isDatabaseUnavailable } from '../../../db/faults.ts'
 import type { AreaDeps } from '../deps.ts'
@@ -25,17 +25,18 @@ export function trackRoutes({ db, direct, onShutdown, reportIngest, ingest }: Ar
   })
   onShutdown(() => writer.close())
   // A full queue refuses before the body is read: a flood is shed without parsing it.
-  const trackAccess: RouteAccess = { scope: 'ANALYTICS_WRITE', public: true, admit: (key) => writer.admit(key.businessId) }
+  const trackAccess: RouteAccess = { scope: 'ANALYTICS_WRITE', public: true, checkRoom: (businessId) => writer.checkRoom(businessId) }
   reportIngest?.(() => ({ queuedRows: writer.stats.queuedRows, committedRows: writer.stats.rows }))
 
   const spec = { method: 'POST', path: '/api/v0/analytics', access: trackAccess, body: TrackBody.schema } as const
-  const answer = direct.answer(spec, (access, body, request) => {
-    TrackBody.transform({ body })
+  const handle = direct.route(spec, async (grant, body, request) => {
+    TrackBody.check({ body })
     const track = body as Static<typeof TrackBody.schema>
-    const rows = 'events' in track ? toEventRows(track.events, 'events', access) : toEventRows([track], null, access)
-    return writer.write(access.key.businessId, rows, request, acceptedAnswer(rows.length))
+    const rows = 'events' in track ? toEventRows(track.events, 'events', grant) : toEventRows([track], null, grant)
+    await writer.write(grant.key.businessId, rows, request)
+    return { status: 202, body: { accepted: rows.length } }
   })
-  return new Elysia({ name: 'area/analytics/track' }).post(spec.path, ({ request }) => answer(request), {
+  return new Elysia({ name: 'area/analytics/track' }).post(spec.path, ({ request }) => handle(request), {
     response: { 202: Accepted },
     detail: directRouteDetail(spec, {
       summary: 'Track one event, or a batch of up to 500 as {"events": [...]}',
@@ -83,9 +84,9 @@ export function analyticsRoutes({ db, access }: AreaDeps) {
  * what PostgreSQL cannot store, src/http/json-body.ts: the event's own fields are not
  * walked again.) Any failure refuses the whole request before anything is written.
  */
-function toEventRows(events: readonly Static<typeof TrackedEvent>[], batchKey: string | null, { key, origin }: AccessContext): EventRow[] {
+function toEventRows(events: readonly Static<typeof TrackedEvent>[], batchKey: string | null, { key, origin }: Grant): EventRow[] {
   const receivedAt = Date.now()
-  const received = isoTime(receivedAt)
+  const received = new Date(receivedAt).toISOString()
   return events.map((event, index) => {
     const path = recordPath(batchKey, index)
     if (event.properties !== undefined) assertStorableJson(event.properties, fieldPath(path, 'properties'))
@@ -103,24 +104,4 @@ function toEventRows(events: readonly Static<typeof TrackedEvent>[], batchKey: s
     }
     return toEventRow(event, key, origin, occurred, received)
   })
-}
-
-/** A single event's answer, the usual one, made once. */
-const ACCEPTED_ONE: DirectAnswer = Object.freeze({ status: 202, json: '{"accepted":1}' })
-
-/** The Accepted answer written out: one number needs no JSON.stringify. */
-function acceptedAnswer(count: number): DirectAnswer {
-  return count === 1 ? ACCEPTED_ONE : { status: 202, json: `{"accepted":${count}}` }
-}
-
-let lastTime = Number.NaN
-let lastIso = ''
-
-/** `new Date(at).toISOString()`, made once per millisecond: a busy one receives many requests. */
-function isoTime(at: number): string {
-  if (at !== lastTime) {
-    lastTime = at
-    lastIso = new Date(at).toISOString()
-  }
-  return lastIso
 }

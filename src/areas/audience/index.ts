@@ -106,7 +106,7 @@ export function audienceRoutes(deps: AreaDeps) {
       {
         access: { scope: 'AUDIENCE_LIST_WRITE', public: false },
         body: newList.schema,
-        transform: newList.transform,
+        transform: newList.check,
         response: { 201: List },
         detail: { summary: 'Create a list; a slug already used in the business answers 409', ...alsoAnswers('conflict') },
       },
@@ -160,7 +160,7 @@ export function audienceRoutes(deps: AreaDeps) {
         access: { scope: 'AUDIENCE_LIST_WRITE', public: true },
         params: SlugParams,
         body: membersBody.schema,
-        transform: membersBody.transform,
+        transform: membersBody.check,
         response: Added,
         detail: {
           ...alsoAnswers('list_not_found'),
@@ -187,7 +187,7 @@ export function audienceRoutes(deps: AreaDeps) {
         access: { scope: 'AUDIENCE_LIST_WRITE', public: true },
         params: SlugParams,
         body: membersBody.schema,
-        transform: membersBody.transform,
+        transform: membersBody.check,
         response: Removed,
         detail: {
           ...alsoAnswers('list_not_found'),
@@ -244,7 +244,7 @@ function matchedRoutes<T extends MatchedTable, R extends PersonRecord | CompanyR
       {
         access: { scope: scopes.write, public: true },
         body: resource.body.schema,
-        transform: resource.body.transform,
+        transform: resource.body.check,
         response: resource.upserted,
         detail: {
           ...alsoAnswers('conflict'),

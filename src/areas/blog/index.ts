@@ -52,11 +52,11 @@ const newTag = strictBody(NewTag)
 const tagChanges = strictBody(TagChanges)
 
 /** The strict body check, then the date range the `date-time` format does not state (year 0 passes it). */
-function withPublishedAt<S extends { transform(context: { body: unknown }): void }>(strict: S): S {
+function withPublishedAt<S extends { check(context: { body: unknown }): void }>(strict: S): S {
   return {
     ...strict,
-    transform({ body }: { body: unknown }) {
-      strict.transform({ body })
+    check({ body }: { body: unknown }) {
+      strict.check({ body })
       const { publishedAt } = body as { publishedAt?: unknown }
       if (typeof publishedAt === 'string') acceptedDate(publishedAt, 'publishedAt')
     },
@@ -109,7 +109,7 @@ export function blogRoutes(deps: AreaDeps) {
       {
         access: WRITE,
         body: newBlog.schema,
-        transform: newBlog.transform,
+        transform: newBlog.check,
         response: { 201: Blog },
         detail: { summary: 'Create a blog; author and tags must exist in this business', ...alsoAnswers('conflict') },
       },
@@ -124,7 +124,7 @@ export function blogRoutes(deps: AreaDeps) {
         access: WRITE,
         params: IdParams,
         body: blogChanges.schema,
-        transform: blogChanges.transform,
+        transform: blogChanges.check,
         response: Blog,
         detail: { summary: 'Change a blog; `tags` replaces the whole list', ...alsoAnswers('conflict') },
       },
@@ -205,7 +205,7 @@ function namedRoutes<T extends NamedTable, R extends AuthorRecord | TagRecord>({
       {
         access: WRITE,
         body: resource.newBody.schema,
-        transform: resource.newBody.transform,
+        transform: resource.newBody.check,
         response: { 201: resource.record },
         detail: { summary: `Create ${one}`, ...alsoAnswers('conflict') },
       },
@@ -214,7 +214,7 @@ function namedRoutes<T extends NamedTable, R extends AuthorRecord | TagRecord>({
       access: WRITE,
       params: IdParams,
       body: resource.changes.schema,
-      transform: resource.changes.transform,
+      transform: resource.changes.check,
       response: resource.record,
       detail: { summary: `Change ${one}`, ...alsoAnswers('conflict') },
     })

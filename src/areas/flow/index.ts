@@ -38,7 +38,7 @@ export function flowRoutes({ db, access }: AreaDeps) {
         // and so is a JSON null, which says the same.
         transform({ body }) {
           if (body === undefined || body === null) return
-          triggerBody.transform({ body })
+          triggerBody.check({ body })
           // The strict check above has established that the body is a trigger object.
           const { input } = body as { input?: unknown }
           if (input !== undefined) assertStorableJson(input, 'input', MAX_INPUT_BYTES)

@@ -15,7 +15,7 @@ const documentChanges = strictBody(DocumentChanges)
 /** The checks of the body as sent, then the limits a schema cannot state for free-form JSON. */
 function checkBody(strict: typeof newDocument | typeof documentChanges) {
   return function checkDocumentBody({ body }: { body: unknown }) {
-    strict.transform({ body })
+    strict.check({ body })
     // The strict check above has established that the body is a document object.
     const { metadata } = body as { metadata?: unknown }
     if (metadata !== undefined) assertStorableJson(metadata, 'metadata', MAX_METADATA_BYTES)
