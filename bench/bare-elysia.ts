@@ -5,16 +5,12 @@ import type { Db } from '../db/client.ts'
 import { TrackBody } from '../src/areas/analytics/model.ts'
 import { eventInserter } from '../src/areas/analytics/service.ts'
 import { POSTGRES_INSERTS_IN_FLIGHT } from '../src/config.ts'
-import { type CheckedKey, createCheckedFloorRoutes } from './checked-floor.ts'
 import { createFloorCommit } from './floor-commit.ts'
 import { createFloorRoutes, WHOAMI_ANSWER } from './floor-routes.ts'
 
 // The baseline of bench/whoami.ts: the same paths on a bare Elysia app, with no key chain,
 // no CORS and no database, answering a JSON body of the same shape as the real whoami.
 
-// PEER=1: the same routes also read the TCP peer's address, as the service must for every
-// public-key request (the per-visitor budget of contract section 8), since Bun makes a
-// getpeername system call for each requestIP.
 // FLOOR=1: the same routes do what any implementation of the contract must do natively
 // for a granted public-key request, and nothing else: read the peer's address, read the
 // Authorization and Origin headers (Bun builds the request's Headers on the first read),
@@ -25,18 +21,9 @@ import { createFloorRoutes, WHOAMI_ANSWER } from './floor-routes.ts'
 // is its own code. FLOOR_AT_TURN_END=1: the floor answering at the end of the event loop's
 // turn (bench/floor-routes.ts). Served as the service serves its hot routes, by Bun's
 // router (the app's `serve.routes`), so Elysia's per-request work is not counted against it.
-// FLOOR_CHECKED (the key's CheckedKey as JSON): the floor plus the contract's checks,
-// written as leanly as one function can (bench/checked-floor.ts).
-const checkedKey = process.env.FLOOR_CHECKED
-const floorMode =
-  process.env.FLOOR === '1' ||
-  process.env.FLOOR_AT_TURN_END === '1' ||
-  process.env.FLOOR_DATABASE_URL !== undefined ||
-  checkedKey !== undefined
-const mode = floorMode ? 'floor' : process.env.PEER === '1' ? 'peer' : 'bare'
+const floorMode = process.env.FLOOR === '1' || process.env.FLOOR_AT_TURN_END === '1' || process.env.FLOOR_DATABASE_URL !== undefined
 let server: { requestIP(request: Request): { address: string } | null } | null = null
 const peerAddress = (request: Request): string | undefined => server?.requestIP(request)?.address
-const peer = mode === 'bare' ? () => undefined : peerAddress
 
 // FLOOR_DATABASE_URL (with FLOOR_BUSINESS and FLOOR_KEY, the ids its rows carry): the page
 // view answers after its rows are committed there, by the service's own insert statement
@@ -53,24 +40,14 @@ const commit = floorDatabase
     }
   : undefined
 
-// The floor's routes (bench/floor-routes.ts), which bench/handler-cost.ts also calls in process.
-const floorRoutes = createFloorRoutes(peerAddress, {
-  atTurnEnd: process.env.FLOOR_AT_TURN_END === '1',
-  commit,
-})
-
-const routes = checkedKey === undefined ? floorRoutes : createCheckedFloorRoutes(peerAddress, JSON.parse(checkedKey) as CheckedKey)
-const app = new Elysia(mode === 'floor' ? { serve: { routes } } : {})
+const routes = createFloorRoutes(peerAddress, { atTurnEnd: process.env.FLOOR_AT_TURN_END === '1', commit })
+const app = new Elysia(floorMode ? { serve: { routes } } : {})
   // bench/ingest.ts sends these once a run's POSTs are all sent, as it does to the service.
   .get('/healthz', () => ({ status: 'ok' }))
-  .get('/api/v0/whoami', ({ request }) => (peer(request) === '' ? null : WHOAMI_ANSWER))
-  .post(
-    '/api/v0/analytics',
-    ({ body, status, request }) => status(202, { accepted: peer(request) === '' ? 0 : 'events' in body ? body.events.length : 1 }),
-    {
-      body: TrackBody.schema,
-    },
-  )
+  .get('/api/v0/whoami', () => WHOAMI_ANSWER)
+  .post('/api/v0/analytics', ({ body, status }) => status(202, { accepted: 'events' in body ? body.events.length : 1 }), {
+    body: TrackBody.schema,
+  })
   .listen(Number(process.env.PORT ?? 3001))
 server = app.server
 console.log(`bare elysia listening on http://localhost:${app.server!.port}`)

@@ -53,7 +53,7 @@ export function createFloorRoutes(
         atTurnEnd === null
           ? (request: Request) => floorAnswer(request, 200, JSON.stringify(WHOAMI_ANSWER))
           : async (request: Request) => {
-              await atTurnEnd(null)
+              await atTurnEnd()
               return floorAnswer(request, 200, JSON.stringify(WHOAMI_ANSWER))
             },
     },
@@ -65,7 +65,7 @@ export function createFloorRoutes(
           const origin = request.headers.get('origin')
           const events = 'events' in body ? body.events : [body]
           await commit.write(events.map((event) => floorRow(event, commit.key, origin)))
-        } else if (atTurnEnd !== null) await atTurnEnd(null)
+        } else if (atTurnEnd !== null) await atTurnEnd()
         return floorAnswer(request, 202, JSON.stringify({ accepted: 'events' in body ? body.events.length : 1 }))
       },
     },
