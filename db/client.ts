@@ -71,6 +71,9 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
       // service would stay down that long after the database is back. Half a second at most.
       backoff: (retries) => Math.min(0.05 * 2 ** retries, 0.5),
       connection: {
+        // Its own name per process: the probe ends this pool's sessions on a server that
+        // takes no writes, and only those (db/deadline.ts).
+        application_name: `keygate-${crypto.randomUUID().slice(0, 8)}`,
         statement_timeout: queryTimeoutMs,
         // A transaction its client gave up on (a deadline) must not hold its locks.
         idle_in_transaction_session_timeout: queryTimeoutMs * 2,
