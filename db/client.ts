@@ -58,6 +58,8 @@ export interface DatabaseOptions {
 const QUERY_TIMEOUT_MS = 4_000
 /** The readiness probe and the availability probe: shorter than any client's patience. */
 const PROBE_TIMEOUT_MS = 2_000
+/** How long closing waits for the pool's connections to finish before cutting them. */
+const CLOSE_TIMEOUT_S = 1
 
 export async function openDatabase(options: DatabaseOptions): Promise<Database> {
   if (options.databaseUrl) {
@@ -102,7 +104,10 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
       copyIn: boundedCopy(raw, queryTimeoutMs, availability),
       close: async () => {
         availability.close()
-        await raw.end({ timeout: 5 })
+        // Called once the service has drained: nothing of ours still runs. postgres.js keeps
+        // a statement whose socket failed as its connection's current one, and `end` waits
+        // for such a connection until its timeout: after a failover, every stop took it whole.
+        await raw.end({ timeout: CLOSE_TIMEOUT_S })
       },
     }
   }
