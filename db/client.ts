@@ -58,6 +58,8 @@ export interface DatabaseOptions {
 const QUERY_TIMEOUT_MS = 4_000
 /** The readiness probe and the availability probe: shorter than any client's patience. */
 const PROBE_TIMEOUT_MS = 2_000
+/** How long closing waits for the pool's connections to finish before cutting them. */
+const CLOSE_TIMEOUT_S = 1
 
 export async function openDatabase(options: DatabaseOptions): Promise<Database> {
   if (options.databaseUrl) {
@@ -71,6 +73,9 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
       // service would stay down that long after the database is back. Half a second at most.
       backoff: (retries) => Math.min(0.05 * 2 ** retries, 0.5),
       connection: {
+        // Its own name per process: the probe ends this pool's sessions on a server that
+        // takes no writes, and only those (db/deadline.ts).
+        application_name: `keygate-${crypto.randomUUID().slice(0, 8)}`,
         statement_timeout: queryTimeoutMs,
         // A transaction its client gave up on (a deadline) must not hold its locks.
         idle_in_transaction_session_timeout: queryTimeoutMs * 2,
@@ -99,7 +104,10 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
       copyIn: boundedCopy(raw, queryTimeoutMs, availability),
       close: async () => {
         availability.close()
-        await raw.end({ timeout: 5 })
+        // Called once the service has drained: nothing of ours still runs. postgres.js keeps
+        // a statement whose socket failed as its connection's current one, and `end` waits
+        // for such a connection until its timeout: after a failover, every stop took it whole.
+        await raw.end({ timeout: CLOSE_TIMEOUT_S })
       },
     }
   }

@@ -1,7 +1,7 @@
 import type { Writable } from 'node:stream'
 import type { Sql } from 'postgres'
 import type { Availability } from './availability.ts'
-import { DatabaseDeadlineError, DatabaseDownError } from './faults.ts'
+import { DatabaseDeadlineError, DatabaseDownError, DatabaseNotPrimaryError } from './faults.ts'
 
 /**
  * A postgres.js client whose every statement answers within `ms`, or fails with
@@ -26,11 +26,43 @@ export function boundedClient(sql: Sql, ms: number, availability: Availability):
 }
 
 /**
- * `select 1` within `ms` on the raw client: the availability probe, which must reach the
- * server while statements are being refused.
+ * The availability probe, within `ms` on the raw client (it must reach the server while
+ * statements are being refused): resolves only when the server answers and takes writes.
+ * A standby in recovery, or a server set read-only, answers too, so `select 1` is not
+ * enough (contract section 17).
+ *
+ * Found on such a server, the probe ends every session of this pool there, its own last:
+ * the pool then connects again, trying the next host in DATABASE_URL, and finds the
+ * primary wherever it is now. postgres.js checks target_session_attrs only when a
+ * connection opens; a connection that reached a read-only server (a standby under
+ * `read-write`, or a primary set read-only after it opened) would otherwise stay there.
+ * The pool's sessions are known by their application_name (db/client.ts).
  */
 export async function probe(sql: Sql, ms: number): Promise<void> {
-  await settleBy(sql`select 1`, Date.now() + ms, ms, null)
+  const [state] = (await settleBy(
+    sql`select pg_is_in_recovery() as "inRecovery", current_setting('transaction_read_only') = 'on' as "readOnly"`,
+    Date.now() + ms,
+    ms,
+    null,
+  )) as { inRecovery: boolean; readOnly: boolean }[]
+  if (state === undefined || (!state.inRecovery && !state.readOnly)) return
+  await settleBy(
+    // It may run on another of the pool's connections: each end is conditioned on the server
+    // it runs on. The others first (the aggregate ends before the outer row is made), then
+    // its own.
+    sql`select pg_terminate_backend(pg_backend_pid()) from (
+          select count(pg_terminate_backend(pid)) from pg_stat_activity
+          where application_name = current_setting('application_name') and usename = current_user and pid <> pg_backend_pid()
+            and (pg_is_in_recovery() or current_setting('transaction_read_only') = 'on')
+        ) as others
+        where pg_is_in_recovery() or current_setting('transaction_read_only') = 'on'`,
+    Date.now() + ms,
+    ms,
+    null,
+  ).catch(() => {
+    // Ending its own session fails the statement (57P01): the point of it.
+  })
+  throw new DatabaseNotPrimaryError(state)
 }
 
 function bound(sql: Sql, deadlineOf: () => number, ms: number, availability: Availability): Sql {

@@ -146,7 +146,9 @@ export function listenForever(databaseUrl: string, channel: string, handlers: Li
       listening = false
       const last = client
       client = null
-      await last?.end({ timeout: 5 })
+      // A LISTEN connection has nothing to finish; one still looking for a primary would
+      // hold `end` for its whole timeout.
+      await last?.end({ timeout: 0 })
     },
   }
 }

@@ -25,6 +25,14 @@ export const DEFAULT_RATE_LIMITS = {
  */
 export const POSTGRES_INSERTS_IN_FLIGHT = 3
 
+/**
+ * SIGTERM's drain time: the longest from the signal to the process's exit, whatever the
+ * database does meanwhile. In-flight requests end within 5 s (a 503 at worst) and each
+ * write of the drain has its statement deadline; this bounds their sum, under the 30 s
+ * a container orchestrator gives by default before SIGKILL.
+ */
+export const STOP_TIMEOUT_MS = 15_000
+
 /** Most analytics rows waiting to be committed, by default (INGEST_QUEUE_ROWS). */
 export const DEFAULT_INGEST_QUEUE_ROWS = 20_000
 

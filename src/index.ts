@@ -1,10 +1,10 @@
 import { openDatabase, type Database } from '../db/client.ts'
 import { migrate } from '../db/migrate.ts'
 import { createApp, type Service } from './app.ts'
-import { loadConfig } from './config.ts'
+import { loadConfig, STOP_TIMEOUT_MS } from './config.ts'
 import { SERVER_OPTIONS } from './http/server-options.ts'
 import { bootstrapFirstOwner } from './dashboard/bootstrap.ts'
-import { createLogger, flushLog, lineLogger } from './observability/log.ts'
+import { createLogger, errorFields, flushLog, lineLogger } from './observability/log.ts'
 import { resolveAdminToken } from './process/admin-token.ts'
 import { lockDataDir } from './process/data-dir-lock.ts'
 
@@ -21,11 +21,24 @@ async function stop(signal: string) {
   if (stopping) return
   stopping = true
   logger.info(`${signal}: finishing in-flight requests`)
-  await service?.app.server?.stop(false)
-  await service?.drain()
-  await database?.close()
+  const overdue = setTimeout(() => {
+    logger.error(`${signal}: not stopped within ${STOP_TIMEOUT_MS} ms; exiting without waiting further`)
+    flushLog()
+    process.exit(1)
+  }, STOP_TIMEOUT_MS)
+  let code = 0
+  try {
+    await service?.app.server?.stop(false)
+    await service?.drain()
+  } catch (error) {
+    // Still close and exit: a stop that throws must not leave the process running.
+    logger.error(`${signal}: draining failed`, errorFields(error))
+    code = 1
+  }
+  await database?.close().catch((error: unknown) => logger.warn(`${signal}: closing the database failed`, errorFields(error)))
+  clearTimeout(overdue)
   flushLog()
-  process.exit(0)
+  process.exit(code)
 }
 process.on('SIGTERM', () => void stop('SIGTERM'))
 process.on('SIGINT', () => void stop('SIGINT'))

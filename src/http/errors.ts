@@ -113,7 +113,7 @@ function describe(code: string | number, error: unknown, method: string, path: s
       code: 'unavailable',
       status: 503,
       // Not "nothing was written": a statement past its deadline may still commit later.
-      message: 'The database is not answering. Retry after the delay in Retry-After.',
+      message: 'The database is not answering, or no primary takes writes (a failover). Retry after the delay in Retry-After.',
       headers: { 'retry-after': '5' },
     }
   }
