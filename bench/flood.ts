@@ -14,17 +14,21 @@
  * p99 under 250 ms, peak memory under 512 MiB.
  *
  * Environment: DATABASE_URL (default postgres://postgres@127.0.0.1:5432/bench, created
- * when missing), BENCH_SECONDS (flood length, default 10).
+ * when missing), BENCH_SECONDS (flood length, default 10), COMPARE_TREES (comma-separated
+ * checkouts measured the same way in the same run, the trees and this one taking turns),
+ * BENCH_REPETITIONS (rounds of turns, default 1).
  */
 import { readFileSync, writeFileSync, mkdtempSync, rmSync } from 'node:fs'
 import { cpus, loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import postgres from 'postgres'
-import { databaseUrl, ensureDatabase, killOnExit, onCore, pinned, runBenchmark, startService, wrkVersion } from './support.ts'
+import { databaseUrl, ensureDatabase, killOnExit, onCore, pinned, root, runBenchmark, startService, wrkVersion } from './support.ts'
 
 const SECONDS = Number(process.env.BENCH_SECONDS || 10)
 /** BENCH_LIMITER=default: the flooding key keeps the default per-visitor budget (300/60). */
 const WITH_LIMITER = process.env.BENCH_LIMITER === 'default'
+const TREES = [root, ...(process.env.COMPARE_TREES ?? '').split(',').filter((tree) => tree !== '')]
+const REPETITIONS = Number(process.env.BENCH_REPETITIONS || 1)
 const ORIGIN = 'https://www.example.com'
 
 const FLOOD_SCRIPT = `
@@ -58,18 +62,32 @@ function peakMemoryMiB(pid: number): number {
   return kb / 1024
 }
 
-await runBenchmark(async () => {
-  if (Bun.which('wrk') === null) {
-    console.error('wrk is missing: apt-get install -y wrk')
-    return 1
-  }
-  await ensureDatabase(databaseUrl)
-  console.log(
-    `flood benchmark: ${wrkVersion()}, bun ${Bun.version}, ${cpus().length} cores (${cpus()[0]?.model}), pinned: ${pinned}, load ${loadavg()
-      .map((l) => l.toFixed(2))
-      .join(' ')}`,
-  )
-  const service = await startService()
+interface FloodRun {
+  tree: string
+  floodRequestsPerSecond: number
+  floodAnswers: string
+  sent: number
+  answers: string
+  p50: number
+  p99: number
+  stored: number
+  accepted: number
+  peakMiB: number
+}
+
+/** Each tree on a database of its own: an older tree must not meet a newer one's migrations. */
+function databaseOf(tree: string): string {
+  if (tree === root) return databaseUrl
+  const url = new URL(databaseUrl)
+  url.pathname = `${url.pathname}_${Bun.hash(tree).toString(36)}`
+  return url.toString()
+}
+
+/** One flood against the service of `tree`, started for it and stopped after. */
+async function floodOnce(tree: string, batchFile: string, script: string): Promise<FloodRun> {
+  const database = databaseOf(tree)
+  await ensureDatabase(database)
+  const service = await startService({ cwd: tree, env: { DATABASE_URL: database } })
   const runId = crypto.randomUUID().slice(0, 8)
   const flooder = await service.admin.createBusiness(`flooder ${runId}`)
   const shop = await service.admin.createBusiness(`shop ${runId}`)
@@ -79,17 +97,6 @@ await runBenchmark(async () => {
     WITH_LIMITER ? {} : { rateLimit: { limit: 1_000_000, windowSeconds: 1 } },
   )
   const shopKey = await service.admin.createKey(shop, 'backend', { type: 'private', allowedOrigins: [], scopes: ['ANALYTICS_WRITE'] })
-
-  const batch = JSON.stringify({
-    events: Array.from({ length: 500 }, (_, i) => ({
-      eventType: 'page_view',
-      url: `https://www.example.com/articles/${i}`,
-      properties: { campaign: 'flood', i },
-    })),
-  })
-  const dir = mkdtempSync(join(tmpdir(), 'keygate-flood-'))
-  const script = join(dir, 'flood.lua')
-  writeFileSync(script, FLOOD_SCRIPT)
   const wrk = killOnExit(
     Bun.spawn(
       onCore(1, [
@@ -109,7 +116,7 @@ await runBenchmark(async () => {
         'content-type: application/json',
         `${service.base}/api/v0/analytics`,
       ]),
-      { env: { ...process.env, WRK_BODY: batch }, stdout: 'pipe', stderr: 'inherit' },
+      { env: { ...process.env, WRK_BODY: readFileSync(batchFile, 'utf8') }, stdout: 'pipe', stderr: 'inherit' },
     ),
   )
 
@@ -140,34 +147,79 @@ await runBenchmark(async () => {
   await Promise.all(pending)
   const floodOutput = await new Response(wrk.stdout).text()
   await wrk.exited
-  const peak = peakMemoryMiB(service.process.pid)
-  rmSync(dir, { recursive: true, force: true })
+  const peakMiB = peakMemoryMiB(service.process.pid)
+  service.process.kill()
+  await service.process.exited
 
-  const sql = postgres(databaseUrl, { max: 1, onnotice: () => {} })
-  const [row] = await sql<{ n: number }[]>`
-    select count(*)::int as n from analytics_events where business_id = ${shop}`
-  const [flood] = await sql<{ n: number }[]>`
-    select count(*)::int as n from analytics_events where business_id = ${flooder}`
+  const sql = postgres(database, { max: 1, onnotice: () => {} })
+  const [row] = await sql<{ n: number }[]>`select count(*)::int as n from analytics_events where business_id = ${shop}`
   await sql.end({ timeout: 5 })
-
   latencies.sort((a, b) => a - b)
-  const sent = [...answers.values()].reduce((a, b) => a + b, 0)
-  const accepted = answers.get(202) ?? 0
-  const floodLine = /FLOOD (.*)/.exec(floodOutput)?.[1] ?? '(no summary)'
-  const rps = /Requests\/sec:\s+([\d.]+)/.exec(floodOutput)?.[1] ?? '?'
-  console.log(`\nflooding key's budget: ${WITH_LIMITER ? 'the default per visitor (300/60)' : 'never refuses (1000000/1)'}`)
+  return {
+    tree,
+    floodRequestsPerSecond: Number(/Requests\/sec:\s+([\d.]+)/.exec(floodOutput)?.[1] ?? Number.NaN),
+    floodAnswers: /FLOOD (.*)/.exec(floodOutput)?.[1] ?? '(no summary)',
+    sent: [...answers.values()].reduce((a, b) => a + b, 0),
+    answers: [...answers].map(([status, n]) => `${status}=${n}`).join(' '),
+    p50: percentile(latencies, 50),
+    p99: percentile(latencies, 99),
+    stored: row!.n,
+    accepted: answers.get(202) ?? 0,
+    peakMiB,
+  }
+}
+
+await runBenchmark(async () => {
+  if (Bun.which('wrk') === null) {
+    console.error('wrk is missing: apt-get install -y wrk')
+    return 1
+  }
+  await ensureDatabase(databaseUrl)
   console.log(
-    `flood (one address, 256 connections, 500-event batches, ${SECONDS} s): ${rps} requests/s; answers ${floodLine}; rows stored ${flood!.n}`,
+    `flood benchmark: ${wrkVersion()}, bun ${Bun.version}, ${cpus().length} cores (${cpus()[0]?.model}), pinned: ${pinned}, load ${loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' ')}`,
   )
   console.log(
-    `second business (1 event / 20 ms, private key): ${sent} sent; answers ${[...answers].map(([s, n]) => `${s}=${n}`).join(' ')}`,
+    `flooding key's budget: ${WITH_LIMITER ? 'the default per visitor (300/60)' : 'never refuses (1000000/1)'}; one address, 256 connections, 500-event batches, ${SECONDS} s; the second business posts 1 event / 20 ms with a private key`,
   )
-  console.log(
-    `  latency p50 ${percentile(latencies, 50).toFixed(1)} ms, p99 ${percentile(latencies, 99).toFixed(1)} ms, max ${(latencies.at(-1) ?? NaN).toFixed(1)} ms`,
+  const dir = mkdtempSync(join(tmpdir(), 'keygate-flood-'))
+  const script = join(dir, 'flood.lua')
+  writeFileSync(script, FLOOD_SCRIPT)
+  const batchFile = join(dir, 'batch.json')
+  writeFileSync(
+    batchFile,
+    JSON.stringify({
+      events: Array.from({ length: 500 }, (_, i) => ({
+        eventType: 'page_view',
+        url: `https://www.example.com/articles/${i}`,
+        properties: { campaign: 'flood', i },
+      })),
+    }),
   )
-  console.log(`  rows stored ${row!.n} (202 answers ${accepted})`)
-  console.log(`service peak memory (VmHWM): ${peak.toFixed(0)} MiB`)
-  const met = accepted === sent && row!.n === accepted && percentile(latencies, 99) < 250 && peak < 512
-  console.log(`aim (all 202 and stored, p99 < 250 ms, peak < 512 MiB): ${met ? 'met' : 'NOT met'}`)
+  const runs: FloodRun[] = []
+  try {
+    for (let repetition = 1; repetition <= REPETITIONS; repetition++) {
+      for (const tree of TREES) {
+        const run = await floodOnce(tree, batchFile, script)
+        runs.push(run)
+        console.log(
+          `${repetition}/${REPETITIONS} ${tree}: flood ${run.floodRequestsPerSecond.toFixed(0)} req/s (${run.floodAnswers}); second business ${run.sent} sent (${run.answers}), p50 ${run.p50.toFixed(1)} ms, p99 ${run.p99.toFixed(1)} ms, ${run.stored} stored; peak ${run.peakMiB.toFixed(0)} MiB`,
+        )
+      }
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
+  console.log('\n| Tree | flood req/s | flood answers | second business: p99 | 202 / sent | stored | peak memory |')
+  console.log('|---|---|---|---|---|---|---|')
+  for (const run of runs) {
+    console.log(
+      `| ${run.tree} | ${run.floodRequestsPerSecond.toFixed(0)} | ${run.floodAnswers} | ${run.p99.toFixed(0)} ms | ${run.accepted} / ${run.sent} | ${run.stored} | ${run.peakMiB.toFixed(0)} MiB |`,
+    )
+  }
+  const mine = runs.filter((run) => run.tree === root)
+  const met = mine.every((run) => run.accepted === run.sent && run.stored === run.accepted && run.p99 < 250 && run.peakMiB < 512)
+  console.log(`aim for this tree (all 202 and stored, p99 < 250 ms, peak < 512 MiB): ${met ? 'met' : 'NOT met'}`)
   return 0
 })
