@@ -1985,315 +1985,42 @@ export interface operations {
 
 /** Each /api/v0 operation's parameters by place, and whether it takes a JSON body. */
 export const routes = {
-  "GET /api/v0/whoami": {
-    "path": [],
-    "query": [],
-    "header": [],
-    "body": "none"
-  },
-  "POST /api/v0/analytics": {
-    "path": [],
-    "query": [],
-    "header": [],
-    "body": "required"
-  },
-  "GET /api/v0/analytics": {
-    "path": [],
-    "query": [
-      "type",
-      "from",
-      "to",
-      "limit",
-      "cursor"
-    ],
-    "header": [],
-    "body": "none"
-  },
-  "POST /api/v0/audience/people": {
-    "path": [],
-    "query": [],
-    "header": [],
-    "body": "required"
-  },
-  "GET /api/v0/audience/people": {
-    "path": [],
-    "query": [
-      "email",
-      "externalId",
-      "limit",
-      "cursor"
-    ],
-    "header": [],
-    "body": "none"
-  },
-  "GET /api/v0/audience/people/{id}": {
-    "path": [
-      "id"
-    ],
-    "query": [],
-    "header": [],
-    "body": "none"
-  },
-  "DELETE /api/v0/audience/people/{id}": {
-    "path": [
-      "id"
-    ],
-    "query": [],
-    "header": [],
-    "body": "none"
-  },
-  "POST /api/v0/audience/companies": {
-    "path": [],
-    "query": [],
-    "header": [],
-    "body": "required"
-  },
-  "GET /api/v0/audience/companies": {
-    "path": [],
-    "query": [
-      "domain",
-      "externalId",
-      "limit",
-      "cursor"
-    ],
-    "header": [],
-    "body": "none"
-  },
-  "GET /api/v0/audience/companies/{id}": {
-    "path": [
-      "id"
-    ],
-    "query": [],
-    "header": [],
-    "body": "none"
-  },
-  "POST /api/v0/audience/lists": {
-    "path": [],
-    "query": [],
-    "header": [],
-    "body": "required"
-  },
-  "GET /api/v0/audience/lists": {
-    "path": [],
-    "query": [
-      "limit",
-      "cursor"
-    ],
-    "header": [],
-    "body": "none"
-  },
-  "GET /api/v0/audience/lists/{slug}": {
-    "path": [
-      "slug"
-    ],
-    "query": [],
-    "header": [],
-    "body": "none"
-  },
-  "GET /api/v0/audience/lists/{slug}/people": {
-    "path": [
-      "slug"
-    ],
-    "query": [
-      "limit",
-      "cursor"
-    ],
-    "header": [],
-    "body": "none"
-  },
-  "POST /api/v0/audience/lists/{slug}/people": {
-    "path": [
-      "slug"
-    ],
-    "query": [],
-    "header": [],
-    "body": "required"
-  },
-  "DELETE /api/v0/audience/lists/{slug}/people": {
-    "path": [
-      "slug"
-    ],
-    "query": [],
-    "header": [],
-    "body": "required"
-  },
-  "GET /api/v0/blog/blogs": {
-    "path": [],
-    "query": [
-      "tag",
-      "author",
-      "status",
-      "limit",
-      "cursor"
-    ],
-    "header": [],
-    "body": "none"
-  },
-  "POST /api/v0/blog/blogs": {
-    "path": [],
-    "query": [],
-    "header": [],
-    "body": "required"
-  },
-  "GET /api/v0/blog/blogs/{id}": {
-    "path": [
-      "id"
-    ],
-    "query": [],
-    "header": [],
-    "body": "none"
-  },
-  "PATCH /api/v0/blog/blogs/{id}": {
-    "path": [
-      "id"
-    ],
-    "query": [],
-    "header": [],
-    "body": "required"
-  },
-  "DELETE /api/v0/blog/blogs/{id}": {
-    "path": [
-      "id"
-    ],
-    "query": [],
-    "header": [],
-    "body": "none"
-  },
-  "GET /api/v0/blog/authors": {
-    "path": [],
-    "query": [
-      "limit",
-      "cursor"
-    ],
-    "header": [],
-    "body": "none"
-  },
-  "POST /api/v0/blog/authors": {
-    "path": [],
-    "query": [],
-    "header": [],
-    "body": "required"
-  },
-  "GET /api/v0/blog/authors/{id}": {
-    "path": [
-      "id"
-    ],
-    "query": [],
-    "header": [],
-    "body": "none"
-  },
-  "PATCH /api/v0/blog/authors/{id}": {
-    "path": [
-      "id"
-    ],
-    "query": [],
-    "header": [],
-    "body": "required"
-  },
-  "DELETE /api/v0/blog/authors/{id}": {
-    "path": [
-      "id"
-    ],
-    "query": [],
-    "header": [],
-    "body": "none"
-  },
-  "GET /api/v0/blog/tags": {
-    "path": [],
-    "query": [
-      "limit",
-      "cursor"
-    ],
-    "header": [],
-    "body": "none"
-  },
-  "POST /api/v0/blog/tags": {
-    "path": [],
-    "query": [],
-    "header": [],
-    "body": "required"
-  },
-  "GET /api/v0/blog/tags/{id}": {
-    "path": [
-      "id"
-    ],
-    "query": [],
-    "header": [],
-    "body": "none"
-  },
-  "PATCH /api/v0/blog/tags/{id}": {
-    "path": [
-      "id"
-    ],
-    "query": [],
-    "header": [],
-    "body": "required"
-  },
-  "DELETE /api/v0/blog/tags/{id}": {
-    "path": [
-      "id"
-    ],
-    "query": [],
-    "header": [],
-    "body": "none"
-  },
-  "POST /api/v0/flow/{id}/trigger": {
-    "path": [
-      "id"
-    ],
-    "query": [],
-    "header": [
-      "idempotency-key"
-    ],
-    "body": "required"
-  },
-  "GET /api/v0/flow/{id}/runs/{runId}": {
-    "path": [
-      "id",
-      "runId"
-    ],
-    "query": [],
-    "header": [],
-    "body": "none"
-  },
-  "POST /api/v0/memory": {
-    "path": [],
-    "query": [],
-    "header": [],
-    "body": "required"
-  },
-  "GET /api/v0/memory": {
-    "path": [],
-    "query": [
-      "q",
-      "limit",
-      "cursor"
-    ],
-    "header": [],
-    "body": "none"
-  },
-  "GET /api/v0/memory/{id}": {
-    "path": [
-      "id"
-    ],
-    "query": [],
-    "header": [],
-    "body": "none"
-  },
-  "PATCH /api/v0/memory/{id}": {
-    "path": [
-      "id"
-    ],
-    "query": [],
-    "header": [],
-    "body": "required"
-  },
-  "DELETE /api/v0/memory/{id}": {
-    "path": [
-      "id"
-    ],
-    "query": [],
-    "header": [],
-    "body": "none"
-  }
+  "GET /api/v0/whoami": {"path":[],"query":[],"header":[],"body":"none"},
+  "POST /api/v0/analytics": {"path":[],"query":[],"header":[],"body":"required"},
+  "GET /api/v0/analytics": {"path":[],"query":["type","from","to","limit","cursor"],"header":[],"body":"none"},
+  "POST /api/v0/audience/people": {"path":[],"query":[],"header":[],"body":"required"},
+  "GET /api/v0/audience/people": {"path":[],"query":["email","externalId","limit","cursor"],"header":[],"body":"none"},
+  "GET /api/v0/audience/people/{id}": {"path":["id"],"query":[],"header":[],"body":"none"},
+  "DELETE /api/v0/audience/people/{id}": {"path":["id"],"query":[],"header":[],"body":"none"},
+  "POST /api/v0/audience/companies": {"path":[],"query":[],"header":[],"body":"required"},
+  "GET /api/v0/audience/companies": {"path":[],"query":["domain","externalId","limit","cursor"],"header":[],"body":"none"},
+  "GET /api/v0/audience/companies/{id}": {"path":["id"],"query":[],"header":[],"body":"none"},
+  "POST /api/v0/audience/lists": {"path":[],"query":[],"header":[],"body":"required"},
+  "GET /api/v0/audience/lists": {"path":[],"query":["limit","cursor"],"header":[],"body":"none"},
+  "GET /api/v0/audience/lists/{slug}": {"path":["slug"],"query":[],"header":[],"body":"none"},
+  "GET /api/v0/audience/lists/{slug}/people": {"path":["slug"],"query":["limit","cursor"],"header":[],"body":"none"},
+  "POST /api/v0/audience/lists/{slug}/people": {"path":["slug"],"query":[],"header":[],"body":"required"},
+  "DELETE /api/v0/audience/lists/{slug}/people": {"path":["slug"],"query":[],"header":[],"body":"required"},
+  "GET /api/v0/blog/blogs": {"path":[],"query":["tag","author","status","limit","cursor"],"header":[],"body":"none"},
+  "POST /api/v0/blog/blogs": {"path":[],"query":[],"header":[],"body":"required"},
+  "GET /api/v0/blog/blogs/{id}": {"path":["id"],"query":[],"header":[],"body":"none"},
+  "PATCH /api/v0/blog/blogs/{id}": {"path":["id"],"query":[],"header":[],"body":"required"},
+  "DELETE /api/v0/blog/blogs/{id}": {"path":["id"],"query":[],"header":[],"body":"none"},
+  "GET /api/v0/blog/authors": {"path":[],"query":["limit","cursor"],"header":[],"body":"none"},
+  "POST /api/v0/blog/authors": {"path":[],"query":[],"header":[],"body":"required"},
+  "GET /api/v0/blog/authors/{id}": {"path":["id"],"query":[],"header":[],"body":"none"},
+  "PATCH /api/v0/blog/authors/{id}": {"path":["id"],"query":[],"header":[],"body":"required"},
+  "DELETE /api/v0/blog/authors/{id}": {"path":["id"],"query":[],"header":[],"body":"none"},
+  "GET /api/v0/blog/tags": {"path":[],"query":["limit","cursor"],"header":[],"body":"none"},
+  "POST /api/v0/blog/tags": {"path":[],"query":[],"header":[],"body":"required"},
+  "GET /api/v0/blog/tags/{id}": {"path":["id"],"query":[],"header":[],"body":"none"},
+  "PATCH /api/v0/blog/tags/{id}": {"path":["id"],"query":[],"header":[],"body":"required"},
+  "DELETE /api/v0/blog/tags/{id}": {"path":["id"],"query":[],"header":[],"body":"none"},
+  "POST /api/v0/flow/{id}/trigger": {"path":["id"],"query":[],"header":["idempotency-key"],"body":"required"},
+  "GET /api/v0/flow/{id}/runs/{runId}": {"path":["id","runId"],"query":[],"header":[],"body":"none"},
+  "POST /api/v0/memory": {"path":[],"query":[],"header":[],"body":"required"},
+  "GET /api/v0/memory": {"path":[],"query":["q","limit","cursor"],"header":[],"body":"none"},
+  "GET /api/v0/memory/{id}": {"path":["id"],"query":[],"header":[],"body":"none"},
+  "PATCH /api/v0/memory/{id}": {"path":["id"],"query":[],"header":[],"body":"required"},
+  "DELETE /api/v0/memory/{id}": {"path":["id"],"query":[],"header":[],"body":"none"},
 } as const
