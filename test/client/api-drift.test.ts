@@ -36,7 +36,7 @@ describe('the backend client and the OpenAPI document', () => {
 
   test('every /api/v0 operation of the document has one client method, and every method names an operation', async () => {
     const documented = Object.keys(routeShapes(await servedDocument())).sort()
-    const named = Object.values(operations).sort()
+    const named: string[] = Object.values(operations).sort()
     expect(named).toEqual(documented)
     expect(new Set(named).size).toBe(named.length)
     expect(Object.keys(routes).sort()).toEqual(documented)
