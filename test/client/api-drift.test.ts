@@ -1,4 +1,5 @@
 import { describe, expect, test } from 'bun:test'
+import { join } from 'node:path'
 import { routes } from '../../clients/node/src/api.ts'
 import { operations } from '../../clients/node/src/operations.ts'
 import { CLIENT_API_FILE, clientApiSource, routeShapes } from '../../tools/client-api.ts'
@@ -40,6 +41,11 @@ describe('the backend client and the OpenAPI document', () => {
     expect(named).toEqual(documented)
     expect(new Set(named).size).toBe(named.length)
     expect(Object.keys(routes).sort()).toEqual(documented)
+  })
+
+  test("the client's README names every method", async () => {
+    const readme = await Bun.file(join(import.meta.dir, '../../clients/node/README.md')).text()
+    expect(Object.keys(operations).filter((name) => !readme.includes(`\`${name}`))).toEqual([])
   })
 
   test('no operation has two parameters of one name (a method takes path, query and header parameters in one object)', () => {
