@@ -90,6 +90,8 @@ export class Delivery {
   private overflow: string[] = []
   private committed = 0
   private dropped = 0
+  private stampedAt = Number.NaN
+  private stamp = ''
 
   constructor(
     private readonly send: SendBatch,
@@ -120,7 +122,11 @@ export class Delivery {
   track(event: TrackEvent): string {
     const now = this.clock.now()
     const id = event.id ?? uuidv7(now)
-    const timestamp = event.timestamp ?? new Date(now).toISOString()
+    if (now !== this.stampedAt) {
+      this.stamp = new Date(now).toISOString()
+      this.stampedAt = now
+    }
+    const timestamp = event.timestamp ?? this.stamp
     const json = JSON.stringify({ ...event, id, timestamp })
     if (this.closed) {
       this.report('shutdown', [json], null)
