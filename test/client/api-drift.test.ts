@@ -33,7 +33,7 @@ describe('the backend client and the OpenAPI document', () => {
       remedy: 'npm run client:api',
     })
     expect(committed).toBe(expected)
-  })
+  }, 60_000)
 
   test('every /api/v0 operation of the document has one client method, and every method names an operation', async () => {
     const documented = Object.keys(routeShapes(await servedDocument())).sort()
