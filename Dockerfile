@@ -14,8 +14,10 @@
 FROM node:20-bookworm-slim AS build
 WORKDIR /src
 COPY package.json package-lock.json ./
-# A dev dependency of the tests (see its package.json) that npm ci links from the tree.
+# A dev dependency of the tests (see its package.json) that npm ci links from the tree,
+# and the backend client, a workspace of the root package.json.
 COPY tools/openapi-client/package.json tools/openapi-client/
+COPY clients/node/package.json clients/node/
 RUN npm ci --no-audit --no-fund
 COPY . .
 RUN npm run build \

@@ -1,0 +1,46 @@
+import type { components } from './api.ts'
+
+/** The service's error codes (its `ErrorCode` schema): each maps to one HTTP status. */
+export type ErrorCode = components['schemas']['ErrorCode']
+
+/**
+ * Failures the client sees without an answer from the service (status 0): `network_error`
+ * (refused, reset, name not found), `timeout` (no answer within the client's `timeoutMs`),
+ * `aborted` (the caller's signal); and `unexpected_response`, an answer that is not the
+ * service's JSON (a proxy's HTML 502, say), which keeps its status.
+ */
+export type ClientErrorCode = 'network_error' | 'timeout' | 'aborted' | 'unexpected_response'
+
+export interface KeygateErrorFields {
+  code: ErrorCode | ClientErrorCode
+  message: string
+  /** The HTTP status; 0 when no answer came. */
+  status: number
+  /** The answer's `X-Request-Id` (also in the error body): quote it when asking about a request. */
+  requestId: string | null
+  /** Seconds the answer's `Retry-After` asks to wait (429, 503), else null. */
+  retryAfter: number | null
+}
+
+/** A refusal or a failed call, returned as a value (`result.error`), never thrown by the client. */
+export class KeygateError extends Error implements KeygateErrorFields {
+  override readonly name = 'KeygateError'
+  readonly code: ErrorCode | ClientErrorCode
+  readonly status: number
+  readonly requestId: string | null
+  readonly retryAfter: number | null
+
+  constructor(fields: KeygateErrorFields) {
+    super(fields.message)
+    this.code = fields.code
+    this.status = fields.status
+    this.requestId = fields.requestId
+    this.retryAfter = fields.retryAfter
+  }
+
+  /** Worth sending again unchanged: no answer, 408, 429 or a 5xx (contract section 18). */
+  get retryable(): boolean {
+    if (this.status === 0) return this.code !== 'aborted'
+    return this.status === 408 || this.status === 429 || this.status >= 500
+  }
+}

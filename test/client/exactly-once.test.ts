@@ -1,0 +1,128 @@
+import { afterEach, describe, expect, test } from 'bun:test'
+import { join } from 'node:path'
+import { createClient, type DeliveryFailure } from '../../clients/node/src/index.ts'
+import { killStartedProcesses } from '../support/process.ts'
+import { ENGINE, listeningService, privateKey, recordingFetch, serviceProcess, type Stored, storedEvents } from './support.ts'
+
+// Contract section 18, against the real service: whatever happens between the client and
+// the service (a restart, a spent budget, the client's own process told to stop), every
+// tracked event is stored, and stored once (event ids, section 6).
+
+afterEach(killStartedProcesses)
+
+const EVENTS = 10_000
+// Restarts of a busy machine's service process, not the client, set this bound.
+const TIMEOUT = 120_000
+
+function counts(sent: string[], stored: Stored) {
+  const missing = sent.filter((id) => !stored.ids.has(id)).length
+  return { sent: sent.length, stored: stored.rows, distinct: stored.distinctIds, storedTwice: stored.storedTwice, missing }
+}
+
+describe(`every tracked event is stored once (${ENGINE})`, () => {
+  test(
+    '10,000 events streamed through a service restart (SIGTERM, started again on the same database)',
+    async () => {
+      const service = await serviceProcess()
+      const { businessId, key } = await service.privateKey({ limit: 1_000_000, windowSeconds: 1 })
+      const { fetch, statuses } = recordingFetch()
+      const failures: DeliveryFailure[] = []
+      const client = createClient({ key, baseUrl: service.base, fetch, onError: (failure) => failures.push(failure) })
+
+      const sent: string[] = []
+      let restarted: Promise<void> | undefined
+      for (let i = 0; i < EVENTS; i++) {
+        sent.push(client.track({ eventType: 'order_paid', properties: { i } }))
+        if (i % 100 === 99) await Bun.sleep(2)
+        if (i === 2_999) restarted = service.restart()
+      }
+      await restarted
+      await client.flush()
+      await service.stop()
+
+      const result = counts(sent, await storedEvents(businessId, service.dataDir))
+      console.log(`  restart: ${JSON.stringify(result)}, ${statuses.filter((s) => s === 0).length} requests met no service`)
+      expect(result).toEqual({ sent: EVENTS, stored: EVENTS, distinct: EVENTS, storedTwice: 0, missing: 0 })
+      expect(failures).toEqual([])
+      expect(client.stats()).toEqual({ queued: 0, committed: EVENTS, dropped: 0 })
+      // It did go through the restart: some requests found no service.
+      expect(statuses).toContain(0)
+    },
+    TIMEOUT,
+  )
+
+  test(
+    '10,000 events in one burst past the key’s rate limit: every 429 retried after its Retry-After',
+    async () => {
+      // The limiter's clock moves only when the client is refused, by the budget's window:
+      // the budget is whole again each time the client waits out a Retry-After, so the
+      // refusals are the same on any machine: 20 requests accepted, then one 429, and again.
+      let limiterNow = 0
+      const { service, base, stop } = await listeningService({ limitClock: () => limiterNow })
+      const { businessId, key } = await privateKey(service, { limit: 20, windowSeconds: 1 })
+      const retryAfters: (string | null)[] = []
+      const { fetch, statuses } = recordingFetch((response) => {
+        if (response.status !== 429) return
+        retryAfters.push(response.headers.get('retry-after'))
+        limiterNow += 1000
+      })
+      const failures: DeliveryFailure[] = []
+      const client = createClient({ key, baseUrl: base, fetch, onError: (failure) => failures.push(failure) })
+
+      const sent = Array.from({ length: EVENTS }, (_, i) => client.track({ eventType: 'order_paid', properties: { i } }))
+      await client.flush()
+      await stop()
+
+      const result = counts(sent, await storedEvents(businessId))
+      console.log(`  rate limit: ${JSON.stringify(result)}, ${statuses.filter((s) => s === 429).length} answers 429`)
+      expect(result).toEqual({ sent: EVENTS, stored: EVENTS, distinct: EVENTS, storedTwice: 0, missing: 0 })
+      expect(failures).toEqual([])
+      // 100 batches of 100: 20 accepted a window, so 4 refusals, each with Retry-After.
+      expect({ accepted: statuses.filter((s) => s === 202).length, refused: statuses.filter((s) => s === 429).length }).toEqual({
+        accepted: 100,
+        refused: 4,
+      })
+      expect(statuses).toHaveLength(104)
+      expect(retryAfters).toEqual(['1', '1', '1', '1'])
+    },
+    TIMEOUT,
+  )
+
+  test(
+    'a process that calls shutdown() on SIGTERM loses nothing it tracked',
+    async () => {
+      const { service, base, stop } = await listeningService()
+      const { businessId, key } = await privateKey(service)
+      const child = Bun.spawn([process.execPath, join(import.meta.dir, 'sigterm-child.ts')], {
+        env: { PATH: process.env.PATH ?? '', KEYGATE_URL: base, KEYGATE_KEY: key, EVENTS: '1250' },
+        stdout: 'pipe',
+        stderr: 'pipe',
+      })
+      const lines: string[] = []
+      const reading = (async () => {
+        const decoder = new TextDecoder()
+        let text = ''
+        for await (const chunk of child.stdout) {
+          text += decoder.decode(chunk)
+          lines.push(...text.split('\n').slice(0, -1))
+          text = text.slice(text.lastIndexOf('\n') + 1)
+        }
+      })()
+      while (!lines.includes('tracked')) {
+        if (child.exitCode !== null) throw new Error(`the child exited ${child.exitCode}: ${await new Response(child.stderr).text()}`)
+        await Bun.sleep(10)
+      }
+      child.kill('SIGTERM')
+      expect(await child.exited).toBe(0)
+      await reading
+      await stop()
+
+      const report = JSON.parse(lines.at(-1)!)
+      expect(report.queuedAtSignal).toBeGreaterThanOrEqual(250)
+      expect(report).toMatchObject({ queued: 0, committed: 1250, dropped: 0 })
+      const stored = await storedEvents(businessId)
+      expect({ stored: stored.rows, distinct: stored.distinctIds }).toEqual({ stored: 1250, distinct: 1250 })
+    },
+    TIMEOUT,
+  )
+})
