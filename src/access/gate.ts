@@ -94,7 +94,8 @@ export function createGate(deps: GateDeps): Gate {
   }
 
   function refuse(request: RequestFacts, decision: AccessDecision & { ok: false }, at: number): never {
-    const { code, message, headers } = decision.denial
+    const { code, message } = decision.denial
+    let headers = decision.denial.headers
     deps.onRefusal?.(code)
     if (decision.key !== null && usage) {
       const keyId = decision.key.id
@@ -106,6 +107,11 @@ export function createGate(deps: GateDeps): Gate {
       if (decision.reportedIp !== undefined) usage.ip(keyId, decision.reportedIp, true, time)
     }
     if (BUDGETED_FAILURES.has(code)) authFailures.record(request.clientAddress(), at)
+    // Every answer to a private key carries its budget (section 8), a refusal before it too.
+    const key = decision.key
+    if (key !== null && key.type === 'private') {
+      headers = { ...headers, ...rateLimitHeaders(limiter.peek(key.id, key.rateLimit ?? defaults.private, at)) }
+    }
     throw new ApiError(code, message, headers)
   }
 

@@ -61,6 +61,24 @@ describe("private keys: the budget is the key's", () => {
     expect(error.message).toContain('Retry after 12 s')
   })
 
+  test('a refusal before the budget (a missing scope, an address not allowed) carries RateLimit-* too, and spends nothing', async () => {
+    const s = await limited()
+    const { key, record } = await s.key({ type: 'private', scopes: ['ANALYTICS_READ'], rateLimit: { limit: 5, windowSeconds: 60 } })
+    const read = () => call(s.service, '/api/v0/analytics', { key })
+    const write = () => call(s.service, '/api/v0/analytics', { key, method: 'POST', body: { eventType: 'x' } })
+    expect((await read()).headers.get('ratelimit-remaining')).toBe('4')
+    const noScope = await write()
+    expect((await errorOf(noScope)).code).toBe('insufficient_scope')
+    expect([noScope.headers.get('ratelimit-limit'), noScope.headers.get('ratelimit-remaining')]).toEqual(['5', '4'])
+    expect(Number(noScope.headers.get('ratelimit-reset'))).toBeGreaterThanOrEqual(1)
+    await s.service.services.keys.update(s.businessId, record.id, { allowedIps: ['192.0.2.1'] }, TEST_AUTHOR)
+    const elsewhere = await whoami(s.service, key, '198.51.100.9')
+    expect((await errorOf(elsewhere)).code).toBe('ip_not_allowed')
+    expect(elsewhere.headers.get('ratelimit-remaining')).toBe('4')
+    await s.service.services.keys.update(s.businessId, record.id, { allowedIps: [] }, TEST_AUTHOR)
+    expect((await read()).headers.get('ratelimit-remaining')).toBe('3')
+  })
+
   test('the budget returns: one request per interval, the whole budget one window after the burst', async () => {
     const s = await limited()
     const { key } = await s.key({ type: 'private', scopes: ['ANALYTICS_READ'], rateLimit: { limit: 3, windowSeconds: 30 } })

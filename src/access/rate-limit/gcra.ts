@@ -53,6 +53,21 @@ export function gcra(storedTat: number, now: number, budget: Budget): Verdict {
   }
 }
 
+/** What a budget stands at `now`, taking nothing: for answers that refuse before the budget is met. */
+export function standing(storedTat: number, now: number, budget: Budget): Verdict {
+  const interval = emissionInterval(budget)
+  const window = budget.windowSeconds * 1000
+  const ahead = Math.max(storedTat, now) - now
+  return {
+    allowed: ahead + interval <= window + slack(interval),
+    limit: budget.limit,
+    tat: storedTat,
+    remaining: Math.max(0, Math.floor((window - ahead + slack(interval)) / interval)),
+    resetSeconds: Math.ceil(ahead / 1000),
+    retryAfterSeconds: 0,
+  }
+}
+
 /** Floating-point sums of the interval drift (3 × 20 ms is not exactly 60 ms): a thousandth of one (at most half a millisecond) is ignored. */
 function slack(interval: number): number {
   return Math.min(interval / 1000, 0.5)

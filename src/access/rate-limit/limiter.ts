@@ -1,6 +1,6 @@
 import type { Budget } from '../../config.ts'
 import { BoundedMap } from '../../shared/bounded-map.ts'
-import { emissionInterval, gcra } from './gcra.ts'
+import { emissionInterval, gcra, standing } from './gcra.ts'
 import { createSharedCounters, type SharedCounters } from './redis.ts'
 
 /** One decision of the limiter, with what the RateLimit-* headers say: a value of its own per take. */
@@ -15,6 +15,8 @@ export interface RateLimitOutcome {
 export interface RateLimiter {
   /** Counts one request against `bucket`'s budget. Synchronous unless the shared counters must be asked. */
   take(bucket: string, budget: Budget, now: number): RateLimitOutcome | Promise<RateLimitOutcome>
+  /** What `bucket`'s budget stands at, counting nothing (for a refusal's RateLimit-* headers); as this instance knows it. */
+  peek(bucket: string, budget: Budget, now: number): RateLimitOutcome
   /** True while budgets are shared through Redis; false when counting alone. */
   sharing(): boolean
   close(): Promise<void>
@@ -137,6 +139,15 @@ export function createRateLimiter(options: RateLimiterOptions = {}): RateLimiter
       if (lease.tokens > 0) return spend(lease, budget)
       if (lease.blockedUntil > now) return refuse(lease, budget, now)
       return takeShared(bucket, lease, budget, now)
+    },
+    peek(bucket, budget, now) {
+      const lease = shared?.available() ? leases.get(bucket) : undefined
+      if (lease !== undefined) {
+        const remaining = Math.max(0, lease.tokens + lease.sharedRemaining)
+        const resetSeconds = Math.max(1, Math.ceil(((budget.limit - remaining) * emissionInterval(budget)) / 1000))
+        return { allowed: remaining > 0, limit: budget.limit, remaining, resetSeconds, retryAfterSeconds: 0 }
+      }
+      return standing(local.get(bucket)?.tat ?? 0, now, budget)
     },
     sharing: () => shared?.available() ?? false,
     async close() {
