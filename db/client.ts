@@ -32,6 +32,8 @@ export interface Database {
    * only: PGlite has one owning process, whose own changes need no notification.
    */
   listen?(channel: string, handlers: ListenHandlers, options?: ListenOptions): Listener
+  /** PGlite only: the data directory as an archive, to start another database from (tests). */
+  archive?(): Promise<Blob>
   /**
    * `COPY ... FROM STDIN` with `text` as its input, within the statement deadline.
    * PostgreSQL only: the event writer's fast path (src/areas/analytics/service.ts).
@@ -45,6 +47,8 @@ export interface DatabaseOptions {
   databaseUrl?: string
   /** PGlite data directory; `memory://` keeps it in memory (tests). */
   dataDir: string
+  /** PGlite only: start from this archive of a data directory (`archive()`), skipping initdb. */
+  fromArchive?: Blob
   /** postgres.js pool size. */
   maxConnections?: number
   /**
@@ -114,7 +118,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
   // In process: no network to hang, and a statement runs on this thread (a timer could not
   // interrupt it), so statements are not bounded; availability only ever changes if the
   // embedded engine itself fails.
-  const client = await PGlite.create(options.dataDir, await pgliteAssets())
+  const client = await PGlite.create(options.dataDir, { ...(await pgliteAssets()), loadDataDir: options.fromArchive })
   const db = drizzlePglite(client, { schema }) as unknown as Db
   const ping = async () => {
     await client.query('select 1')
@@ -126,6 +130,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     ping,
     availability,
     exclusively: (task) => task(db),
+    archive: () => client.dumpDataDir('none'),
     close: async () => {
       availability.close()
       await client.close()
