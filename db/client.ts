@@ -118,7 +118,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
   // In process: no network to hang, and a statement runs on this thread (a timer could not
   // interrupt it), so statements are not bounded; availability only ever changes if the
   // embedded engine itself fails.
-  const client = await PGlite.create(options.dataDir, { ...(await pgliteAssets()), loadDataDir: options.fromArchive })
+  const client = await PGlite.create(options.dataDir, { ...(await pgliteAssets(options.dataDir)), loadDataDir: options.fromArchive })
   const db = drizzlePglite(client, { schema }) as unknown as Db
   const ping = async () => {
     await client.query('select 1')

@@ -1,12 +1,12 @@
 import { openDatabase, type Database } from '../db/client.ts'
 import { migrate } from '../db/migrate.ts'
-import { createApp, type Service } from './app.ts'
+import type { Service } from './app.ts'
 import { loadConfig, STOP_TIMEOUT_MS } from './config.ts'
 import { SERVER_OPTIONS } from './http/server-options.ts'
-import { bootstrapFirstOwner } from './dashboard/bootstrap.ts'
 import { createLogger, errorFields, flushLog, lineLogger } from './observability/log.ts'
-import { resolveAdminToken } from './process/admin-token.ts'
+import { adminTokenLine, resolveAdminToken, type AdminToken } from './process/admin-token.ts'
 import { lockDataDir } from './process/data-dir-lock.ts'
+import { firstStartNotice } from './process/first-start.ts'
 
 // config -> database -> migrations -> app -> listen; stop gracefully on SIGTERM/SIGINT.
 // The signal handlers come first: a stop during a slow start closes what was opened.
@@ -62,13 +62,20 @@ if (!config.databaseUrl) {
     refuse((error as Error).message)
   }
 }
-let adminToken: ReturnType<typeof resolveAdminToken>
+let adminToken: AdminToken
 try {
   adminToken = resolveAdminToken(config)
 } catch (error) {
   refuse((error as Error).message)
 }
-database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir })
+// The app's modules load while the database opens (the embedded engine compiles its
+// WebAssembly off this thread): bench/README.md, "Start-up time".
+const [opened, { createApp }, { bootstrapFirstOwner }] = await Promise.all([
+  openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir }),
+  import('./app.ts'),
+  import('./dashboard/bootstrap.ts'),
+])
+database = opened
 await migrate(database)
 service = createApp({
   database,
@@ -92,12 +99,14 @@ if (!stopping) {
   const port = service.app.server!.port
   const where = config.databaseUrl ? 'PostgreSQL (DATABASE_URL)' : `embedded PGlite in ${config.dataDir}`
   logger.info(`keygate listening on http://localhost:${port} with ${where}`)
-  if (adminToken.created) {
-    // One of the two lines allowed to hold a secret (contract section 13), on this start only.
-    logger.info(`admin token generated and kept in ${adminToken.file} (set ADMIN_TOKEN to choose one): ${adminToken.token}`)
-  } else if (adminToken.file) {
-    logger.info(`admin token: kept in ${adminToken.file}`)
-  }
+  // Every start says which token is in effect; only the start that generated it prints it.
+  logger.info(adminTokenLine(adminToken))
   // An empty database gets a first business and owner, with a one-time sign-in link printed once.
-  await bootstrapFirstOwner(database.db, { baseUrl: `http://localhost:${port}`, log: lineLogger(logger, 'info') })
+  const firstOwner = await bootstrapFirstOwner(database.db, { baseUrl: `http://localhost:${port}`, log: lineLogger(logger, 'info') })
+  // The same secrets for people, each on a line of its own, apart from the log's format.
+  const notice = firstStartNotice({
+    adminToken: adminToken.source === 'generated' ? { token: adminToken.token, file: adminToken.file! } : undefined,
+    signIn: firstOwner ?? undefined,
+  })
+  if (notice !== null) process.stderr.write(notice)
 }

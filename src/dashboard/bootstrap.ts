@@ -16,15 +16,24 @@ export interface BootstrapOptions {
 
 export const BOOTSTRAP_LINE_PREFIX = 'keygate first start:'
 
+/** What the first start created, for the process to show (src/process/first-start.ts). */
+export interface FirstOwner {
+  url: string
+  email: string
+  businessName: string
+  expiresAt: Date
+}
+
 /**
  * On a database without any business, creates a first business and its owner and prints
  * a one-time sign-in link on which the owner chooses a password: a newcomer can sign in
  * at once, and no password ever lands in a log. Runs under a transaction-scoped advisory
  * lock so that several instances starting together create one business, not several.
- * Returns the link (null when the database already had a business).
+ * Returns the link and whom it signs in (null when the database already had a business).
  */
-export async function bootstrapFirstOwner(db: Db, options: BootstrapOptions): Promise<string | null> {
+export async function bootstrapFirstOwner(db: Db, options: BootstrapOptions): Promise<FirstOwner | null> {
   const now = options.now ?? new Date()
+  const expiresAt = new Date(now.getTime() + SIGN_IN_LINK_TTL_MS)
   const email = options.ownerEmail ?? 'owner@example.com'
   const token = randomToken()
   const created = await db.transaction(async (tx) => {
@@ -40,7 +49,7 @@ export async function bootstrapFirstOwner(db: Db, options: BootstrapOptions): Pr
       memberId: owner!.id,
       tokenHash: hashToken(token),
       createdAt: now,
-      expiresAt: new Date(now.getTime() + SIGN_IN_LINK_TTL_MS),
+      expiresAt,
     })
     return { business: business! }
   })
@@ -51,5 +60,5 @@ export async function bootstrapFirstOwner(db: Db, options: BootstrapOptions): Pr
     `${BOOTSTRAP_LINE_PREFIX} created business "${created.business.name}" and its owner ${email}. ` +
       `Open this one-time link within ${hours} h to choose a password and sign in: ${url}`,
   )
-  return url
+  return { url, email, businessName: created.business.name, expiresAt }
 }

@@ -38,7 +38,12 @@ describe.skipIf(chromiumMissing)('GET /docs in a browser', () => {
       return route.abort()
     })
     const page = await context.newPage()
+    const script = page.waitForResponse((response) => new URL(response.url()).pathname === '/docs/scalar.js')
     await page.goto(`${origin}/docs`)
+    // The 4 MB bundle travels compressed, under a URL that may be cached for good.
+    const scriptHeaders = (await script).headers()
+    expect(scriptHeaders['content-encoding']).toBe('br')
+    expect(scriptHeaders['cache-control']).toContain('immutable')
     await page.getByText('The client context of the calling key').first().waitFor({ timeout: 20_000 })
     await page.getByText('Keygate engagement API').first().waitFor()
     await page.getByText('The client context of the calling key').first().click()

@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'bun:test'
 import postgres from 'postgres'
 import { openDatabase, queryRows, sql } from '../../db/client.ts'
-import { migrate } from '../../db/migrate.ts'
+import { migrate, migrationsApplied } from '../../db/migrate.ts'
 import { migrationJournal } from '../../db/migrations.ts'
 import { testDatabase } from '../support/database.ts'
 
@@ -15,6 +15,36 @@ test('migrating an up-to-date database applies nothing again', async () => {
   await migrate(database)
   await migrate(database)
   expect(await appliedMigrations(database)).toBe(migrationJournal.entries.length)
+})
+
+test('a start on an up-to-date database takes no lock and opens no connection of its own', async () => {
+  const database = await testDatabase()
+  let exclusive = 0
+  await migrate({
+    ...database,
+    exclusively: (task) => {
+      exclusive++
+      return database.exclusively(task)
+    },
+  })
+  expect(exclusive).toBe(0)
+  expect(await appliedMigrations(database)).toBe(migrationJournal.entries.length)
+})
+
+test("the migrator is skipped only when the journal's last migration is recorded", async () => {
+  // A database of its own: the test removes a record of the migrations table.
+  const database = await openDatabase({ dataDir: 'memory://' })
+  try {
+    expect(await migrationsApplied(database.db)).toBe(false)
+    await migrate(database)
+    expect(await migrationsApplied(database.db)).toBe(true)
+    await database.db.execute(
+      sql`delete from drizzle.__drizzle_migrations where created_at = (select max(created_at) from drizzle.__drizzle_migrations)`,
+    )
+    expect(await migrationsApplied(database.db)).toBe(false)
+  } finally {
+    await database.close()
+  }
 })
 
 // Several instances behind a load balancer start together against one PostgreSQL; without

@@ -5,7 +5,7 @@ import { join } from 'node:path'
 import { openDatabase, queryRows, sql } from '../../db/client.ts'
 import { testDatabase } from '../support/database.ts'
 import { sendPageViews } from '../support/load.ts'
-import { killStartedProcesses, startProcess } from '../support/process.ts'
+import { killStartedProcesses, PROCESS_TEST_TIMEOUT, startProcess } from '../support/process.ts'
 import { ADMIN_TOKEN } from '../support/service.ts'
 import { waitUntil } from '../support/wait.ts'
 
@@ -66,26 +66,34 @@ async function storedIds(businessId: string, dataDir: string): Promise<Set<strin
 }
 
 describe(`stopping the service under load (${databaseUrl ? 'PostgreSQL' : 'embedded PGlite'})`, () => {
-  test('SIGTERM: it finishes in-flight requests, writes what it holds and exits 0; every 202 is stored', async () => {
-    const { service, load, businessId, dataDir } = await serviceUnderLoad()
-    service.child.kill('SIGTERM')
-    expect(await service.exited()).toBe(0)
-    await load.stop()
-    const stored = await storedIds(businessId, dataDir)
-    const lost = load.acknowledged.filter((id) => !stored.has(id))
-    console.log(`  SIGTERM: ${load.acknowledged.length} acknowledged, ${stored.size} stored, ${lost.length} lost`)
-    expect(lost).toEqual([])
-    expect(service.output()).toContain('SIGTERM: finishing in-flight requests')
-  })
+  test(
+    'SIGTERM: it finishes in-flight requests, writes what it holds and exits 0; every 202 is stored',
+    async () => {
+      const { service, load, businessId, dataDir } = await serviceUnderLoad()
+      service.child.kill('SIGTERM')
+      expect(await service.exited()).toBe(0)
+      await load.stop()
+      const stored = await storedIds(businessId, dataDir)
+      const lost = load.acknowledged.filter((id) => !stored.has(id))
+      console.log(`  SIGTERM: ${load.acknowledged.length} acknowledged, ${stored.size} stored, ${lost.length} lost`)
+      expect(lost).toEqual([])
+      expect(service.output()).toContain('SIGTERM: finishing in-flight requests')
+    },
+    PROCESS_TEST_TIMEOUT,
+  )
 
-  test('kill -9: no acknowledged event is lost', async () => {
-    const { service, load, businessId, dataDir } = await serviceUnderLoad()
-    service.child.kill('SIGKILL')
-    expect(await service.exited()).not.toBe(0)
-    await load.stop()
-    const stored = await storedIds(businessId, dataDir)
-    const lost = load.acknowledged.filter((id) => !stored.has(id))
-    console.log(`  kill -9: ${load.acknowledged.length} acknowledged, ${stored.size} stored, ${lost.length} lost`)
-    expect(lost).toEqual([])
-  })
+  test(
+    'kill -9: no acknowledged event is lost',
+    async () => {
+      const { service, load, businessId, dataDir } = await serviceUnderLoad()
+      service.child.kill('SIGKILL')
+      expect(await service.exited()).not.toBe(0)
+      await load.stop()
+      const stored = await storedIds(businessId, dataDir)
+      const lost = load.acknowledged.filter((id) => !stored.has(id))
+      console.log(`  kill -9: ${load.acknowledged.length} acknowledged, ${stored.size} stored, ${lost.length} lost`)
+      expect(lost).toEqual([])
+    },
+    PROCESS_TEST_TIMEOUT,
+  )
 })
