@@ -249,3 +249,42 @@ describe('check 5 for private keys: the client address', () => {
     expect((await call(service, '/api/v0/whoami', { key: key.key })).status).toBe(200)
   })
 })
+
+describe('behind a trusted proxy, an X-Forwarded-For entry that is not an address', () => {
+  test('is the client as written: it matches no allowed address, never the proxy, and the message offers a fix that exists', async () => {
+    // The proxy is this test's own loopback; the key allows that address and nothing else.
+    const service = await testService({ trustProxy: ['127.0.0.1'] })
+    const businessId = await seedBusiness(service)
+    const base = listen(service)
+    const key = await createdKey(service, businessId, { allowedIps: ['127.0.0.1'] })
+    expect((await whoami(base, key.key)).status).toBe(200)
+    for (const entry of ['unknown', '203.0.113.7:443', '[2001:db8::1]', 'fe80::1%eth0', 'garbage']) {
+      const response = await whoami(base, key.key, { 'x-forwarded-for': `198.51.100.1, ${entry}` })
+      expect(response.status).toBe(403)
+      const { code, message } = await errorOf(response)
+      expect(code).toBe('ip_not_allowed')
+      expect(message).toContain(`came from ${entry}`)
+      expect(message).toContain('is not an IP address')
+      expect(message).not.toContain(`Add ${entry}`)
+    }
+  })
+
+  test('has a budget of its own: it neither spends nor shares the proxy’s or another entry’s', async () => {
+    const service = await testService({ trustProxy: ['127.0.0.1'] })
+    const businessId = await seedBusiness(service)
+    const base = listen(service)
+    const key = await createdKey(service, businessId, {
+      type: 'public',
+      allowedIps: undefined,
+      allowedOrigins: ['example.com'],
+      scopes: ['ANALYTICS_WRITE'],
+      rateLimit: { limit: 1, windowSeconds: 60 },
+    })
+    const from = (entry: string) => whoami(base, key.key, { 'x-forwarded-for': entry, origin: 'https://example.com' })
+    expect((await from('unknown')).status).toBe(200)
+    expect((await from('unknown')).status).toBe(429)
+    expect((await from('garbage')).status).toBe(200)
+    // The proxy's own address was never charged for them.
+    expect((await whoami(base, key.key, { origin: 'https://example.com' })).status).toBe(200)
+  })
+})
