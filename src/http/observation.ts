@@ -19,8 +19,8 @@ type Timed = { [STARTED]?: number; status?: number | string; headers: Record<str
  *
  * Two global hooks: onRequest reads the clock, mapResponse (which Elysia runs for every
  * answer, errors and unknown paths included, once its value is final) counts and logs.
- * Not onAfterResponse: Elysia schedules it with a setImmediate per request, which cost
- * about 1.5 µs more per request; these two add about 0.5 µs (bench/observability.ts).
+ * Not onAfterResponse, which Elysia schedules with a setImmediate per request
+ * (bench/README.md, "Request observation in two hooks").
  */
 export function requestObservation(deps: {
   metrics: Metrics
@@ -32,8 +32,8 @@ export function requestObservation(deps: {
   const { metrics, logger, logRequests, clientAddress } = deps
   // Labels come only from declared routes: whatever path a client sends, the label set stays bounded.
   let declared: ReadonlySet<string> = new Set()
-  // Not Elysia's `server` from the hook's context: reading the peer through it in a hook
-  // looked costly under wrk (bench/README.md); the app's own server is read instead.
+  // The app's own server, read only for a log line: Elysia builds `server` into a hook's
+  // context only when the hook names it.
   let server: () => Server | null = () => null
 
   /** Counts one answered request and, with `logRequests`, logs it. */

@@ -28,7 +28,7 @@ export function readApiText(request: Request): null | Promise<string> {
   const length = request.headers.get('content-length')
   // `request.body` is read only without a Content-Length (a chunked body, or a Request made
   // in this process, as under app.handle): in Bun, reading it turns the body into a stream
-  // that text() then goes through, about 13 µs more per page view (bench/README.md).
+  // that text() then goes through (bench/README.md, "Bodies read without a stream").
   if (length === null ? request.body === null : length === '0') return null
   if (length !== null && Number(length) > MAX_BODY_BYTES) throw tooLarge(`${length} bytes`)
   const type = request.headers.get('content-type')

@@ -1,3 +1,5 @@
+import { BoundedMap } from '../shared/bounded-map.ts'
+
 // Unique across instances (random per process), cheap per request (a counter).
 const processTag = Buffer.from(crypto.getRandomValues(new Uint8Array(6))).toString('base64url')
 let counter = 0
@@ -15,9 +17,8 @@ type HeaderSet = { headers: Record<string, string | number> }
 
 /**
  * Every answer carries X-Request-Id. Routes stamp it in their first hook rather than in a
- * global onRequest: a global hook costs every request, and measured with wrk it took the
- * whoami ratio against bare Elysia from 0.69 down to 0.53 (see bench/README.md).
- * src/http/errors.ts stamps what a failure before any hook left unstamped.
+ * global onRequest, which every request would pay (bench/README.md, "No global hooks on
+ * API routes"). src/http/errors.ts stamps what a failure before any hook left unstamped.
  */
 export function stampRequestId({ set }: { set: HeaderSet }): void {
   set.headers['x-request-id'] ??= nextRequestId()
@@ -39,20 +40,18 @@ function corsHeaders(origin: string): Record<string, string> {
   return { 'access-control-allow-origin': origin, 'access-control-expose-headers': EXPOSED_HEADERS, vary: 'Origin' }
 }
 
-/** Origins whose answer headers are kept built; past this many the set starts over. */
-const MAX_TEMPLATES = 256
-const templates = new Map<string | null, Headers>()
+/** The answer headers of the origins seen lately (an Origin is the client's to choose). */
+const templates = new BoundedMap<string | null, Headers>(256)
 
 /**
  * The headers of a JSON success on an API route, without its request id, built once per
- * Origin: a Response copies a Headers object much faster than it builds one from a plain
- * object (about 4,500 instructions less per answer, measured with callgrind; see
- * bench/README.md). The caller sets X-Request-Id on the answer's own copy.
+ * Origin: a Response copies a Headers object faster than it builds one from a plain object
+ * (bench/README.md, "Answer headers from a template"). The caller sets X-Request-Id on
+ * the answer's own copy.
  */
 export function apiSuccessHeaders(origin: string | null): Headers {
   let headers = templates.get(origin)
   if (headers === undefined) {
-    if (templates.size >= MAX_TEMPLATES) templates.clear()
     headers = new Headers(origin === null ? {} : corsHeaders(origin))
     headers.set('content-type', 'application/json;charset=utf-8')
     templates.set(origin, headers)

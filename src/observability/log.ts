@@ -64,9 +64,8 @@ function prettyLine(level: LogLevel, msg: string, fields: LogFields | undefined)
 }
 
 // Bun's FileSink on stdout: lines are buffered and written together at most every 50 ms
-// (or when 64 KiB wait), and before exiting. Flushing on every turn of the event loop made
-// one write(2) per request under load: LOG_REQUESTS=1 then cost 25 µs of CPU per request
-// through a pipe; see bench/README.md.
+// (or when 64 KiB wait), and before exiting: a write(2) per line would cost every logged
+// request (bench/README.md, "Log lines written in batches").
 const stdout = Bun.stdout.writer({ highWaterMark: 64 * 1024 })
 const FLUSH_EVERY_MS = 50
 let flushTimer: ReturnType<typeof setTimeout> | undefined
