@@ -1,4 +1,6 @@
 import { expect } from 'bun:test'
+import { eq } from 'drizzle-orm'
+import { accounts, members } from '../../db/schema/index.ts'
 import type { Service } from '../../src/app.ts'
 import { createMemberService, type MemberRole } from '../../src/members/service.ts'
 import { TEST_AUTHOR, call, seedBusiness } from '../support/service.ts'
@@ -105,4 +107,20 @@ export async function memberOf(service: Service, name = 'Acme', email = 'ada@exa
   const businessId = await seedBusiness(service, name)
   await addMember(businessId, { email })
   return { businessId, session: await signIn(service, email) }
+}
+
+/** Every stored membership with its account's email and password hash, as tests compare them. */
+export async function memberRows() {
+  return (await testDatabase()).db
+    .select({
+      id: members.id,
+      businessId: members.businessId,
+      accountId: members.accountId,
+      role: members.role,
+      email: accounts.email,
+      passwordHash: accounts.passwordHash,
+    })
+    .from(members)
+    .innerJoin(accounts, eq(accounts.id, members.accountId))
+    .orderBy(members.createdAt, members.id)
 }
