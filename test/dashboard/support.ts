@@ -14,15 +14,13 @@ export interface Session {
   csrf: string
 }
 
-export async function addMember(businessId: string, options: { email?: string; password?: string; role?: MemberRole } = {}) {
+/** A member with PASSWORD, or with none (`password: null`: a person who already has an account keeps theirs). */
+export async function addMember(businessId: string, options: { email?: string; password?: string | null; role?: MemberRole } = {}) {
   const members = createMemberService((await testDatabase()).db)
+  const password = options.password === null ? undefined : (options.password ?? PASSWORD)
   const created = await members.create(
     businessId,
-    {
-      email: options.email ?? 'ada@example.com',
-      password: options.password ?? PASSWORD,
-      role: options.role ?? 'owner',
-    },
+    { email: options.email ?? 'ada@example.com', ...(password === undefined ? {} : { password }), role: options.role ?? 'owner' },
     TEST_AUTHOR,
   )
   return created.member
