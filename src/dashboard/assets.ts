@@ -217,7 +217,7 @@ pre.code { background: #111827; color: #e5e7eb; padding: 0.8rem 1rem; border-rad
 .switch-to:hover { background: #f0f2f5; }
 .menu-button { display: none; }
 
-.filters-form { display: grid; grid-template-columns: repeat(auto-fit, minmax(12rem, 1fr)); gap: 0.75rem 1rem; align-items: end; }
+.filters-form { display: grid; grid-template-columns: repeat(auto-fit, minmax(12rem, 1fr)); gap: 0.75rem 1rem; align-items: start; }
 .filters-form select, .filters-form input { font: inherit; padding: 0.45rem 0.5rem; border: 1px solid #9aa3b0; border-radius: 6px; background: #fff; width: 100%; }
 .filter-buttons { grid-column: 1 / -1; }
 .live-status { display: flex; align-items: center; gap: 0.5rem; margin: 0 0 0.75rem; color: var(--muted); font-size: 0.9rem; }

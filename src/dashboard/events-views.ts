@@ -62,19 +62,23 @@ ${
     : null
 }
 <ol class="events" id="events" aria-label="Events">${view.events.map((e) => eventItem(e, byId, view.now))}</ol>
-${view.events.length === 0 && view.problems.length === 0 ? emptyNotice(view) : null}
+${view.events.length === 0 && view.problems.length === 0 ? emptyNotice(view, key) : null}
 <p class="button-row">${view.first ? null : html`<a class="button" href="${EVENTS_PATH}${filterQuery(view.filters)}">Newest</a>`}${
       view.older ? html`<a class="button" href="${EVENTS_PATH}${filterQuery(view.filters, { cursor: view.older })}">Older</a>` : null
     }</p>`,
   })
 }
 
-function emptyNotice(view: EventsView): Html {
-  const filtered = Object.values(view.filters).some((v) => v !== '')
+function emptyNotice(view: EventsView, key: KeyRecord | undefined): Html {
+  const { key: _key, ...others } = view.filters
+  const filtered = Object.values(others).some((v) => v !== '')
+  const waiting = view.live ? ' They appear here as they arrive.' : ''
   return html`<div class="empty" id="no-events"><p>${
     filtered
-      ? 'No events match these filters.'
-      : html`No events yet. Paste a public key's snippet into a page of an allowed origin, or send one with curl
+      ? `No events match these filters.${waiting}`
+      : key
+        ? `No events sent with ${key.name} yet.${waiting}`
+        : html`No events yet. Paste a public key's snippet into a page of an allowed origin, or send one with curl
   (README, "Two minutes with curl"); it appears here within a few seconds.`
   }</p></div>`
 }

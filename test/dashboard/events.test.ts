@@ -167,7 +167,7 @@ describe('the events page', () => {
     await track(service, site.key, [{ eventType: 'page_view', timestamp: at(1) }])
     const page = await (await getPage(service, `${EVENTS}?type=signup`, session)).text()
     expect(shownIds(page)).toEqual([])
-    expect(page).toContain('No events match these filters.')
+    expect(page).toContain('No events match these filters. They appear here as they arrive.')
     await track(service, site.key, [
       { eventType: 'signup', personId: 'p1', timestamp: at(2) },
       { eventType: 'page_view', timestamp: at(3) },

@@ -32,9 +32,9 @@ export function startProcess(env: Record<string, string>) {
   return {
     child,
     output: () => output,
-    /** Resolves with the port once the process says it listens. */
-    async listening(): Promise<number> {
-      for (let i = 0; i < 600; i++) {
+    /** Resolves with the port once the process says it listens (within `timeoutMs`). */
+    async listening(timeoutMs = 30_000): Promise<number> {
+      for (let i = 0; i < timeoutMs / 50; i++) {
         const port = /listening on http:\/\/localhost:(\d+)/.exec(output)?.[1]
         if (port) return Number(port)
         if (child.exitCode !== null) throw new Error(`exited ${child.exitCode}: ${output}`)
