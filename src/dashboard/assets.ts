@@ -180,13 +180,13 @@ ol.trail .entry:last-child { border-bottom: none; padding-bottom: 0; }
 .entry-head { display: flex; flex-wrap: wrap; gap: 0.25rem 0.6rem; align-items: baseline; }
 .entry-head time { margin-left: auto; }
 table.changes { border-collapse: collapse; margin-top: 0.35rem; font-size: 0.9rem; }
-table.changes th { text-align: left; font-weight: 600; color: var(--muted); padding: 0.15rem 1rem 0.15rem 0; vertical-align: top; white-space: nowrap; }
+table.changes th { text-align: left; font-weight: 600; color: var(--muted); padding: 0.15rem 1rem 0.15rem 0; vertical-align: top; white-space: nowrap; width: 13rem; }
 table.changes td { padding: 0.15rem 0; }
-table.changes .from { color: var(--danger); }
-table.changes .from code { text-decoration: line-through; }
+table.changes .from { color: var(--danger); text-decoration: line-through; }
 table.changes .to code { color: var(--ok); }
 table.changes .arrow { color: var(--muted); margin: 0 0.2rem; }
-table.changes ins, table.changes del { text-decoration: none; margin-right: 0.35rem; white-space: nowrap; }
+table.changes td { overflow-wrap: anywhere; }
+table.changes ins, table.changes del { text-decoration: none; margin-right: 0.35rem; }
 table.changes ins code { color: var(--ok); background: #ebf7ee; padding: 0 0.25rem; border-radius: 4px; }
 table.changes del code { color: var(--danger); background: #fdf0ef; padding: 0 0.25rem; border-radius: 4px; text-decoration: line-through; }
 
@@ -226,7 +226,7 @@ ol.events { list-style: none; margin: 0 0 1rem; padding: 0; display: flex; flex-
 ol.events .event { background: var(--panel); border: 1px solid var(--line); border-radius: 10px; padding: 0.8rem 1rem; }
 .event-head { display: flex; flex-wrap: wrap; align-items: baseline; gap: 0.25rem 0.75rem; margin-bottom: 0.4rem; }
 .event-type { font-weight: 700; font-size: 0.95rem; background: #e4eaf8; color: var(--accent-dark); padding: 0.05rem 0.45rem; border-radius: 5px; }
-.event-fields { display: grid; grid-template-columns: max-content minmax(0, 1fr); gap: 0.2rem 1rem; margin: 0; font-size: 0.9rem; }
+.event-fields { display: grid; grid-template-columns: 8rem minmax(0, 1fr); gap: 0.2rem 1rem; margin: 0; font-size: 0.9rem; }
 .event-fields dt { color: var(--muted); font-weight: 600; }
 .event-fields dd { margin: 0; min-width: 0; overflow-wrap: anywhere; }
 pre.properties { margin: 0; background: #f6f7f9; border: 1px solid var(--line); border-radius: 6px; padding: 0.4rem 0.6rem;
@@ -241,8 +241,12 @@ pre.properties { margin: 0; background: #f6f7f9; border: 1px solid var(--line); 
   .switcher-menu { left: 0; right: auto; }
   .has-menu .sidenav:not(.open) { display: none; }
   .sidenav { background: var(--panel); border: 1px solid var(--line); border-radius: 10px; padding: 0.75rem; }
-  .event-fields { grid-template-columns: minmax(0, 1fr); }
-  .event-fields dd { margin-bottom: 0.3rem; }
+  .event-fields { grid-template-columns: 6.5rem minmax(0, 1fr); gap: 0.2rem 0.6rem; }
+  table.changes, table.changes tbody, table.changes tr, table.changes th, table.changes td { display: block; }
+  table.changes th { padding-top: 0.3rem; width: auto; }
+  .copy-row { flex-wrap: wrap; }
+  .copy-row input, .copy-row textarea { flex-basis: 100%; }
+  .filters-form { gap: 0.5rem; padding: 1rem; }
 }
 `
 

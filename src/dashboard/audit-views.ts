@@ -19,21 +19,27 @@ type RecordedField = (typeof AUDITED_FIELDS)[number] | 'type' | 'rolledFrom' | '
 
 /** A label a member reads for every field (the type makes a new field without one fail to compile). */
 const FIELDS: Record<RecordedField, string> = {
-  type: 'Type',
   name: 'Name',
+  type: 'Type',
   description: 'Description',
   allowedOrigins: 'Allowed origins',
-  scopes: 'Scopes',
-  expiresAt: 'Expires',
-  rateLimit: 'Rate limit',
   originPolicy: 'Origins outside the list',
   allowedIps: 'Allowed IPs',
   ipPolicy: 'Addresses outside the list',
+  scopes: 'Scopes',
+  expiresAt: 'Expires',
+  rateLimit: 'Rate limit',
   replacedBy: 'Replaced by',
   rolledFrom: 'Rolled from',
   revokedAt: 'Revoked',
   email: 'Email',
   role: 'Role',
+}
+
+/** Fields in the order of FIELDS (JSON columns keep no order of their own); others after them. */
+function fieldRank(field: string): number {
+  const rank = Object.keys(FIELDS).indexOf(field)
+  return rank === -1 ? Number.MAX_SAFE_INTEGER : rank
 }
 
 /** The two policies' values, as the key forms word them. */
@@ -91,8 +97,12 @@ function changesTable(entry: AuditEntryRow, keys: Map<string, KeyRecord>): Html 
   const fields = Object.keys(changes)
   if (fields.length === 0) return html``
   const created = entry.action === 'key.created' || entry.action === 'member.created'
+  // A new key's policies at their default ("refused") say nothing; a public key has no addresses at all.
+  const shown = (created ? fields.filter((f) => !((f === 'originPolicy' || f === 'ipPolicy') && changes[f]!.to === 'enforce')) : fields).sort(
+    (a, b) => fieldRank(a) - fieldRank(b),
+  )
   return html`<table class="changes">
-  <tbody>${fields.map((field) => {
+  <tbody>${shown.map((field) => {
     const { from, to } = changes[field]!
     const cell = created
       ? html`<span class="to">${value(field, to, keys)}</span>`
