@@ -219,6 +219,7 @@ pre.code { background: #111827; color: #e5e7eb; padding: 0.8rem 1rem; border-rad
 
 .filters-form { display: grid; grid-template-columns: repeat(auto-fit, minmax(12rem, 1fr)); gap: 0.75rem 1rem; align-items: start; }
 .filters-form select, .filters-form input { font: inherit; padding: 0.45rem 0.5rem; border: 1px solid #9aa3b0; border-radius: 6px; background: #fff; width: 100%; }
+.filters-form .field + .field { margin-top: 0; }
 .filter-buttons { grid-column: 1 / -1; }
 .live-status { display: flex; align-items: center; gap: 0.5rem; margin: 0 0 0.75rem; color: var(--muted); font-size: 0.9rem; }
 .live-status.paused .pulse { animation: none; background: #9aa3b0; }

@@ -98,9 +98,9 @@ function changesTable(entry: AuditEntryRow, keys: Map<string, KeyRecord>): Html 
   if (fields.length === 0) return html``
   const created = entry.action === 'key.created' || entry.action === 'member.created'
   // A new key's policies at their default ("refused") say nothing; a public key has no addresses at all.
-  const shown = (created ? fields.filter((f) => !((f === 'originPolicy' || f === 'ipPolicy') && changes[f]!.to === 'enforce')) : fields).sort(
-    (a, b) => fieldRank(a) - fieldRank(b),
-  )
+  const shown = (
+    created ? fields.filter((f) => !((f === 'originPolicy' || f === 'ipPolicy') && changes[f]!.to === 'enforce')) : fields
+  ).sort((a, b) => fieldRank(a) - fieldRank(b))
   return html`<table class="changes">
   <tbody>${shown.map((field) => {
     const { from, to } = changes[field]!

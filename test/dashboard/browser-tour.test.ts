@@ -55,26 +55,64 @@ async function seedTour() {
   await addMember(acme, { email: 'ada@acme-outdoor.com', role: 'owner' })
   await addMember(acme, { email: 'bo@acme-outdoor.com', role: 'member' })
   await addMember(rival, { email: 'ada@acme-outdoor.com', role: 'member', password: null })
-  const invited = await createMemberService((await testDatabase()).db).create(acme, { email: 'carol@acme-outdoor.com', role: 'member' }, TEST_AUTHOR)
+  const invited = await createMemberService((await testDatabase()).db).create(
+    acme,
+    { email: 'carol@acme-outdoor.com', role: 'member' },
+    TEST_AUTHOR,
+  )
   choosePasswordPath = `/dashboard/sign-in/link?token=${invited.signInLink!.token}`
 
-  const marketing = await seedKey(service, acme, { name: 'Marketing site', allowedOrigins: ['acme-outdoor.com'], scopes: ['ANALYTICS_WRITE', 'AUDIENCE_PERSON_WRITE'] })
+  const marketing = await seedKey(service, acme, {
+    name: 'Marketing site',
+    allowedOrigins: ['acme-outdoor.com'],
+    scopes: ['ANALYTICS_WRITE', 'AUDIENCE_PERSON_WRITE'],
+  })
   const orders = await seedKey(service, acme, { type: 'private', name: 'Order service', scopes: ['ANALYTICS_READ', 'ANALYTICS_WRITE'] })
   const old = await seedKey(service, acme, { name: 'Old landing page', allowedOrigins: ['old.acme-outdoor.com'] })
   await service.services.keys.revoke(acme, old.record.id, TEST_AUTHOR)
-  await service.services.keys.update(acme, marketing.record.id, { allowedOrigins: ['acme-outdoor.com', 'localhost:5173'] }, { actor: 'member:ada@acme-outdoor.com' })
+  await service.services.keys.update(
+    acme,
+    marketing.record.id,
+    { allowedOrigins: ['acme-outdoor.com', 'localhost:5173'] },
+    { actor: 'member:ada@acme-outdoor.com' },
+  )
   await service.services.keys.update(acme, orders.record.id, { allowedIps: ['203.0.113.0/24'], ipPolicy: 'report' }, TEST_AUTHOR)
   ids = { marketing: marketing.record.id, orders: orders.record.id }
 
   const minute = (n: number) => new Date(Date.now() - (30 - n) * 60_000).toISOString()
   const fromSite = [
     { eventType: 'page_view', url: 'https://www.acme-outdoor.com/', anonymousId: 'a-7f3c2e', timestamp: minute(1) },
-    { eventType: 'page_view', url: 'https://www.acme-outdoor.com/tents/trailhead-2', referrer: 'https://www.acme-outdoor.com/', anonymousId: 'a-7f3c2e', timestamp: minute(2) },
-    { eventType: 'add_to_cart', anonymousId: 'a-7f3c2e', properties: { sku: 'TH-2-GRN', price: 249, currency: 'EUR' }, timestamp: minute(3) },
-    { eventType: 'signup', personId: 'cust_1042', anonymousId: 'a-7f3c2e', properties: { plan: 'member', newsletter: true }, timestamp: minute(4) },
+    {
+      eventType: 'page_view',
+      url: 'https://www.acme-outdoor.com/tents/trailhead-2',
+      referrer: 'https://www.acme-outdoor.com/',
+      anonymousId: 'a-7f3c2e',
+      timestamp: minute(2),
+    },
+    {
+      eventType: 'add_to_cart',
+      anonymousId: 'a-7f3c2e',
+      properties: { sku: 'TH-2-GRN', price: 249, currency: 'EUR' },
+      timestamp: minute(3),
+    },
+    {
+      eventType: 'signup',
+      personId: 'cust_1042',
+      anonymousId: 'a-7f3c2e',
+      properties: { plan: 'member', newsletter: true },
+      timestamp: minute(4),
+    },
   ]
-  expect((await call(service, '/api/v0/analytics', { key: marketing.key, origin: 'https://www.acme-outdoor.com', body: { events: fromSite } })).status).toBe(202)
-  const fromServer = { eventType: 'order_completed', personId: 'cust_1042', properties: { orderId: 'A-20931', total: 268.9, items: 2 }, timestamp: minute(5) }
+  expect(
+    (await call(service, '/api/v0/analytics', { key: marketing.key, origin: 'https://www.acme-outdoor.com', body: { events: fromSite } }))
+      .status,
+  ).toBe(202)
+  const fromServer = {
+    eventType: 'order_completed',
+    personId: 'cust_1042',
+    properties: { orderId: 'A-20931', total: 268.9, items: 2 },
+    timestamp: minute(5),
+  }
   expect((await call(service, '/api/v0/analytics', { key: orders.key, body: fromServer })).status).toBe(202)
 }
 
@@ -102,7 +140,10 @@ function overflow(page: Page): Promise<{ pixels: number; by: string[] }> {
     if (pixels <= 0) return { pixels: 0, by: [] }
     const wide = [...document.querySelectorAll('body *')].filter((e) => e.getBoundingClientRect().right > window.innerWidth + 1)
     const innermost = wide.filter((e) => !wide.some((other) => other !== e && e.contains(other)))
-    return { pixels, by: innermost.slice(0, 3).map((e) => `${e.closest('[id]')?.id ?? ''} ${e.tagName.toLowerCase()}.${[...e.classList].join('.')}`) }
+    return {
+      pixels,
+      by: innermost.slice(0, 3).map((e) => `${e.closest('[id]')?.id ?? ''} ${e.tagName.toLowerCase()}.${[...e.classList].join('.')}`),
+    }
   })
 }
 
@@ -159,66 +200,81 @@ describe.skipIf(chromiumMissing)('every dashboard page, at a desktop and a phone
     )
   }
 
-  test('at phone width the navigation hides behind a Menu button that opens it; at desktop width it stays', async () => {
-    await seedTour()
-    const phone = await open('phone')
-    await signIn(phone.page)
-    const menu = phone.page.getByRole('button', { name: 'Menu' })
-    expect(await menu.isVisible()).toBe(true)
-    expect(await menu.getAttribute('aria-expanded')).toBe('false')
-    expect(await phone.page.locator('#sidenav').isVisible()).toBe(false)
-    await menu.click()
-    expect(await menu.getAttribute('aria-expanded')).toBe('true')
-    const events = phone.page.locator('#sidenav').getByRole('link', { name: 'Events' })
-    expect(await events.isVisible()).toBe(true)
-    await shoot(phone.page, 'phone/menu-open')
-    await events.click()
-    await phone.page.waitForURL(`${dashboard}/dashboard/events`)
-    await phone.context.close()
+  test(
+    'at phone width the navigation hides behind a Menu button that opens it; at desktop width it stays',
+    async () => {
+      await seedTour()
+      const phone = await open('phone')
+      await signIn(phone.page)
+      const menu = phone.page.getByRole('button', { name: 'Menu' })
+      expect(await menu.isVisible()).toBe(true)
+      expect(await menu.getAttribute('aria-expanded')).toBe('false')
+      expect(await phone.page.locator('#sidenav').isVisible()).toBe(false)
+      await menu.click()
+      expect(await menu.getAttribute('aria-expanded')).toBe('true')
+      const events = phone.page.locator('#sidenav').getByRole('link', { name: 'Events' })
+      expect(await events.isVisible()).toBe(true)
+      await shoot(phone.page, 'phone/menu-open')
+      await events.click()
+      await phone.page.waitForURL(`${dashboard}/dashboard/events`)
+      await phone.context.close()
 
-    const desktop = await open('desktop')
-    await signIn(desktop.page)
-    expect(await desktop.page.getByRole('button', { name: 'Menu' }).isVisible()).toBe(false)
-    expect(await desktop.page.locator('#sidenav').getByRole('link', { name: 'Events' }).isVisible()).toBe(true)
-    await desktop.context.close()
-  }, TOUR_TIMEOUT)
+      const desktop = await open('desktop')
+      await signIn(desktop.page)
+      expect(await desktop.page.getByRole('button', { name: 'Menu' }).isVisible()).toBe(false)
+      expect(await desktop.page.locator('#sidenav').getByRole('link', { name: 'Events' }).isVisible()).toBe(true)
+      await desktop.context.close()
+    },
+    TOUR_TIMEOUT,
+  )
 
-  test('the live events view stops asking while its tab is hidden and picks up again when shown', async () => {
-    await seedTour()
-    const { context, page } = await open('desktop')
-    await signIn(page)
-    const asked: string[] = []
-    page.on('request', (request) => {
-      if (request.url().includes('/dashboard/events/live')) asked.push(request.url())
-    })
-    await page.goto(`${dashboard}/dashboard/events?type=return_visit`)
-    await page.getByText('Live: new events appear at the top as they arrive.').waitFor()
-    // The tab goes to the background (as a browser reports it to the page).
-    await page.evaluate(() => {
-      Object.defineProperty(document, 'hidden', { configurable: true, get: () => true })
-      document.dispatchEvent(new Event('visibilitychange'))
-    })
-    await page.getByText('Live view paused while this tab is hidden.').waitFor()
-    const before = asked.length
-    const marketing = await keyOf('Marketing site')
-    const tracked = await call(service, '/api/v0/analytics', { key: marketing, origin: 'https://www.acme-outdoor.com', body: { eventType: 'return_visit' } })
-    expect(tracked.status).toBe(202)
-    // Three polls' worth of time pass while hidden: no request goes out, nothing is added.
-    await Bun.sleep(6_500)
-    expect(asked.length).toBe(before)
-    expect(await page.locator('li.event').count()).toBe(0)
-    await page.evaluate(() => {
-      Object.defineProperty(document, 'hidden', { configurable: true, get: () => false })
-      document.dispatchEvent(new Event('visibilitychange'))
-    })
-    await page.locator('li.event .event-type', { hasText: 'return_visit' }).waitFor()
-    expect(asked.length).toBeGreaterThan(before)
-    await context.close()
-  }, TOUR_TIMEOUT)
+  test(
+    'the live events view stops asking while its tab is hidden and picks up again when shown',
+    async () => {
+      await seedTour()
+      const { context, page } = await open('desktop')
+      await signIn(page)
+      const asked: string[] = []
+      page.on('request', (request) => {
+        if (request.url().includes('/dashboard/events/live')) asked.push(request.url())
+      })
+      await page.goto(`${dashboard}/dashboard/events?type=return_visit`)
+      await page.getByText('Live: new events appear at the top as they arrive.').waitFor()
+      // The tab goes to the background (as a browser reports it to the page).
+      await page.evaluate(() => {
+        Object.defineProperty(document, 'hidden', { configurable: true, get: () => true })
+        document.dispatchEvent(new Event('visibilitychange'))
+      })
+      await page.getByText('Live view paused while this tab is hidden.').waitFor()
+      const before = asked.length
+      const marketing = await keyOf('Marketing site')
+      const tracked = await call(service, '/api/v0/analytics', {
+        key: marketing,
+        origin: 'https://www.acme-outdoor.com',
+        body: { eventType: 'return_visit' },
+      })
+      expect(tracked.status).toBe(202)
+      // Three polls' worth of time pass while hidden: no request goes out, nothing is added.
+      await Bun.sleep(6_500)
+      expect(asked.length).toBe(before)
+      expect(await page.locator('li.event').count()).toBe(0)
+      await page.evaluate(() => {
+        Object.defineProperty(document, 'hidden', { configurable: true, get: () => false })
+        document.dispatchEvent(new Event('visibilitychange'))
+      })
+      await page.locator('li.event .event-type', { hasText: 'return_visit' }).waitFor()
+      expect(asked.length).toBeGreaterThan(before)
+      await context.close()
+    },
+    TOUR_TIMEOUT,
+  )
 })
 
 /** The plaintext of a seeded public key, read back from the database (public keys keep theirs). */
 async function keyOf(name: string): Promise<string> {
-  const [row] = await (await testDatabase()).db.select().from(apiKeys).where(and(eq(apiKeys.businessId, acme), eq(apiKeys.name, name)))
+  const [row] = await (await testDatabase()).db
+    .select()
+    .from(apiKeys)
+    .where(and(eq(apiKeys.businessId, acme), eq(apiKeys.name, name)))
   return row!.publicKey!
 }
