@@ -49,7 +49,7 @@ export function layout(page: { title: string; who?: SignedIn; crumbs?: Crumb[]; 
     ${switcher(who, sectionOf(page.crumbs))}
     <span class="who">${who.email} · ${who.role}</span>
     <form method="post" action="/dashboard/sign-out">
-      ${csrfField(who)}
+      ${sessionTokenField(who)}
       <button type="submit" class="button small">Sign out</button>
     </form>
   </div>`
@@ -109,7 +109,7 @@ function switcher(who: SignedIn, section: string): Html {
         <p class="small muted">Switch to</p>
         <ul>${others.map(
           (m) => html`<li><form method="post" action="${SWITCH_PATH}">
-          ${csrfField(who)}
+          ${sessionTokenField(who)}
           <input type="hidden" name="member" value="${m.memberId}">
           <input type="hidden" name="next" value="${section}">
           <button type="submit" class="switch-to">${m.businessName} <span class="muted small">${m.role}</span></button>
@@ -138,7 +138,12 @@ function breadcrumb(crumbs: Crumb[]): Html {
  * (src/dashboard/member.ts).
  */
 export function csrfField(who: SignedIn): Html {
-  return html`<input type="hidden" name="csrf" value="${who.csrfToken}"><input type="hidden" name="business" value="${who.businessId}">`
+  return html`${sessionTokenField(who)}<input type="hidden" name="business" value="${who.businessId}">`
+}
+
+/** The CSRF token alone: signing out and switching business do the same whatever business a tab showed. */
+function sessionTokenField(who: SignedIn): Html {
+  return html`<input type="hidden" name="csrf" value="${who.csrfToken}">`
 }
 
 export function signInPage(state: { csrf: string; email?: string; next?: string; error?: string }): Html {

@@ -99,6 +99,10 @@ describe('one person in several businesses', () => {
     const { service, session, membership, acme, bravo, acmeKey } = await adaInTwo()
     const acmePage = await (await getPage(service, `${KEYS}/${acmeKey.record.id}/revoke`, session)).text()
     expect(hiddenValue(acmePage, 'business')).toBe(acme)
+    // Signing out and switching act alike from any tab: their forms carry no business.
+    const topbar = acmePage.slice(acmePage.indexOf('<header'), acmePage.indexOf('</header>'))
+    expect(topbar).toContain('action="/dashboard/sign-out"')
+    expect(topbar).not.toContain('name="business"')
     // The other tab switches to Bravo; this tab's Acme form is sent afterwards.
     await switchTo(service, session, membership(bravo))
     const create = await postForm(
