@@ -159,7 +159,7 @@ describe('who may do what', () => {
     const bo = await signIn(service, 'bo@example.com')
     const created = await postForm(
       service,
-      KEYS,
+      `${KEYS}/new`,
       { csrf: bo.csrf, name: 'Shop', origins: 'example.com', scopes: ['ANALYTICS_WRITE'] },
       { cookie: bo.cookie },
     )
