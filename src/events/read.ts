@@ -3,16 +3,16 @@ import type { Db } from '../../db/client.ts'
 import { analyticsEvents } from '../../db/schema/index.ts'
 import { before, positionCursor, toPage, type Page, type Position } from '../shared/paging.ts'
 
+// Reading a business's tracked events: the one query behind `GET /api/v0/analytics`
+// (src/areas/analytics) and the dashboard's events page (src/dashboard/events.ts). It stands
+// below both (docs/architecture.md, "The tree"), so that whatever limits what may be read
+// (retention, erasure) is written once and holds for both. Every query takes the business
+// first: no event of another business is ever read.
+
 /** What an event type may be: 1-64 characters of [A-Za-z0-9_.:-] (contract section 6). */
 export const EVENT_TYPE_PATTERN = '^[A-Za-z0-9_.:-]{1,64}$'
 
-/**
- * Reading a business's tracked events: the one query behind `GET /api/v0/analytics`
- * (src/areas/analytics) and the dashboard's events page (src/dashboard/events.ts). It stands
- * below both (docs/architecture.md, "The tree"), so that whatever limits what may be read
- * (retention, erasure) is written once and holds for both. Every query takes the business
- * first: no event of another business is ever read.
- */
+/** Which events of the business a list holds, and the page: `after` a cursor's position, `limit` rows. */
 export interface EventFilter {
   type?: string
   /** The dashboard filters by key; the API reads every key's events. */
