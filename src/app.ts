@@ -7,7 +7,7 @@ import { createUsageRecorder } from './usage/recorder.ts'
 import { createAccessPlugin } from './http/access-plugin.ts'
 import { createGate } from './access/gate.ts'
 import { adminRoutes } from './admin/index.ts'
-import { DASHBOARD_PREFIX, dashboardRoutes } from './dashboard/index.ts'
+import { DASHBOARD_PREFIX, dashboardFailurePage, dashboardRoutes } from './dashboard/index.ts'
 import { sdkRoutes } from './http/sdk-route.ts'
 import { apiAreas, hotAreas } from './areas/index.ts'
 import type { AreaDeps } from './areas/deps.ts'
@@ -164,7 +164,7 @@ export function createApp(options: AppOptions) {
   const app = new Elysia({ serve: { routes: direct.served as never } })
     .use(hotAreas(area))
     .use(observation.plugin)
-    .use(errorHandling(logger, methodsOf, { pagesPrefix: `${DASHBOARD_PREFIX}/` }))
+    .use(errorHandling(logger, methodsOf, { pagesPrefix: `${DASHBOARD_PREFIX}/`, pageFailure: dashboardFailurePage(db) }))
     .use(surfaces)
     .use(apiAreas(area))
 

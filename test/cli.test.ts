@@ -682,8 +682,22 @@ describe('cli members create', () => {
     expect(result.code).toBe(1)
     expect(result.stdout).toBe('')
     expect(result.stderr).toStartWith('error: conflict: ')
-    expect(result.stderr).toContain('ada@example.com already exists')
+    expect(result.stderr).toContain('ada@example.com is already a member of Acme.')
     expect(await storedMembers(businessId)).toHaveLength(1)
+  })
+
+  test('a member of another business becomes a member here: no link printed, their own password stays', async () => {
+    const acme = await seedBusiness(service)
+    const rival = await seedBusiness(service, 'Rival')
+    await addMember(acme, { email: 'ada@example.com' })
+    const result = await cli(['members', 'create', '--business', rival, '--email', 'ada@example.com', '--role', 'owner'])
+    expect(result.code).toBe(0)
+    expect(result.stdout).toContain('Created owner ada@example.com.')
+    expect(result.stdout).toContain(
+      'ada@example.com already has an account: they sign in with their own password and switch to this business',
+    )
+    expect(result.stdout).not.toContain('SIGN-IN LINK')
+    expect(await storedMembers(rival)).toEqual([expect.objectContaining({ email: 'ada@example.com', role: 'owner', passwordSet: true })])
   })
 
   test('a missing --email is a usage error naming it', async () => {

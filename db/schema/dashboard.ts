@@ -1,12 +1,26 @@
 import { sql } from 'drizzle-orm'
-import { check, index, pgTable, text, timestamp, uuid } from 'drizzle-orm/pg-core'
+import { check, index, pgTable, text, timestamp, uniqueIndex, uuid } from 'drizzle-orm/pg-core'
 import { businesses } from './core.ts'
 
 /**
- * People who sign in to the dashboard. Created by operators (admin API) or by the
- * first-start bootstrap. `email` is stored trimmed and lower-cased and is unique across
- * businesses: it is what a person signs in with. `passwordHash` is a `Bun.password` hash
- * (argon2id, salt inside); null until the member chooses a password through a sign-in link.
+ * People who sign in to the dashboard: one email, one password, whatever the number of
+ * businesses they belong to (contract section 19). `email` is stored trimmed and
+ * lower-cased and is unique: it is what a person signs in with. `passwordHash` is a
+ * `Bun.password` hash (argon2id, salt inside); null until the person chooses a password
+ * through a sign-in link. An account lives as long as it has a membership.
+ */
+export const accounts = pgTable('accounts', {
+  id: uuid('id').primaryKey().defaultRandom(),
+  email: text('email').notNull().unique(),
+  passwordHash: text('password_hash'),
+  createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+})
+
+/**
+ * Memberships: an account's role in one business. Created by operators (admin API), by
+ * owners (dashboard) or by the first-start bootstrap; an account holds at most one per
+ * business. Sessions, sign-in links and the audit trail name the membership, so that a
+ * session always shows one business, and removing a membership ends what it opened.
  */
 export const members = pgTable(
   'members',
@@ -15,17 +29,23 @@ export const members = pgTable(
     businessId: uuid('business_id')
       .notNull()
       .references(() => businesses.id),
-    email: text('email').notNull().unique(),
-    passwordHash: text('password_hash'),
+    accountId: uuid('account_id')
+      .notNull()
+      .references(() => accounts.id, { onDelete: 'cascade' }),
     role: text('role', { enum: ['owner', 'member'] }).notNull(),
     createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
   },
-  (table) => [index('members_business_idx').on(table.businessId), check('members_role_check', sql`${table.role} in ('owner', 'member')`)],
+  (table) => [
+    index('members_business_idx').on(table.businessId),
+    uniqueIndex('members_account_business_idx').on(table.accountId, table.businessId),
+    check('members_role_check', sql`${table.role} in ('owner', 'member')`),
+  ],
 )
 
 /**
  * Dashboard sessions. The cookie carries a random token; only its SHA-256 is stored, so
- * a copy of this table signs nobody in. `expiresAt` slides forward with use (idle
+ * a copy of this table signs nobody in. `memberId` is the membership whose business the
+ * session shows; switching business moves it to another membership of the same account. `expiresAt` slides forward with use (idle
  * timeout) but never past `createdAt` + the absolute lifetime (src/dashboard/sessions.ts).
  * `csrfToken` is the per-session token every state-changing form must echo.
  */

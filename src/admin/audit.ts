@@ -11,6 +11,7 @@ const AUDIT_PAGE = { default: 50, max: 100 } as const
 
 export const AuditEntrySchema = t.Object({
   id: t.String(),
+  businessId: t.String({ description: 'The business whose key or member changed: every entry belongs to one.' }),
   at: t.String({ format: 'date-time' }),
   actor: t.String({ description: '"admin", or "member:<email>" for a signed-in member.' }),
   action: t.UnionEnum(AUDIT_ACTIONS),

@@ -56,7 +56,8 @@ export function memberRoutes(deps: { db: Db; requireAdmin: AdminGuard }) {
         parse: 'json',
         response: { 201: t.Composite([MemberSchema, t.Object({ signInLink: t.Optional(SignInLinkSchema) })]) },
         detail: {
-          summary: 'Add a dashboard member; without a password the answer carries a one-time sign-in link',
+          summary:
+            'Add a dashboard member: a new account (without a password, the answer carries a one-time sign-in link), or a membership of the account the email already has (its password stays theirs; 409 with a password, or when already a member of this business)',
           ...alsoAnswers('conflict'),
         },
       },

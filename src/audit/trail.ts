@@ -88,6 +88,7 @@ export async function listChanges(
 export function toAuditRecord(row: AuditEntryRow) {
   return {
     id: row.id,
+    businessId: row.businessId,
     at: row.at.toISOString(),
     actor: row.actor,
     action: row.action,

@@ -1,10 +1,11 @@
 import { listAnswer, PAGE_USAGE, pageOf, pageOptions, text, UsageError, type Command } from './command.ts'
-import { memberDetails, memberTable, signInLinkLines } from './output.ts'
+import { CLI, memberDetails, memberTable, signInLinkLines } from './output.ts'
 
 export const membersCreate: Command = {
   name: 'members create',
   usage: '--business ID --email EMAIL [--role owner|member] [--password-stdin]',
-  summary: 'Add a dashboard member; without a password, print a one-time sign-in link.',
+  summary:
+    'Add a dashboard member; without a password, print a one-time sign-in link. An email that already has an account (a member of another business) gets a membership and keeps its password.',
   // `password` exists only to refuse it with advice instead of "Unknown option".
   options: {
     business: { type: 'string' },
@@ -41,7 +42,15 @@ export const membersCreate: Command = {
       text: [
         `Created ${member.role} ${member.email}.`,
         memberDetails(member),
-        ...(signInLink ? ['', signInLinkLines(signInLink)] : ['', 'They sign in with their email and the password given.']),
+        '',
+        signInLink
+          ? signInLinkLines(signInLink)
+          : password !== undefined
+            ? 'They sign in with their email and the password given.'
+            : `${member.email} already has an account: they sign in with their own password and switch to this business in the dashboard.` +
+              (member.passwordSet
+                ? ''
+                : ` They have not chosen a password yet: ${CLI} members link ${member.id} prints a new sign-in link.`),
       ].join('\n'),
     }
   },

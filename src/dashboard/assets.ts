@@ -180,12 +180,15 @@ ol.trail .entry:last-child { border-bottom: none; padding-bottom: 0; }
 .entry-head { display: flex; flex-wrap: wrap; gap: 0.25rem 0.6rem; align-items: baseline; }
 .entry-head time { margin-left: auto; }
 table.changes { border-collapse: collapse; margin-top: 0.35rem; font-size: 0.9rem; }
-table.changes th { text-align: left; font-weight: 600; color: var(--muted); padding: 0.15rem 1rem 0.15rem 0; vertical-align: top; white-space: nowrap; }
+table.changes th { text-align: left; font-weight: 600; color: var(--muted); padding: 0.15rem 1rem 0.15rem 0; vertical-align: top; white-space: nowrap; width: 13rem; }
 table.changes td { padding: 0.15rem 0; }
-table.changes .from { color: var(--danger); }
-table.changes .from code { text-decoration: line-through; }
+table.changes .from { color: var(--danger); text-decoration: line-through; }
 table.changes .to code { color: var(--ok); }
 table.changes .arrow { color: var(--muted); margin: 0 0.2rem; }
+table.changes td { overflow-wrap: anywhere; }
+table.changes ins, table.changes del { text-decoration: none; margin-right: 0.35rem; }
+table.changes ins code { color: var(--ok); background: #ebf7ee; padding: 0 0.25rem; border-radius: 4px; }
+table.changes del code { color: var(--danger); background: #fdf0ef; padding: 0 0.25rem; border-radius: 4px; text-decoration: line-through; }
 
 .add-member { margin-top: 1.25rem; }
 .add-member h2 { margin: 0; }
@@ -198,9 +201,53 @@ pre.code { background: #111827; color: #e5e7eb; padding: 0.8rem 1rem; border-rad
 @keyframes pulse { 50% { opacity: 0.25; } }
 @media (prefers-reduced-motion: reduce) { .pulse { animation: none; } }
 
+.switcher { position: relative; }
+.switcher > summary { list-style: none; cursor: pointer; display: flex; align-items: center; gap: 0.5rem; padding: 0.2rem 0.5rem;
+  border: 1px solid #4b5563; border-radius: 6px; }
+.switcher > summary::-webkit-details-marker { display: none; }
+.switch-label { font-size: 0.8rem; color: #b8c0cc; }
+.switch-label::after { content: " ▾"; }
+.switcher-menu { position: absolute; right: 0; top: calc(100% + 0.35rem); z-index: 5; background: var(--panel); color: var(--fg);
+  border: 1px solid var(--line); border-radius: 8px; padding: 0.5rem; min-width: 14rem; box-shadow: 0 6px 20px rgba(0,0,0,0.15); }
+.switcher-menu p { margin: 0 0.4rem 0.3rem; }
+.switcher-menu ul { list-style: none; margin: 0; padding: 0; }
+.switcher-menu form { margin: 0; }
+.switch-to { display: flex; justify-content: space-between; gap: 1rem; width: 100%; font: inherit; text-align: left; background: none;
+  border: none; border-radius: 6px; padding: 0.4rem; cursor: pointer; color: var(--fg); }
+.switch-to:hover { background: #f0f2f5; }
+.menu-button { display: none; }
+
+.filters-form { display: grid; grid-template-columns: repeat(auto-fit, minmax(12rem, 1fr)); gap: 0.75rem 1rem; align-items: start; }
+.filters-form select, .filters-form input { font: inherit; padding: 0.45rem 0.5rem; border: 1px solid #9aa3b0; border-radius: 6px; background: #fff; width: 100%; }
+.filters-form .field + .field { margin-top: 0; }
+.filter-buttons { grid-column: 1 / -1; }
+.live-status { display: flex; align-items: center; gap: 0.5rem; margin: 0 0 0.75rem; color: var(--muted); font-size: 0.9rem; }
+.live-status.paused .pulse { animation: none; background: #9aa3b0; }
+ol.events { list-style: none; margin: 0 0 1rem; padding: 0; display: flex; flex-direction: column; gap: 0.75rem; }
+ol.events .event { background: var(--panel); border: 1px solid var(--line); border-radius: 10px; padding: 0.8rem 1rem; }
+.event-head { display: flex; flex-wrap: wrap; align-items: baseline; gap: 0.25rem 0.75rem; margin-bottom: 0.4rem; }
+.event-type { font-weight: 700; font-size: 0.95rem; background: #e4eaf8; color: var(--accent-dark); padding: 0.05rem 0.45rem; border-radius: 5px; }
+.event-fields { display: grid; grid-template-columns: 8rem minmax(0, 1fr); gap: 0.2rem 1rem; margin: 0; font-size: 0.9rem; }
+.event-fields dt { color: var(--muted); font-weight: 600; }
+.event-fields dd { margin: 0; min-width: 0; overflow-wrap: anywhere; }
+pre.properties { margin: 0; background: #f6f7f9; border: 1px solid var(--line); border-radius: 6px; padding: 0.4rem 0.6rem;
+  font-size: 0.85rem; max-height: 16rem; overflow: auto; white-space: pre-wrap; overflow-wrap: anywhere; }
+
 @media (max-width: 52rem) {
-  .shell { grid-template-columns: minmax(0, 1fr); }
-  .sidenav { display: none; }
+  .shell { grid-template-columns: minmax(0, 1fr); padding: 1rem; gap: 1rem; }
+  .topbar { flex-wrap: wrap; padding: 0.5rem 1rem; gap: 0.5rem 0.75rem; }
+  .menu-button:not([hidden]) { display: inline-block; margin-left: auto; }
+  .account { width: 100%; justify-content: space-between; gap: 0.5rem; }
+  .who { font-size: 0.8rem; overflow-wrap: anywhere; }
+  .switcher-menu { left: 0; right: auto; }
+  .has-menu .sidenav:not(.open) { display: none; }
+  .sidenav { background: var(--panel); border: 1px solid var(--line); border-radius: 10px; padding: 0.75rem; }
+  .event-fields { grid-template-columns: 6.5rem minmax(0, 1fr); gap: 0.2rem 0.6rem; }
+  table.changes, table.changes tbody, table.changes tr, table.changes th, table.changes td { display: block; }
+  table.changes th { padding-top: 0.3rem; width: auto; }
+  .copy-row { flex-wrap: wrap; }
+  .copy-row input, .copy-row textarea { flex-basis: 100%; }
+  .filters-form { gap: 0.5rem; padding: 1rem; }
 }
 `
 
@@ -335,6 +382,85 @@ export const DASHBOARD_JS = `
         }, again);
     }
     setTimeout(poll, 1000);
+  });
+
+  // Phone widths: the navigation folds behind a Menu button (without the script it stays open above the page).
+  var menu = document.querySelector('.menu-button');
+  var sidenav = document.getElementById('sidenav');
+  if (menu && sidenav) {
+    menu.hidden = false;
+    document.body.classList.add('has-menu');
+    menu.addEventListener('click', function () {
+      var open = sidenav.classList.toggle('open');
+      menu.setAttribute('aria-expanded', open ? 'true' : 'false');
+      if (open) { var first = sidenav.querySelector('a'); if (first) first.focus(); }
+    });
+  }
+
+  // Choosing a password: the two must match, said before anything is sent (the server checks again).
+  document.querySelectorAll('form[data-password-pair]').forEach(function (form) {
+    var first = form.elements.password, second = form.elements.confirm;
+    var error = document.getElementById('confirm-error');
+    var said = 'The two passwords differ; type the same password again.';
+    function mark(differs) {
+      second.setAttribute('aria-invalid', differs ? 'true' : 'false');
+      second.closest('.field').classList.toggle('has-error', differs);
+      error.textContent = differs ? said : '';
+    }
+    second.addEventListener('input', function () { if (second.getAttribute('aria-invalid') === 'true') mark(first.value !== second.value); });
+    first.addEventListener('input', function () { if (second.getAttribute('aria-invalid') === 'true') mark(first.value !== second.value); });
+    form.addEventListener('submit', function (event) {
+      if (first.value === second.value) return;
+      event.preventDefault();
+      error.setAttribute('role', 'alert');
+      mark(true);
+      second.focus();
+    });
+  });
+
+  // Events: while the tab is visible, ask every 2 s for events newer than the newest shown
+  // and put them on top; paused while hidden, stopped after 15 minutes of asking, at most
+  // 500 on the page. Only this dashboard is asked.
+  document.querySelectorAll('[data-events-live]').forEach(function (status) {
+    var list = document.getElementById('events');
+    var text = status.querySelector('.text');
+    var url = status.getAttribute('data-events-live');
+    var since = status.getAttribute('data-since');
+    var timer = 0, asked = 0, stopped = false, busy = false, lastNews = '';
+    var LIVE = 'Live: new events appear at the top as they arrive.';
+    function say(words, live) { text.textContent = words; status.classList.toggle('paused', !live); }
+    function stop(words) { stopped = true; clearTimeout(timer); say(words, false); }
+    function later() { clearTimeout(timer); if (!stopped && !document.hidden) timer = setTimeout(ask, 2000); }
+    function ask() {
+      if (stopped || busy || document.hidden) return;
+      if (++asked > 450) { stop('Live view stopped after 15 minutes. Reload the page to resume it.'); return; }
+      busy = true;
+      fetch(url + '&since=' + encodeURIComponent(since), { headers: { accept: 'application/json' }, credentials: 'same-origin' })
+        .then(function (r) { return r.json().then(function (body) { return { ok: r.ok, body: body }; }); })
+        .then(function (answer) {
+          busy = false;
+          var body = answer.body;
+          if (!answer.ok) { stop((body && body.error ? body.error.message + ' ' : '') + 'Live view stopped.'); return; }
+          since = body.newest;
+          if (body.data.length > 0) {
+            var empty = document.getElementById('no-events');
+            if (empty) empty.remove();
+            list.insertAdjacentHTML('afterbegin', body.html);
+            while (list.children.length > 500) list.lastElementChild.remove();
+            lastNews = ' ' + body.data.length + ' new at ' + new Date().toISOString().slice(11, 19) + ' UTC' +
+              (body.more ? '; more arrived than shown: reload to see them all.' : '.');
+          }
+          say(LIVE + lastNews, true);
+          later();
+        }, function () { busy = false; later(); });
+    }
+    document.addEventListener('visibilitychange', function () {
+      if (stopped) return;
+      if (document.hidden) { clearTimeout(timer); say('Live view paused while this tab is hidden.', false); }
+      else { say(LIVE + lastNews, true); ask(); }
+    });
+    say(LIVE, true);
+    later();
   });
 
   // After a refused submit, take keyboard focus to the list of problems.

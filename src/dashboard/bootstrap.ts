@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm'
 import type { Db } from '../../db/client.ts'
-import { businesses, members, memberSignInLinks } from '../../db/schema/index.ts'
+import { accounts, businesses, members, memberSignInLinks } from '../../db/schema/index.ts'
 import { signInLinkUrl, SIGN_IN_LINK_TTL_MS } from '../members/service.ts'
 import { hashToken, randomToken } from '../access/secrets.ts'
 import { createLogger, lineLogger } from '../observability/log.ts'
@@ -44,7 +44,13 @@ export async function bootstrapFirstOwner(db: Db, options: BootstrapOptions): Pr
       .insert(businesses)
       .values({ name: options.businessName ?? 'My business' })
       .returning()
-    const [owner] = await tx.insert(members).values({ businessId: business!.id, email, passwordHash: null, role: 'owner' }).returning()
+    // No business means no membership, and an account lives only as long as one (src/members).
+    const [account] = await tx
+      .insert(accounts)
+      .values({ email, passwordHash: null })
+      .onConflictDoUpdate({ target: accounts.email, set: { email: sql`excluded.email` } })
+      .returning()
+    const [owner] = await tx.insert(members).values({ businessId: business!.id, accountId: account!.id, role: 'owner' }).returning()
     await tx.insert(memberSignInLinks).values({
       memberId: owner!.id,
       tokenHash: hashToken(token),

@@ -1,8 +1,6 @@
 import { html, type Html } from './html.ts'
 import type { SignedIn } from './sessions.ts'
-import { csrfField, layout } from './views.ts'
-
-export const BUSINESS_PATH = '/dashboard/settings/business'
+import { BUSINESS_PATH, csrfField, layout } from './views.ts'
 
 const NODE_EXAMPLE = `import { createHmac } from 'node:crypto'
 // user.id as your page sends it in externalId (or the lower-cased email)

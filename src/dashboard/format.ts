@@ -40,3 +40,8 @@ export function formatDate(at: Date): string {
 export function firstExpiryDay(now: Date): string {
   return formatDate(new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() + 1)))
 }
+
+/** "2026-05-01 14:03:27 UTC": an event's time, to the second. */
+export function formatInstant(at: Date): string {
+  return `${at.toISOString().slice(0, 19).replace('T', ' ')} UTC`
+}

@@ -8,7 +8,8 @@ import { createMemberService } from '../members/service.ts'
 import { DASHBOARD_CSS, DASHBOARD_JS } from './assets.ts'
 import { auditPlugin } from './audit.ts'
 import { businessPlugin } from './business.ts'
-import { redirect } from './http.ts'
+import { eventsPlugin } from './events.ts'
+import { htmlPage, readCookie, redirect, SESSION_COOKIE } from './http.ts'
 import { keysPlugin } from './keys.ts'
 import { memberMacro } from './member.ts'
 import { membersPlugin } from './members.ts'
@@ -16,7 +17,7 @@ import { ownKeys } from './own-keys.ts'
 import { createSessionStore } from './sessions.ts'
 import { signInPlugin } from './sign-in.ts'
 import { createSignInThrottle, type SignInLimits } from './throttle.ts'
-import { KEYS_PATH } from './views.ts'
+import { KEYS_PATH, messagePage } from './views.ts'
 
 export interface DashboardDeps {
   db: Db
@@ -50,9 +51,28 @@ export function dashboardRoutes({ db, keys, signInLimits, clientAddress, default
     .get('/assets/dashboard.js', () => asset(DASHBOARD_JS, 'text/javascript; charset=utf-8'))
     .use(signInPlugin({ member, members, sessions, throttle: createSignInThrottle(db, signInLimits), clientAddress }))
     .use(keysPlugin({ db, keys, ownKeys: keysOfMember, member, defaultRateLimits }))
+    .use(eventsPlugin({ db, keys, member }))
     .use(auditPlugin({ db, keys, ownKeys: keysOfMember, member }))
     .use(membersPlugin({ members, member }))
     .use(businessPlugin({ db, member }))
+}
+
+/**
+ * The page an address under /dashboard/ answers when it names no page (404), or a page that
+ * only takes a form (405): with the navigation for a signed-in member, so they can go on.
+ */
+export function dashboardFailurePage(db: Db) {
+  const sessions = createSessionStore(db)
+  return async (request: Request, failure: { status: number }): Promise<Response> => {
+    const token = readCookie(request, SESSION_COOKIE)
+    const who = (token ? await sessions.authenticate(token) : null) ?? undefined
+    const title = failure.status === 405 ? 'Not a page' : 'Page not found'
+    const message =
+      failure.status === 405
+        ? 'This address takes a form sent from a dashboard page, not a visit.'
+        : 'There is no such page in the dashboard. Check the address, or use the navigation.'
+    return htmlPage(failure.status, messagePage({ title, who, message }))
+  }
 }
 
 function asset(body: string, type: string): Response {

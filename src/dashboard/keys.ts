@@ -149,8 +149,9 @@ export function keysPlugin(deps: {
         ({ member }) => htmlPage(200, keyFormPage(member, { kind: 'create' }, NEW_KEY_DEFAULTS, {}, new Date(), defaultRateLimits)),
         { member: 'page' },
       )
+      // Posted to the form's own address, so that a refused form comes back where it was.
       .post(
-        KEYS,
+        `${KEYS}/new`,
         async ({ member, body }) => {
           const now = new Date()
           const values = readKeyForm(body)

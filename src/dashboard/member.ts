@@ -19,6 +19,8 @@ interface Visit {
   rule: MemberRule
   /** The session's member, or null for a visitor. */
   member: SignedIn | null
+  /** The business the page that sent the form (or the script's request) showed, when it says. */
+  shown: string | undefined
 }
 
 /** Where the session found in `transform` waits for the later hooks (as the access chain's decision does). */
@@ -41,13 +43,16 @@ export function visitOf(set: object): Visit | undefined {
 export function memberMacro(sessions: SessionStore) {
   return new Elysia({ name: 'dashboard/member' }).macro({
     member: (rule: MemberRule) => ({
-      async transform({ request, set }) {
+      async transform({ request, set, body, query }) {
         const token = readCookie(request, SESSION_COOKIE)
-        ;(set as Stamped)[VISIT] = { rule, member: token ? await sessions.authenticate(token) : null }
+        const shown = businessField(rule === 'json' ? query : body)
+        ;(set as Stamped)[VISIT] = { rule, member: token ? await sessions.authenticate(token) : null, shown }
       },
       beforeHandle({ request, set, body }) {
-        const member = (set as Stamped)[VISIT]?.member ?? null
+        const visit = (set as Stamped)[VISIT]
+        const member = visit?.member ?? null
         if (member === null) return signInFirst(rule, request)
+        if (visit?.shown !== undefined && visit.shown !== member.businessId) return otherBusiness(rule, member)
         if (rule === 'page' || rule === 'json') return
         const crossSite = crossSiteReason(request)
         if (crossSite) return refused(member, crossSite)
@@ -71,6 +76,26 @@ export function signInFirst(rule: MemberRule, request: Request): Response {
   if (rule !== 'page') return redirect(SIGN_IN_PATH)
   const url = new URL(request.url)
   return redirect(`${SIGN_IN_PATH}?next=${encodeURIComponent(url.pathname + url.search)}`)
+}
+
+/**
+ * The `business` field every form of the pages carries (and the scripts' requests): read
+ * before validation, which would drop a field a route does not declare.
+ */
+function businessField(fields: unknown): string | undefined {
+  if (typeof fields !== 'object' || fields === null || !('business' in fields)) return undefined
+  return typeof fields.business === 'string' ? fields.business : ''
+}
+
+/**
+ * A form (or a script) from a page that showed another business than the session shows
+ * now: the member switched in another tab. Every change belongs to the business shown, so
+ * nothing is done; the page says which business is shown now.
+ */
+function otherBusiness(rule: MemberRule, member: SignedIn): Response {
+  const message = `Nothing was changed: the page you came from showed another business. You have since switched to ${member.businessName} (in another tab?). Reload the page and try again.`
+  if (rule === 'json') throw new ApiError('conflict', message)
+  return htmlPage(409, messagePage({ title: 'Business switched', who: member, message }))
 }
 
 function csrfOf(body: unknown): string | null {

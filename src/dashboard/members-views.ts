@@ -2,9 +2,7 @@ import type { MemberRecord, MemberRole } from '../members/service.ts'
 import { formatDate, formatDateTime } from './format.ts'
 import { html, type Html } from './html.ts'
 import type { SignedIn } from './sessions.ts'
-import { csrfField, layout } from './views.ts'
-
-export const MEMBERS_PATH = '/dashboard/settings/members'
+import { csrfField, layout, MEMBERS_PATH } from './views.ts'
 
 export interface AddMemberForm {
   email: string
@@ -60,7 +58,7 @@ ${
               : html`<details class="allow">
       <summary class="button small">Remove<span class="visually-hidden"> ${m.email}</span></summary>
       <div class="allow-preview">
-        <p>${m.email} is signed out at once and can no longer sign in to ${who.businessName}. Their keys' changes stay in the audit trail.</p>
+        <p>${m.email} is signed out of ${who.businessName} at once and can no longer open it. Their keys' changes stay in the audit trail.</p>
         <form method="post" action="${MEMBERS_PATH}/${m.id}/remove">
           ${csrfField(who)}
           <button type="submit" class="button danger small">Confirm: remove ${m.email}</button>
@@ -91,7 +89,8 @@ ${
     <div class="checkbox"><input type="radio" id="role-owner" name="role" value="owner"${form.role === 'owner' ? html` checked` : null}>
       <label for="role-owner">Owner <span class="muted">— also manages members and the identity secret</span></label></div>
   </fieldset>
-  <p class="hint">They get a one-time sign-in link, shown here once, on which they choose a password.</p>
+  <p class="hint">Someone new gets a one-time sign-in link, shown here once, on which they choose a password. Someone who
+  already has a keygate account (a member of another business) signs in with their own password and finds ${who.businessName} in their business switcher.</p>
   <div class="button-row"><button type="submit" class="button primary">Add member</button></div>
 </form>`
     : html`<p class="muted">Only owners add and remove members.</p>`

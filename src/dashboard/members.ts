@@ -10,9 +10,9 @@ import { FormField, TokenOnlyForm } from './forms.ts'
 import { html } from './html.ts'
 import { htmlPage, redirect } from './http.ts'
 import type { memberMacro } from './member.ts'
-import { MEMBERS_PATH, membersPage } from './members-views.ts'
+import { membersPage } from './members-views.ts'
 import type { SignedIn } from './sessions.ts'
-import { messagePage } from './views.ts'
+import { MEMBERS_PATH, messagePage } from './views.ts'
 
 const MISSING_MEMBER: Missing = {
   title: 'Member not found',
@@ -60,21 +60,22 @@ export function membersPlugin(deps: { members: MemberService; member: ReturnType
         if (problem) return again(400, problem)
         try {
           const created = await members.create(member.businessId, { email, role }, byMember(member.email))
-          const link = created.signInLink!
+          const link = created.signInLink
           return htmlPage(
             201,
             membersPage(member, {
               members: await businessMembers(member),
-              link: { email, url: signInLinkUrl(publicOrigin(request), link.token), expiresAt: link.expiresAt },
+              ...(link
+                ? { link: { email, url: signInLinkUrl(publicOrigin(request), link.token), expiresAt: link.expiresAt } }
+                : {
+                    flash: html`<div class="alert success" role="status">${email} already has a keygate account: ${member.businessName} now
+  appears in their business switcher. They sign in with their own password${created.member.passwordSet ? '' : ' (they have not chosen it yet: an operator can send them a new sign-in link)'}.</div>`,
+                  }),
             }),
           )
         } catch (error) {
-          if (error instanceof ApiError && error.code === 'conflict') {
-            return again(
-              409,
-              `${email} is already a member, of ${member.businessName} or of another business; an email signs in to one business only.`,
-            )
-          }
+          if (error instanceof ApiError && error.code === 'conflict')
+            return again(409, `${email} is already a member of ${member.businessName}.`)
           throw error
         }
       },

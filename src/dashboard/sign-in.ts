@@ -19,7 +19,7 @@ import {
 import type { memberMacro } from './member.ts'
 import { SESSION_MAX_MS, type SessionStore } from './sessions.ts'
 import type { SignInThrottle } from './throttle.ts'
-import { choosePasswordPage, KEYS_PATH, messagePage, SIGN_IN_PATH, signInPage } from './views.ts'
+import { choosePasswordPage, KEYS_PATH, messagePage, PASSWORDS_DIFFER, SECTION_PATHS, SIGN_IN_PATH, signInPage } from './views.ts'
 
 const SignInForm = t.Object({ csrf: FormField, email: FormField, password: FormField, next: FormField })
 const ChoosePasswordForm = t.Object({ token: FormField, password: FormField, confirm: FormField })
@@ -117,7 +117,7 @@ export function signInPlugin(deps: {
           })
         }
         await throttle.settleSuccess(throttled.id, email)
-        return startSession(request, member.id, next ?? KEYS_PATH)
+        return startSession(request, member.memberId, next ?? KEYS_PATH)
       },
       { parse: 'urlencoded', body: SignInForm },
     )
@@ -129,6 +129,20 @@ export function signInPlugin(deps: {
         return redirect(SIGN_IN_PATH, [clearCookie(request, SESSION_COOKIE)])
       },
       { member: 'form', parse: 'urlencoded', body: TokenOnlyForm },
+    )
+    .post(
+      '/switch',
+      async ({ member, body }) => {
+        // Only a membership of the signed-in account; anything else is the same 404.
+        if (!(await sessions.switchTo(member, body.member ?? ''))) {
+          return htmlPage(
+            404,
+            messagePage({ title: 'Business not found', who: member, message: 'You are not a member of that business (any more).' }),
+          )
+        }
+        return redirect(SECTION_PATHS.find((p) => p === body.next) ?? KEYS_PATH)
+      },
+      { member: 'form', parse: 'urlencoded', body: t.Object({ csrf: FormField, member: FormField, next: FormField }) },
     )
     .get(
       '/sign-in/link',
@@ -154,10 +168,12 @@ export function signInPlugin(deps: {
         const member = token ? await members.findByLink(token) : null
         if (!member) return linkGone()
         const password = body.password ?? ''
-        const problem =
-          passwordProblem(password) ?? (password === body.confirm ? null : 'The two passwords differ; type the same password twice.')
+        const problem = passwordProblem(password) ?? (password === body.confirm ? null : PASSWORDS_DIFFER)
         if (problem) {
-          return htmlPage(400, choosePasswordPage({ token, email: member.email, businessName: member.businessName, error: problem }))
+          return htmlPage(
+            400,
+            choosePasswordPage({ token, email: member.email, businessName: member.businessName, error: problem, password }),
+          )
         }
         const redeemed = await members.redeemLink(token, password)
         if (!redeemed) return linkGone()

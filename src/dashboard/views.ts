@@ -3,8 +3,16 @@ import { PASSWORD_MIN_LENGTH } from '../members/service.ts'
 import type { SignedIn } from './sessions.ts'
 
 export const KEYS_PATH = '/dashboard/settings/developers/api-keys'
+export const EVENTS_PATH = '/dashboard/events'
+export const MEMBERS_PATH = '/dashboard/settings/members'
+export const AUDIT_PATH = '/dashboard/settings/audit'
+export const BUSINESS_PATH = '/dashboard/settings/business'
 export const SIGN_IN_PATH = '/dashboard/sign-in'
-export const ASSET_VERSION = '6'
+export const SWITCH_PATH = '/dashboard/switch'
+export const ASSET_VERSION = '7'
+
+/** The pages of a business that every business has: where switching business lands. */
+export const SECTION_PATHS = [EVENTS_PATH, KEYS_PATH, MEMBERS_PATH, AUDIT_PATH, BUSINESS_PATH] as const
 
 export interface Crumb {
   label: string
@@ -36,11 +44,12 @@ export function layout(page: { title: string; who?: SignedIn; crumbs?: Crumb[]; 
   <a class="brand" href="/dashboard">keygate</a>
   ${
     who
-      ? html`<div class="account">
-    <span class="business">${who.businessName}</span>
+      ? html`<button type="button" class="button small menu-button" aria-controls="sidenav" aria-expanded="false" hidden>Menu</button>
+  <div class="account">
+    ${switcher(who, sectionOf(page.crumbs))}
     <span class="who">${who.email} · ${who.role}</span>
     <form method="post" action="/dashboard/sign-out">
-      ${csrfField(who)}
+      ${sessionTokenField(who)}
       <button type="submit" class="button small">Sign out</button>
     </form>
   </div>`
@@ -50,7 +59,11 @@ export function layout(page: { title: string; who?: SignedIn; crumbs?: Crumb[]; 
 <div class="${who ? 'shell' : 'shell single'}">
   ${
     who
-      ? html`<nav class="sidenav" aria-label="Settings">
+      ? html`<nav class="sidenav" id="sidenav" aria-label="Dashboard">
+    <p class="nav-group">${who.businessName}</p>
+    <ul>
+      <li><a href="${EVENTS_PATH}"${navCurrent(page.crumbs, EVENTS_PATH)}>Events</a></li>
+    </ul>
     <p class="nav-heading">Settings</p>
     <p class="nav-group">Developers</p>
     <ul>
@@ -59,9 +72,9 @@ export function layout(page: { title: string; who?: SignedIn; crumbs?: Crumb[]; 
     </ul>
     <p class="nav-group">Business</p>
     <ul>
-      <li><a href="/dashboard/settings/members"${navCurrent(page.crumbs, '/dashboard/settings/members')}>Members</a></li>
-      <li><a href="/dashboard/settings/audit"${navCurrent(page.crumbs, '/dashboard/settings/audit')}>Audit trail</a></li>
-      <li><a href="/dashboard/settings/business"${navCurrent(page.crumbs, '/dashboard/settings/business')}>Identity secret</a></li>
+      <li><a href="${MEMBERS_PATH}"${navCurrent(page.crumbs, MEMBERS_PATH)}>Members</a></li>
+      <li><a href="${AUDIT_PATH}"${navCurrent(page.crumbs, AUDIT_PATH)}>Audit trail</a></li>
+      <li><a href="${BUSINESS_PATH}"${navCurrent(page.crumbs, BUSINESS_PATH)}>Identity secret</a></li>
     </ul>
   </nav>`
       : null
@@ -74,6 +87,36 @@ export function layout(page: { title: string; who?: SignedIn; crumbs?: Crumb[]; 
 </body>
 </html>
 `
+}
+
+/** The section a page belongs to (its first crumb with an address), where a switch of business lands. */
+function sectionOf(crumbs: Crumb[] | undefined): string {
+  const href = crumbs?.find((c) => c.href !== undefined)?.href
+  return SECTION_PATHS.find((p) => p === href) ?? KEYS_PATH
+}
+
+/**
+ * The business shown, and for an account in several, the others to switch to: a form per
+ * business (a switch changes the session, so it is a POST with the CSRF token), inside a
+ * disclosure that works without the script. It lands on the same section of the other business.
+ */
+function switcher(who: SignedIn, section: string): Html {
+  const others = who.memberships.filter((m) => m.memberId !== who.memberId)
+  if (others.length === 0) return html`<span class="business">${who.businessName}</span>`
+  return html`<details class="switcher">
+      <summary><span class="visually-hidden">Business: </span><span class="business">${who.businessName}</span> <span class="switch-label">Switch</span></summary>
+      <div class="switcher-menu">
+        <p class="small muted">Switch to</p>
+        <ul>${others.map(
+          (m) => html`<li><form method="post" action="${SWITCH_PATH}">
+          ${sessionTokenField(who)}
+          <input type="hidden" name="member" value="${m.memberId}">
+          <input type="hidden" name="next" value="${section}">
+          <button type="submit" class="switch-to">${m.businessName} <span class="muted small">${m.role}</span></button>
+        </form></li>`,
+        )}</ul>
+      </div>
+    </details>`
 }
 
 /** The side navigation marks the section a page belongs to: `page` on the section itself, `true` below it. */
@@ -89,7 +132,17 @@ function breadcrumb(crumbs: Crumb[]): Html {
   )}</ol></nav>`
 }
 
+/**
+ * Every form of a signed-in page: the session's CSRF token, and the business the page
+ * shows, so that a form sent after switching business in another tab changes nothing
+ * (src/dashboard/member.ts).
+ */
 export function csrfField(who: SignedIn): Html {
+  return html`${sessionTokenField(who)}<input type="hidden" name="business" value="${who.businessId}">`
+}
+
+/** The CSRF token alone: signing out and switching business do the same whatever business a tab showed. */
+function sessionTokenField(who: SignedIn): Html {
   return html`<input type="hidden" name="csrf" value="${who.csrfToken}">`
 }
 
@@ -121,26 +174,45 @@ export function signInPage(state: { csrf: string; email?: string; next?: string;
   })
 }
 
-export function choosePasswordPage(state: { token: string; email: string; businessName: string; error?: string }): Html {
+/** What the page says when the two passwords differ: the script's check and the server's alike. */
+export const PASSWORDS_DIFFER = 'The two passwords differ; type the same password again.'
+
+/**
+ * The one-time link's page. When the two passwords differed, the server sends the first
+ * back (kept, on a page nobody caches) and asks only for the second again; the script
+ * catches a difference before anything is sent.
+ */
+export function choosePasswordPage(state: {
+  token: string
+  email: string
+  businessName: string
+  error?: string
+  /** The first password as typed, kept when only the repetition was wrong. */
+  password?: string
+}): Html {
+  const mismatch = state.error === PASSWORDS_DIFFER
+  const pageError = mismatch ? undefined : state.error
   return layout({
     title: 'Choose a password',
     content: html`<div class="narrow">
   <h1>Choose a password</h1>
   <p class="lead">You are signing in as <strong>${state.email}</strong> to <strong>${state.businessName}</strong>.
   This link works once; afterwards sign in with your email and this password.</p>
-  ${state.error ? html`<div class="alert error" role="alert" id="password-error">${state.error}</div>` : null}
-  <form method="post" action="/dashboard/sign-in/link" class="stack">
+  ${pageError ? html`<div class="alert error" role="alert" id="password-error">${pageError}</div>` : null}
+  <form method="post" action="/dashboard/sign-in/link" class="stack" data-password-pair>
     <input type="hidden" name="token" value="${state.token}">
     <input type="text" name="email" value="${state.email}" autocomplete="username" hidden>
-    <div class="field">
+    <div class="field${pageError ? ' has-error' : ''}">
       <label for="password">New password</label>
       <p class="hint" id="password-hint">At least ${PASSWORD_MIN_LENGTH} characters.</p>
       <input id="password" name="password" type="password" autocomplete="new-password" required
-        minlength="${PASSWORD_MIN_LENGTH}" aria-describedby="password-hint${state.error ? ' password-error' : ''}" autofocus>
+        minlength="${PASSWORD_MIN_LENGTH}" aria-describedby="password-hint${pageError ? ' password-error' : ''}"${mismatch ? html` value="${state.password ?? ''}"` : html` autofocus`}${pageError ? html` aria-invalid="true"` : null}>
     </div>
-    <div class="field">
+    <div class="field${mismatch ? ' has-error' : ''}">
       <label for="confirm">Repeat the password</label>
-      <input id="confirm" name="confirm" type="password" autocomplete="new-password" required minlength="${PASSWORD_MIN_LENGTH}">
+      <p class="field-error" id="confirm-error"${mismatch ? html` role="alert"` : null}>${mismatch ? PASSWORDS_DIFFER : null}</p>
+      <input id="confirm" name="confirm" type="password" autocomplete="new-password" required minlength="${PASSWORD_MIN_LENGTH}"
+        aria-describedby="confirm-error"${mismatch ? html` aria-invalid="true" autofocus` : null}>
     </div>
     <button type="submit" class="button primary">Save password and sign in</button>
   </form>

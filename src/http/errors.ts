@@ -19,8 +19,16 @@ const VARIANT_PATHS: Record<string, string> = {
  * src/errors.ts; a 500 says nothing of its cause (no stack, no SQL), which goes to the
  * log under the request id instead.
  */
-export function errorHandling(logger: Logger, methodsOf: MethodTable = () => [], options: { pagesPrefix?: string } = {}) {
-  const { pagesPrefix } = options
+export function errorHandling(
+  logger: Logger,
+  methodsOf: MethodTable = () => [],
+  options: {
+    pagesPrefix?: string
+    /** The pages' own answer to an address no route takes (404), or a method it does not take (405). */
+    pageFailure?: (request: Request, failure: Failure) => Promise<Response>
+  } = {},
+) {
+  const { pagesPrefix, pageFailure } = options
   return new Elysia({ name: 'error-handling' }).onError({ as: 'global' }, function renderError({ code, error, set, request, path, route }) {
     // Server-rendered pages answer a bad id or form with a page of their own (src/dashboard/failures.ts).
     if (code === 'VALIDATION' && pagesPrefix !== undefined && path.startsWith(pagesPrefix)) return
@@ -30,6 +38,14 @@ export function errorHandling(logger: Logger, methodsOf: MethodTable = () => [],
     const headers = set.headers as Record<string, string>
     const requestId = headers['x-request-id']!
     const failure = explainFailure(logger, error, { code, method: request.method, path, route, requestId }, methodsOf)
+    // A browser on the dashboard gets a page it can read and leave, not the API's JSON.
+    if (pageFailure && code === 'NOT_FOUND' && pagesPrefix !== undefined && path.startsWith(pagesPrefix) && !(error instanceof ApiError)) {
+      return pageFailure(request, failure).then((page) => {
+        page.headers.set('x-request-id', requestId)
+        for (const [name, value] of Object.entries(failure.headers ?? {})) page.headers.set(name, value)
+        return page
+      })
+    }
     set.status = failure.status
     if (failure.headers) Object.assign(headers, failure.headers)
     headers['content-type'] = 'application/json'

@@ -46,7 +46,7 @@ export interface NewKeyInput extends KeySettingsInput {
 }
 
 /** The fields of a key a change can touch, as the trail shows them (contract section 10). */
-const AUDITED_FIELDS = [
+export const AUDITED_FIELDS = [
   'name',
   'description',
   'allowedOrigins',

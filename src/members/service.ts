@@ -1,6 +1,6 @@
-import { and, eq, gt, isNull } from 'drizzle-orm'
+import { and, asc, eq, gt, inArray, isNull, sql } from 'drizzle-orm'
 import type { Db } from '../../db/client.ts'
-import { businesses, members, memberSessions, memberSignInLinks } from '../../db/schema/index.ts'
+import { accounts, businesses, members, memberSessions, memberSignInLinks } from '../../db/schema/index.ts'
 import { hashToken, randomToken } from '../access/secrets.ts'
 import { ApiError } from '../errors.ts'
 import { recordChange, type ChangeAuthor } from '../audit/trail.ts'
@@ -8,13 +8,25 @@ import { listAdminPage, type AdminPage, type Page } from '../shared/paging.ts'
 import type { MemberRecord, MemberRole } from './model.ts'
 
 export type { MemberRecord, MemberRole }
-export type MemberRow = typeof members.$inferSelect
+/** A membership with its account's email and password hash, as the queries below read it. */
+export type MemberRow = typeof members.$inferSelect & { email: string; passwordHash: string | null }
 
 export const PASSWORD_MIN_LENGTH = 12
 export const PASSWORD_MAX_LENGTH = 200
 /** Long enough to reach someone by chat or mail, short enough that a lost link soon dies. */
 export const SIGN_IN_LINK_TTL_MS = 24 * 60 * 60 * 1000
 export const SIGN_IN_LINK_PATH = '/dashboard/sign-in/link'
+
+/** The columns of a MemberRow: the membership, and the email and password hash of its account. */
+const memberColumns = {
+  id: members.id,
+  businessId: members.businessId,
+  accountId: members.accountId,
+  role: members.role,
+  createdAt: members.createdAt,
+  email: accounts.email,
+  passwordHash: accounts.passwordHash,
+}
 
 export function toMemberRecord(row: MemberRow): MemberRecord {
   return {
@@ -58,7 +70,18 @@ export interface SignInLink {
 // as a wrong password and response times do not tell which addresses are members.
 let decoyHash: Promise<string> | undefined
 
-/** Members of businesses: creation by operators, passwords, one-time sign-in links. */
+/** A business an account belongs to, as the dashboard's switcher lists it. */
+export interface Membership {
+  memberId: string
+  businessId: string
+  businessName: string
+  role: MemberRole
+}
+
+/**
+ * Members of businesses: accounts (an email and one password) and their memberships (a
+ * role in a business), creation by operators and owners, passwords, one-time sign-in links.
+ */
 export function createMemberService(db: Db) {
   async function issueLink(memberId: string, now: Date): Promise<SignInLink> {
     const token = randomToken()
@@ -68,7 +91,11 @@ export function createMemberService(db: Db) {
   }
 
   async function get(memberId: string): Promise<MemberRow> {
-    const [row] = await db.select().from(members).where(eq(members.id, memberId))
+    const [row] = await db
+      .select(memberColumns)
+      .from(members)
+      .innerJoin(accounts, eq(accounts.id, members.accountId))
+      .where(eq(members.id, memberId))
     if (!row) throw new ApiError('not_found', `No member with id ${memberId}.`)
     return row
   }
@@ -77,58 +104,95 @@ export function createMemberService(db: Db) {
     get,
 
     /**
-     * Without a password the member gets a one-time sign-in link instead, on which they
-     * choose their password.
+     * Makes `email` a member of the business: a new account when the email has none (a
+     * one-time sign-in link comes back when no password was given, on which they choose
+     * it), else a membership of the existing account, which signs in with its own password
+     * and finds the business in its switcher. An existing account's password is never set
+     * here, and no link is made for it: whoever adds a person to their business must not
+     * gain a way into that person's other businesses.
      */
     async create(
       businessId: string,
       input: { email: string; password?: string; role: MemberRole },
       by: ChangeAuthor,
       now = new Date(),
-    ): Promise<{ member: MemberRecord; signInLink: SignInLink | null }> {
+    ): Promise<{ member: MemberRecord; signInLink: SignInLink | null; newAccount: boolean }> {
       const email = normalizeEmail(input.email)
       const problem = emailProblem(email) ?? (input.password === undefined ? null : passwordProblem(input.password))
       if (problem) throw new ApiError('invalid_request', problem)
-      const [business] = await db.select({ id: businesses.id }).from(businesses).where(eq(businesses.id, businessId))
+      const [business] = await db.select({ id: businesses.id, name: businesses.name }).from(businesses).where(eq(businesses.id, businessId))
       if (!business) throw new ApiError('not_found', `No business with id ${businessId}.`)
       const passwordHash = input.password === undefined ? null : await Bun.password.hash(input.password)
-      // The member and its entry in the trail commit together (contract section 10).
-      const row = await db.transaction(async (tx) => {
+      // The membership and its entry in the trail commit together (contract section 10).
+      const outcome = await db.transaction(async (tx) => {
+        // Creates the account or locks the existing one, so that a concurrent removal of its
+        // last membership (which deletes the account) waits for this membership or goes first.
+        const [account] = await tx
+          .insert(accounts)
+          .values({ email, passwordHash, createdAt: now })
+          .onConflictDoUpdate({ target: accounts.email, set: { email: sql`excluded.email` } })
+          .returning({ id: accounts.id, passwordHash: accounts.passwordHash, inserted: sql<boolean>`xmax = 0` })
+        if (!account!.inserted && passwordHash !== null) return 'password refused' as const
         const [inserted] = await tx
           .insert(members)
-          .values({ businessId, email, passwordHash, role: input.role, createdAt: now })
-          .onConflictDoNothing({ target: members.email })
+          .values({ businessId, accountId: account!.id, role: input.role, createdAt: now })
+          .onConflictDoNothing({ target: [members.accountId, members.businessId] })
           .returning()
-        if (inserted) {
-          await recordChange(tx, {
-            businessId,
-            action: 'member.created',
-            by,
-            memberId: inserted.id,
-            changes: { email: { from: null, to: inserted.email }, role: { from: null, to: inserted.role } },
-          })
-        }
-        return inserted
+        if (!inserted) return 'already a member' as const
+        await recordChange(tx, {
+          businessId,
+          action: 'member.created',
+          by,
+          memberId: inserted.id,
+          changes: { email: { from: null, to: email }, role: { from: null, to: inserted.role } },
+        })
+        const row: MemberRow = { ...inserted, email, passwordHash: account!.passwordHash }
+        return { row, newAccount: account!.inserted }
       })
-      if (!row) {
+      if (outcome === 'already a member') {
+        throw new ApiError('conflict', `${email} is already a member of ${business.name}.`)
+      }
+      if (outcome === 'password refused') {
         throw new ApiError(
           'conflict',
-          `A member with email ${email} already exists; an email signs in to one business only. Issue them a new sign-in link instead (POST /admin/v0/members/:id/sign-in-link).`,
+          `${email} already has an account, whose password is theirs: add them without a password, and they sign in with the one they have.`,
         )
       }
-      const signInLink = passwordHash === null ? await issueLink(row.id, now) : null
-      return { member: toMemberRecord(row), signInLink }
+      const { row, newAccount } = outcome
+      const signInLink = newAccount && row.passwordHash === null ? await issueLink(row.id, now) : null
+      return { member: toMemberRecord(row), signInLink, newAccount }
     },
 
     /** A business's members, oldest first, a page at a time (the admin API lists them). */
-    list(businessId: string, page: AdminPage): Promise<Page<MemberRecord>> {
-      return listAdminPage(db, members, eq(members.businessId, businessId), page, toMemberRecord)
+    async list(businessId: string, page: AdminPage): Promise<Page<MemberRecord>> {
+      const listed = await listAdminPage(db, members, eq(members.businessId, businessId), page, (row) => row)
+      const ids = listed.data.map((m) => m.accountId)
+      const owners = ids.length === 0 ? [] : await db.select().from(accounts).where(inArray(accounts.id, ids))
+      const byId = new Map(owners.map((a) => [a.id, a]))
+      return {
+        nextCursor: listed.nextCursor,
+        data: listed.data.map((m) =>
+          toMemberRecord({ ...m, email: byId.get(m.accountId)!.email, passwordHash: byId.get(m.accountId)!.passwordHash }),
+        ),
+      }
+    },
+
+    /** The businesses an account belongs to, by name: the dashboard's switcher. */
+    async memberships(accountId: string): Promise<Membership[]> {
+      return db
+        .select({ memberId: members.id, businessId: businesses.id, businessName: businesses.name, role: members.role })
+        .from(members)
+        .innerJoin(businesses, eq(businesses.id, members.businessId))
+        .where(eq(members.accountId, accountId))
+        .orderBy(businesses.name, businesses.id)
     },
 
     /**
-     * Removes the member; their sessions and links go with them (ON DELETE CASCADE), so they
-     * are signed out on their next request. `businessId` scopes the removal (the dashboard:
-     * another business's member is not found); null is the operator's view.
+     * Removes the membership; its sessions and links go with it (ON DELETE CASCADE), so a
+     * session showing this business is signed out on its next request. An account left
+     * without any membership is deleted too: a person who belongs nowhere keeps no password.
+     * `businessId` scopes the removal (the dashboard: another business's member is not
+     * found); null is the operator's view.
      */
     async remove(memberId: string, by: ChangeAuthor, businessId: string | null = null): Promise<MemberRecord> {
       const removed = await db.transaction(async (tx) => {
@@ -136,16 +200,26 @@ export function createMemberService(db: Db) {
           .delete(members)
           .where(and(eq(members.id, memberId), businessId ? eq(members.businessId, businessId) : undefined))
           .returning()
-        if (deleted) {
-          await recordChange(tx, {
-            businessId: deleted.businessId,
-            action: 'member.removed',
-            by,
-            memberId: deleted.id,
-            changes: { email: { from: deleted.email, to: null }, role: { from: deleted.role, to: null } },
-          })
-        }
-        return deleted
+        if (!deleted) return undefined
+        // Locked first, so that a membership being added meanwhile is committed, and counted, or waits.
+        const [account] = await tx.select().from(accounts).where(eq(accounts.id, deleted.accountId)).for('update')
+        await tx
+          .delete(accounts)
+          .where(
+            and(
+              eq(accounts.id, deleted.accountId),
+              sql`not exists (select 1 from ${members} where ${members.accountId} = ${deleted.accountId})`,
+            ),
+          )
+        const row: MemberRow = { ...deleted, email: account!.email, passwordHash: account!.passwordHash }
+        await recordChange(tx, {
+          businessId: deleted.businessId,
+          action: 'member.removed',
+          by,
+          memberId: deleted.id,
+          changes: { email: { from: row.email, to: null }, role: { from: deleted.role, to: null } },
+        })
+        return row
       })
       if (!removed) throw new ApiError('not_found', `No member with id ${memberId}.`)
       return toMemberRecord(removed)
@@ -157,24 +231,25 @@ export function createMemberService(db: Db) {
       return issueLink(memberId, now)
     },
 
-    /** The member a valid (unused, unexpired) link belongs to, or null. Does not use the link. */
+    /** The membership a valid (unused, unexpired) link belongs to, or null. Does not use the link. */
     async findByLink(token: string, now = new Date()): Promise<(MemberRow & { businessName: string }) | null> {
       const [row] = await db
-        .select({ member: members, businessName: businesses.name })
+        .select({ ...memberColumns, businessName: businesses.name })
         .from(memberSignInLinks)
         .innerJoin(members, eq(members.id, memberSignInLinks.memberId))
+        .innerJoin(accounts, eq(accounts.id, members.accountId))
         .innerJoin(businesses, eq(businesses.id, members.businessId))
         .where(
           and(eq(memberSignInLinks.tokenHash, hashToken(token)), isNull(memberSignInLinks.usedAt), gt(memberSignInLinks.expiresAt, now)),
         )
-      return row ? { ...row.member, businessName: row.businessName } : null
+      return row ?? null
     },
 
     /**
-     * Uses a link once and sets the member's password. The guarded UPDATE is the only
+     * Uses a link once and sets the account's password. The guarded UPDATE is the only
      * thing that marks a link used, so two browsers racing with one link cannot both win.
-     * Every other session of the member ends: choosing a password through a link is also
-     * how a lost password is replaced.
+     * Every other session of the account ends, in every business: choosing a password
+     * through a link is also how a lost password is replaced. Returns the link's membership.
      */
     async redeemLink(token: string, password: string, now = new Date()): Promise<MemberRow | null> {
       const passwordHash = await Bun.password.hash(password)
@@ -187,25 +262,37 @@ export function createMemberService(db: Db) {
           )
           .returning({ memberId: memberSignInLinks.memberId })
         if (!link) return null
-        const [row] = await tx.update(members).set({ passwordHash }).where(eq(members.id, link.memberId)).returning()
-        await tx.delete(memberSessions).where(eq(memberSessions.memberId, link.memberId))
-        return row ?? null
+        const [member] = await tx.select().from(members).where(eq(members.id, link.memberId))
+        if (!member) return null
+        const [account] = await tx.update(accounts).set({ passwordHash }).where(eq(accounts.id, member.accountId)).returning()
+        await tx
+          .delete(memberSessions)
+          .where(
+            inArray(memberSessions.memberId, tx.select({ id: members.id }).from(members).where(eq(members.accountId, member.accountId))),
+          )
+        return { ...member, email: account!.email, passwordHash }
       })
     },
 
-    /** The member whose email and password these are, or null; costs the same either way. */
-    async verifyPassword(email: string, password: string): Promise<MemberRow | null> {
+    /**
+     * The account whose email and password these are, with the membership a new session
+     * opens on (the business it joined first), or null; costs the same either way.
+     */
+    async verifyPassword(email: string, password: string): Promise<{ accountId: string; memberId: string } | null> {
       const [row] = await db
-        .select()
-        .from(members)
-        .where(eq(members.email, normalizeEmail(email)))
+        .select({ accountId: accounts.id, passwordHash: accounts.passwordHash, memberId: members.id })
+        .from(accounts)
+        .innerJoin(members, eq(members.accountId, accounts.id))
+        .where(eq(accounts.email, normalizeEmail(email)))
+        .orderBy(asc(members.createdAt), asc(members.id))
+        .limit(1)
       if (!row?.passwordHash) {
         decoyHash ??= Bun.password.hash(randomToken())
         await Bun.password.verify(password, await decoyHash).catch(() => false)
         return null
       }
       const valid = await Bun.password.verify(password, row.passwordHash).catch(() => false)
-      return valid ? row : null
+      return valid ? { accountId: row.accountId, memberId: row.memberId } : null
     },
   }
 }

@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'bun:test'
 import { sql } from 'drizzle-orm'
-import { businesses, flowRuns, flows, members } from '../../db/schema/index.ts'
+import { accounts, businesses, flowRuns, flows, members } from '../../db/schema/index.ts'
 import { testDatabase } from '../support/database.ts'
 import { admin, call, errorOf, seedBusiness, seedKey, testService } from '../support/service.ts'
 
@@ -122,12 +122,16 @@ describe('GET /admin/v0/businesses/:id/members paging', () => {
     const service = await testService()
     const businessId = await seedBusiness(service)
     const db = (await testDatabase()).db
+    const people = await db
+      .insert(accounts)
+      .values([0, 1, 2].map((i) => ({ email: `m${i}@example.com` })))
+      .returning({ id: accounts.id })
     const rows = await db
       .insert(members)
       .values(
         ['2026-01-01T00:00:00.000001Z', '2026-01-01T00:00:00.000002Z', '2026-01-01T00:00:00.000003Z'].map((at, i) => ({
           businessId,
-          email: `m${i}@example.com`,
+          accountId: people[i]!.id,
           role: 'member' as const,
           createdAt: sql`${at}::timestamptz` as unknown as Date,
         })),

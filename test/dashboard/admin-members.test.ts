@@ -1,9 +1,9 @@
 import { describe, expect, test } from 'bun:test'
 import { eq } from 'drizzle-orm'
-import { members, memberSessions } from '../../db/schema/index.ts'
+import { accounts, members, memberSessions } from '../../db/schema/index.ts'
 import { testDatabase } from '../support/database.ts'
 import { admin, call, errorOf, seedBusiness, testService } from '../support/service.ts'
-import { PASSWORD, postForm, signIn } from './support.ts'
+import { getPage, KEYS, memberRows, PASSWORD, postForm, signIn } from './support.ts'
 
 const db = async () => (await testDatabase()).db
 
@@ -19,7 +19,7 @@ describe('POST /admin/v0/businesses/:id/members', () => {
     expect(body).toMatchObject({ businessId, email: 'ada@example.com', role: 'owner', passwordSet: true })
     expect(body.signInLink).toBeUndefined()
     expect(body).not.toHaveProperty('passwordHash')
-    const [row] = await (await db()).select().from(members)
+    const [row] = await memberRows()
     expect(row!.passwordHash).not.toContain(PASSWORD)
     expect((await signIn(service, 'ada@example.com')).cookie).toStartWith('keygate_session=')
   })
@@ -40,14 +40,52 @@ describe('POST /admin/v0/businesses/:id/members', () => {
     expect(chosen.status).toBe(303)
   })
 
-  test('an email that is already a member answers 409', async () => {
+  test('an email already a member of the business answers 409 and adds nothing', async () => {
     const service = await testService()
-    const businessId = await seedBusiness(service)
-    const other = await seedBusiness(service, 'Other')
+    const businessId = await seedBusiness(service, 'Acme')
     await admin(service, `/businesses/${businessId}/members`, { body: { email: 'ada@example.com', role: 'owner' } })
-    const response = await admin(service, `/businesses/${other}/members`, { body: { email: 'ADA@example.com', role: 'member' } })
+    const response = await admin(service, `/businesses/${businessId}/members`, { body: { email: 'ADA@example.com', role: 'member' } })
     expect(response.status).toBe(409)
-    expect((await errorOf(response)).message).toContain('ada@example.com already exists')
+    expect((await errorOf(response)).message).toBe('ada@example.com is already a member of Acme.')
+    expect(await memberRows()).toEqual([expect.objectContaining({ role: 'owner' })])
+  })
+
+  test('a person of another business becomes a member with their own password: no link, one account', async () => {
+    const service = await testService()
+    const acme = await seedBusiness(service, 'Acme')
+    const rival = await seedBusiness(service, 'Rival')
+    await admin(service, `/businesses/${acme}/members`, { body: { email: 'ada@example.com', password: PASSWORD, role: 'owner' } })
+    const response = await admin(service, `/businesses/${rival}/members`, { body: { email: 'Ada@Example.com', role: 'member' } })
+    expect(response.status).toBe(201)
+    const body = (await response.json()) as Record<string, unknown>
+    expect(body).toMatchObject({ businessId: rival, email: 'ada@example.com', role: 'member', passwordSet: true })
+    // A link would let whoever adds a person set their password, and so enter their other businesses.
+    expect(body.signInLink).toBeUndefined()
+    const rows = await memberRows()
+    expect(rows.map((m) => [m.businessId, m.role])).toEqual([
+      [acme, 'owner'],
+      [rival, 'member'],
+    ])
+    expect(rows[0]!.accountId).toBe(rows[1]!.accountId)
+    expect(await (await db()).select().from(accounts)).toHaveLength(1)
+    // One password signs in to both (the switcher lists them).
+    const session = await signIn(service, 'ada@example.com')
+    expect(await (await getPage(service, KEYS, session)).text()).toContain('Rival')
+  })
+
+  test('a password for an email that already has an account answers 409 and changes neither', async () => {
+    const service = await testService()
+    const acme = await seedBusiness(service, 'Acme')
+    const rival = await seedBusiness(service, 'Rival')
+    await admin(service, `/businesses/${acme}/members`, { body: { email: 'ada@example.com', password: PASSWORD, role: 'owner' } })
+    const [before] = await (await db()).select().from(accounts)
+    const response = await admin(service, `/businesses/${rival}/members`, {
+      body: { email: 'ada@example.com', password: 'another long password', role: 'owner' },
+    })
+    expect(response.status).toBe(409)
+    expect((await errorOf(response)).message).toContain('already has an account')
+    expect(await (await db()).select().from(accounts)).toEqual([before!])
+    expect(await memberRows()).toHaveLength(1)
   })
 
   test('a bad role, email or short password answers 400 naming the field', async () => {

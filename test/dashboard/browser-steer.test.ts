@@ -1,8 +1,4 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { mkdirSync, mkdtempSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import { eq } from 'drizzle-orm'
 import type { Browser, Page } from 'playwright-core'
 import { chromiumMissing, launchChromium } from '../support/chromium.ts'
@@ -10,6 +6,7 @@ import { apiKeys, businesses, keyScopeUses, keyUsageDays, keyUsageHours } from '
 import type { Service } from '../../src/app.ts'
 import { testDatabase } from '../support/database.ts'
 import { behindTrustedProxy, call, seedBusiness, seedKey, testService } from '../support/service.ts'
+import { shoot } from './screenshots.ts'
 import { addMember, KEYS, PASSWORD } from './support.ts'
 
 /**
@@ -19,11 +16,6 @@ import { addMember, KEYS, PASSWORD } from './support.ts'
  * key's allowed IPs (contract section 14).
  */
 
-// As in browser.test.ts: `SCREENSHOTS=docs` refreshes the docs' screenshots.
-const SCREENSHOTS =
-  process.env.SCREENSHOTS === 'docs'
-    ? fileURLToPath(new URL('../../docs/screenshots/', import.meta.url))
-    : `${mkdtempSync(join(tmpdir(), 'keygate-screenshots-'))}/`
 const E2E_TIMEOUT = 120_000
 
 let service: Service
@@ -37,7 +29,6 @@ beforeAll(async () => {
   service.app.listen({ port: 0, hostname: '127.0.0.1' })
   dashboard = `http://localhost:${service.app.server!.port}`
   browser = await launchChromium(30_000)
-  mkdirSync(SCREENSHOTS, { recursive: true })
 })
 
 afterAll(async () => {
@@ -81,14 +72,14 @@ describe.skipIf(chromiumMissing)('steering keys in a browser', () => {
       await page.waitForURL(/\/roll$/)
       expect(await page.getByLabel(/24 hours/).isChecked()).toBe(true)
       await page.getByLabel(/^7 days/).check()
-      await page.screenshot({ path: `${SCREENSHOTS}roll-key.png`, fullPage: true })
+      await shoot(page, 'roll-key', { fullPage: true })
       await page.getByRole('button', { name: 'Roll key' }).click()
       await page.waitForURL(/\?rolled=1$/)
 
       const [fresh] = await (await db()).select().from(apiKeys).where(eq(apiKeys.rolledFrom, old.record.id))
       expect(await page.getByLabel('Public key').inputValue()).toBe(fresh!.publicKey!)
       expect(await page.getByRole('status').first().textContent()).toContain('This is the new key')
-      await page.screenshot({ path: `${SCREENSHOTS}rolled-key.png`, fullPage: true })
+      await shoot(page, 'rolled-key', { fullPage: true })
 
       await page
         .locator('dd')
@@ -101,7 +92,7 @@ describe.skipIf(chromiumMissing)('steering keys in a browser', () => {
       expect(notice).toContain('(in 1 week)')
       expect(notice).toContain('(7 minutes ago)')
       expect(await page.getByLabel('Public key').count()).toBe(0)
-      await page.screenshot({ path: `${SCREENSHOTS}replaced-key.png`, fullPage: true })
+      await shoot(page, 'replaced-key', { fullPage: true })
 
       await page.goto(`${dashboard}${KEYS}`)
       await page
@@ -110,7 +101,7 @@ describe.skipIf(chromiumMissing)('steering keys in a browser', () => {
         .click()
       await page.waitForURL(`${dashboard}${KEYS}?show=replaced`)
       expect(await page.locator('tbody tr').count()).toBe(1)
-      await page.screenshot({ path: `${SCREENSHOTS}api-keys-replaced.png`, fullPage: true })
+      await shoot(page, 'api-keys-replaced', { fullPage: true })
       await page.context().close()
     },
     E2E_TIMEOUT,
@@ -163,20 +154,20 @@ describe.skipIf(chromiumMissing)('steering keys in a browser', () => {
       // The current hour's bar holds both colours.
       expect(await page.locator('svg.chart .bar').last().locator('rect[fill="#2f6fdb"]').count()).toBe(1)
       expect(await page.locator('svg.chart .bar').last().locator('rect[fill="#c8372d"]').count()).toBe(1)
-      await page.locator('#usage').screenshot({ path: `${SCREENSHOTS}key-usage.png` })
+      await shoot(page.locator('#usage'), 'key-usage')
       await page.getByRole('link', { name: 'Last 7 days' }).click()
       await page.waitForURL(/range=7d/)
       expect(await page.locator('svg.chart .bar').count()).toBe(7)
       const weekTotals = new RegExp(`Accepted ${14 + sum(days, 'accepted')}\\s+Refused ${6 + sum(days, 'refused')}`)
       expect(await page.locator('#usage-totals').textContent()).toMatch(weekTotals)
-      await page.locator('#usage').screenshot({ path: `${SCREENSHOTS}key-usage-7d.png` })
+      await shoot(page.locator('#usage'), 'key-usage-7d')
       await page.goto(`${dashboard}${KEYS}/${site.record.id}`)
 
       await page.locator('summary', { hasText: 'Allow https://checkout.acme-pay.com:8443' }).click()
       const preview = page.locator('.allow-preview').first()
       await preview.waitFor()
       expect(await preview.locator('li').allTextContents()).toEqual(['acme-outdoor.com', 'https://checkout.acme-pay.com:8443 new'])
-      await page.locator('#refused-origins').screenshot({ path: `${SCREENSHOTS}allow-origin.png` })
+      await shoot(page.locator('#refused-origins'), 'allow-origin')
       await preview.getByRole('button', { name: 'Confirm: allow https://checkout.acme-pay.com:8443' }).click()
       await page.waitForURL(/\?allowed=/)
       expect(await page.getByRole('status').first().textContent()).toContain(
@@ -220,7 +211,7 @@ describe.skipIf(chromiumMissing)('steering keys in a browser', () => {
       await panel.locator('summary', { hasText: 'Remove FLOW_TRIGGER' }).click()
       const preview = panel.locator('details[open] .allow-preview')
       expect(await preview.locator('li.removed').textContent()).toContain('FLOW_TRIGGER')
-      await panel.screenshot({ path: `${SCREENSHOTS}unused-scopes.png` })
+      await shoot(panel, 'unused-scopes')
       await preview.getByRole('button', { name: 'Confirm: remove FLOW_TRIGGER' }).click()
       await page.waitForURL(/\?removed=FLOW_TRIGGER/)
       expect(await page.getByRole('status').first().textContent()).toContain('Removed FLOW_TRIGGER')
@@ -260,7 +251,7 @@ describe.skipIf(chromiumMissing)('steering keys in a browser', () => {
       expect(await entries.last().textContent()).toContain('Member added')
       expect(await entries.first().locator('.entry-head').textContent()).toContain('by an operator (admin API)')
       expect(await entries.nth(1).locator('table.changes').textContent()).toMatch(/Rate limit\s*none\s*→\s*120 per 60 s/)
-      await page.screenshot({ path: `${SCREENSHOTS}audit-trail.png`, fullPage: true })
+      await shoot(page, 'audit-trail', { fullPage: true })
 
       await entries
         .first()
@@ -288,7 +279,7 @@ describe.skipIf(chromiumMissing)('steering keys in a browser', () => {
       await page.waitForURL(/\?saved=1$/)
       expect(await page.locator('#report-only-banner').textContent()).toContain('Report only.')
       expect((await call(service, '/api/v0/whoami', { key: site.key, origin: 'https://preview.acme-cdn.net' })).status).toBe(200)
-      await page.screenshot({ path: `${SCREENSHOTS}report-only.png` })
+      await shoot(page, 'report-only')
       await page.context().close()
     },
     E2E_TIMEOUT,
@@ -321,7 +312,7 @@ describe.skipIf(chromiumMissing)('steering keys in a browser', () => {
         expect.stringContaining('"198.51.100.7/24" has host bits set: did you mean 198.51.100.0/24?'),
       ])
       expect((await stored()).allowedIps).toEqual([])
-      await page.locator('form.key-form').screenshot({ path: `${SCREENSHOTS}private-key-form.png` })
+      await shoot(page.locator('form.key-form'), 'private-key-form')
       await page.getByLabel('Allowed IPs').fill('203.0.113.7\n198.51.100.0/24\n2001:db8::/48')
       await page.getByRole('button', { name: 'Save changes' }).click()
       await page.waitForURL(/\?saved=1$/)
@@ -338,7 +329,7 @@ describe.skipIf(chromiumMissing)('steering keys in a browser', () => {
       await panel.locator('summary', { hasText: 'Allow 192.0.2.0/24' }).click()
       const preview = panel.locator('details[open] .allow-preview')
       expect(await preview.locator('li').allTextContents()).toEqual(['203.0.113.7', '198.51.100.0/24', '2001:db8::/48', '192.0.2.0/24 new'])
-      await panel.screenshot({ path: `${SCREENSHOTS}refused-ips.png` })
+      await shoot(panel, 'refused-ips')
       await preview.getByRole('button', { name: 'Confirm: allow 192.0.2.0/24' }).click()
       await page.waitForURL(/\?allowed=/)
       expect(await page.getByRole('status').first().textContent()).toContain('Added 192.0.2.0/24 to the allowed IPs')
@@ -370,7 +361,7 @@ describe.skipIf(chromiumMissing)('steering keys in a browser', () => {
       await page.getByRole('button', { name: 'Copy secret' }).click()
       await page.getByText('copied to the clipboard').waitFor()
       expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(row!.secret!)
-      await page.screenshot({ path: `${SCREENSHOTS}identity-secret.png`, fullPage: true })
+      await shoot(page, 'identity-secret', { fullPage: true })
 
       await page.goto(`${dashboard}/dashboard/settings/business`)
       expect(await page.content()).not.toContain(row!.secret!)
@@ -391,7 +382,7 @@ describe.skipIf(chromiumMissing)('steering keys in a browser', () => {
       await signInAs(page, 'gus@acme.example')
       await page.goto(`${dashboard}${KEYS}/${site.record.id}`)
       expect(await page.locator('#first-request').textContent()).toContain('Waiting for the first request…')
-      await page.locator('#first-request').screenshot({ path: `${SCREENSHOTS}first-request-waiting.png` })
+      await shoot(page.locator('#first-request'), 'first-request-waiting')
 
       expect((await call(service, '/api/v0/whoami', { key: site.key, origin: 'https://www.acme-outdoor.com' })).status).toBe(200)
       await page.locator('#first-request.received').waitFor()
@@ -399,7 +390,7 @@ describe.skipIf(chromiumMissing)('steering keys in a browser', () => {
       const stamp = `${row!.lastUsedAt!.toISOString().slice(0, 16).replace('T', ' ')} UTC`
       expect(await page.locator('#first-request').textContent()).toContain(`First request received at ${stamp}.`)
       expect(page.url()).toBe(`${dashboard}${KEYS}/${site.record.id}`)
-      await page.locator('section', { has: page.locator('#first-request') }).screenshot({ path: `${SCREENSHOTS}first-request.png` })
+      await shoot(page.locator('section', { has: page.locator('#first-request') }), 'first-request')
       await page.context().close()
     },
     E2E_TIMEOUT,
@@ -421,7 +412,7 @@ describe.skipIf(chromiumMissing)('steering keys in a browser', () => {
       await owner.locator('#new-link').waitFor()
       const link = await owner.getByLabel('Sign-in link', { exact: true }).inputValue()
       expect(link).toStartWith(`${dashboard}/dashboard/sign-in/link?token=`)
-      await owner.screenshot({ path: `${SCREENSHOTS}members.png`, fullPage: true })
+      await shoot(owner, 'members', { fullPage: true })
 
       // Ivy opens the link in her own browser, chooses a password and is in.
       const ivy = await newPage()

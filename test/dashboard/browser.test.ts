@@ -1,8 +1,4 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { mkdirSync, mkdtempSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import { eq } from 'drizzle-orm'
 import type { Browser, Page } from 'playwright-core'
 import { chromiumMissing, launchChromium } from '../support/chromium.ts'
@@ -10,6 +6,7 @@ import { apiKeys } from '../../db/schema/index.ts'
 import type { Service } from '../../src/app.ts'
 import { testDatabase } from '../support/database.ts'
 import { TEST_AUTHOR, seedBusiness, seedKey, testService } from '../support/service.ts'
+import { shoot } from './screenshots.ts'
 import { addMember, KEYS, PASSWORD } from './support.ts'
 
 /**
@@ -17,12 +14,7 @@ import { addMember, KEYS, PASSWORD } from './support.ts'
  * loopback port serves a plain page: the "customer site" that calls the API with the key.
  */
 
-// The docs' screenshots are refreshed on request (`SCREENSHOTS=docs npm test`); an
-// ordinary run writes them to a scratch directory so it leaves the work tree clean.
-const SCREENSHOTS =
-  process.env.SCREENSHOTS === 'docs'
-    ? fileURLToPath(new URL('../../docs/screenshots/', import.meta.url))
-    : `${mkdtempSync(join(tmpdir(), 'keygate-screenshots-'))}/`
+// The docs' screenshots are refreshed on request (`SCREENSHOTS=docs`, test/dashboard/screenshots.ts).
 const E2E_TIMEOUT = 120_000
 
 let service: Service
@@ -129,8 +121,7 @@ describe.skipIf(chromiumMissing)('the dashboard in a browser', () => {
       ])
       expect(await origins.getAttribute('aria-invalid')).toBe('true')
       await page.getByLabel(/BLOG_READ/).check()
-      mkdirSync(SCREENSHOTS, { recursive: true })
-      await page.screenshot({ path: `${SCREENSHOTS}create-key.png`, fullPage: true })
+      await shoot(page, 'create-key', { fullPage: true })
       // The script keeps the form from being sent while an entry is invalid.
       await page.getByRole('button', { name: 'Create key' }).click()
       expect(page.url()).toBe(`${dashboard}${KEYS}/new`)
@@ -167,7 +158,7 @@ describe.skipIf(chromiumMissing)('the dashboard in a browser', () => {
       await page.getByRole('button', { name: 'Test origin' }).click()
       await page.locator('#tester-result .result.refused').waitFor()
       expect(await page.locator('#tester-result').textContent()).toContain('Origin "https://evil.example.net" is not allowed')
-      await page.screenshot({ path: `${SCREENSHOTS}key.png`, fullPage: true })
+      await shoot(page, 'key', { fullPage: true })
 
       // The customer's page calls the API with the copied key.
       const allowed = await whoamiFromSite(copied)
@@ -180,7 +171,7 @@ describe.skipIf(chromiumMissing)('the dashboard in a browser', () => {
       await page.waitForURL(`${dashboard}${KEYS}`)
       const row = page.locator('tr', { has: page.getByRole('link', { name: 'Marketing site' }) })
       expect(await row.textContent()).toContain(stored!.keyHint)
-      await page.screenshot({ path: `${SCREENSHOTS}api-keys.png`, fullPage: true })
+      await shoot(page, 'api-keys', { fullPage: true })
 
       // Revoke, with a confirmation step; the next call from the site is refused.
       await row.getByRole('link', { name: /Revoke/ }).click()

@@ -15,7 +15,7 @@ describe('CSRF protection of dashboard forms', () => {
   test('a form without the session token is refused with 403 and changes nothing', async () => {
     const service = await testService()
     const { session } = await memberOf(service)
-    const response = await postForm(service, KEYS, newKey, { cookie: session.cookie })
+    const response = await postForm(service, `${KEYS}/new`, newKey, { cookie: session.cookie })
     expect(response.status).toBe(403)
     expect(await response.text()).toContain('Nothing was changed')
     expect(await keyCount()).toBe(0)
@@ -26,7 +26,7 @@ describe('CSRF protection of dashboard forms', () => {
     const { session } = await memberOf(service)
     await addMember(await seedBusiness(service, 'Other'), { email: 'bob@example.com' })
     const other = await signIn(service, 'bob@example.com')
-    const response = await postForm(service, KEYS, { ...newKey, csrf: other.csrf }, { cookie: session.cookie })
+    const response = await postForm(service, `${KEYS}/new`, { ...newKey, csrf: other.csrf }, { cookie: session.cookie })
     expect(response.status).toBe(403)
     expect(await keyCount()).toBe(0)
   })
@@ -36,7 +36,7 @@ describe('CSRF protection of dashboard forms', () => {
     const { session } = await memberOf(service)
     const response = await postForm(
       service,
-      KEYS,
+      `${KEYS}/new`,
       { ...newKey, csrf: session.csrf },
       {
         cookie: session.cookie,
@@ -53,7 +53,7 @@ describe('CSRF protection of dashboard forms', () => {
     const { session } = await memberOf(service)
     const response = await postForm(
       service,
-      KEYS,
+      `${KEYS}/new`,
       { ...newKey, csrf: session.csrf },
       {
         cookie: session.cookie,
@@ -68,7 +68,7 @@ describe('CSRF protection of dashboard forms', () => {
   test('the same post with the token, from the dashboard itself, is accepted', async () => {
     const service = await testService()
     const { session } = await memberOf(service)
-    const response = await postForm(service, KEYS, { ...newKey, csrf: session.csrf }, { cookie: session.cookie })
+    const response = await postForm(service, `${KEYS}/new`, { ...newKey, csrf: session.csrf }, { cookie: session.cookie })
     expect(response.status).toBe(303)
     expect(await keyCount()).toBe(1)
   })

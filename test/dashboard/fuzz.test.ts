@@ -86,7 +86,7 @@ describe('hostile dashboard forms: never a 5xx, a refused form writes nothing', 
       scopes: 'ANALYTICS_WRITE',
       expiresOn: '2099-01-31',
     })
-    await fuzz(form, (body) => postRaw(w, KEYS, body, w.session.cookie))
+    await fuzz(form, (body) => postRaw(w, `${KEYS}/new`, body, w.session.cookie))
   })
 
   test('edit key, public and private', async () => {

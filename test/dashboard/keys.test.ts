@@ -19,7 +19,7 @@ async function onlyKey() {
 }
 
 function create(service: Awaited<ReturnType<typeof testService>>, session: Session, fields: Record<string, string | string[]>) {
-  return postForm(service, KEYS, { csrf: session.csrf, ...fields }, { cookie: session.cookie })
+  return postForm(service, `${KEYS}/new`, { csrf: session.csrf, ...fields }, { cookie: session.cookie })
 }
 
 const VALID = {

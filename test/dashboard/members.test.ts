@@ -1,17 +1,13 @@
 import { describe, expect, test } from 'bun:test'
 import { eq } from 'drizzle-orm'
-import { apiKeys, auditEntries, members, memberSessions } from '../../db/schema/index.ts'
+import { apiKeys, auditEntries, memberSessions } from '../../db/schema/index.ts'
 import { testDatabase } from '../support/database.ts'
 import { seedKey, testService } from '../support/service.ts'
-import { addMember, getPage, KEYS, memberOf, postForm, signIn } from './support.ts'
+import { addMember, getPage, KEYS, memberOf, memberRows, postForm, signIn } from './support.ts'
 
 // Issue 10 item 8: owners add and remove members; who may do what (docs/dashboard.md).
 const MEMBERS = '/dashboard/settings/members'
 const db = async () => (await testDatabase()).db
-
-async function memberRows() {
-  return (await db()).select().from(members)
-}
 
 describe('members in the dashboard', () => {
   test('an owner adds a member, who gets a one-time sign-in link shown once; the trail records it', async () => {
@@ -49,23 +45,49 @@ describe('members in the dashboard', () => {
     )
   })
 
-  test('a bad or taken email re-renders the form with the reason, and adds no one', async () => {
+  test('a bad email, or one already a member here, re-renders the form with the reason, and adds no one', async () => {
     const service = await testService()
     const { session } = await memberOf(service)
-    await memberOf(service, 'Rival', 'rex@rival.example')
-    const before = (await memberRows()).length
+    await addMember((await memberRows())[0]!.businessId, { email: 'bo@example.com', role: 'member' })
+    const before = await memberRows()
     const bad = await postForm(service, MEMBERS, { csrf: session.csrf, email: 'not-an-email', role: 'member' }, { cookie: session.cookie })
     expect(bad.status).toBe(400)
     expect(await bad.text()).toContain('is not an email address')
     const taken = await postForm(
       service,
       MEMBERS,
-      { csrf: session.csrf, email: 'rex@rival.example', role: 'owner' },
+      { csrf: session.csrf, email: 'Bo@example.com', role: 'owner' },
       { cookie: session.cookie },
     )
     expect(taken.status).toBe(409)
-    expect(await taken.text()).toContain('rex@rival.example is already a member')
-    expect((await memberRows()).length).toBe(before)
+    expect(await taken.text()).toContain('bo@example.com is already a member of Acme.')
+    expect(await memberRows()).toEqual(before)
+  })
+
+  test('adding a member of another business makes a membership: no link shown, they switch to it with their own password', async () => {
+    const service = await testService()
+    const { businessId, session } = await memberOf(service)
+    const { businessId: rivalId } = await memberOf(service, 'Rival', 'rex@rival.example')
+    const added = await postForm(
+      service,
+      MEMBERS,
+      { csrf: session.csrf, email: 'rex@rival.example', role: 'member' },
+      { cookie: session.cookie },
+    )
+    expect(added.status).toBe(201)
+    const page = await added.text()
+    expect(page).toContain('rex@rival.example already has a keygate account: Acme now')
+    expect(page).not.toContain('id="link-value"')
+    const rex = (await memberRows()).filter((m) => m.email === 'rex@rival.example')
+    expect(rex.map((m) => [m.businessId, m.role])).toEqual([
+      [rivalId, 'owner'],
+      [businessId, 'member'],
+    ])
+    // Rex signs in as before (to Rival) and finds Acme in the switcher.
+    const rexSession = await signIn(service, 'rex@rival.example')
+    const list = await (await getPage(service, KEYS, rexSession)).text()
+    expect(list).toContain('<span class="business">Rival</span>')
+    expect(list).toContain(`name="member" value="${rex[1]!.id}"`)
   })
 
   test('an owner removes a member: their session ends at once, and the trail records it', async () => {
@@ -137,7 +159,7 @@ describe('who may do what', () => {
     const bo = await signIn(service, 'bo@example.com')
     const created = await postForm(
       service,
-      KEYS,
+      `${KEYS}/new`,
       { csrf: bo.csrf, name: 'Shop', origins: 'example.com', scopes: ['ANALYTICS_WRITE'] },
       { cookie: bo.cookie },
     )

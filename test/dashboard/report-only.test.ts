@@ -25,7 +25,7 @@ describe('report-only in the dashboard', () => {
     expect(form).toContain('<label for="report-only">Report only: log refused origins, do not refuse them</label>')
     expect(form).not.toMatch(/name="reportOnly" checked/)
 
-    const created = await postForm(service, KEYS, { csrf: session.csrf, ...FIELDS, reportOnly: 'on' }, { cookie: session.cookie })
+    const created = await postForm(service, `${KEYS}/new`, { csrf: session.csrf, ...FIELDS, reportOnly: 'on' }, { cookie: session.cookie })
     expect(created.status).toBe(303)
     const [row] = await (await db()).select().from(apiKeys)
     expect(row!.originPolicy).toBe('report')
@@ -45,7 +45,7 @@ describe('report-only in the dashboard', () => {
   test('turning it off in the edit form enforces the list again, audited as the member', async () => {
     const service = await testService()
     const { session } = await memberOf(service)
-    await postForm(service, KEYS, { csrf: session.csrf, ...FIELDS, reportOnly: 'on' }, { cookie: session.cookie })
+    await postForm(service, `${KEYS}/new`, { csrf: session.csrf, ...FIELDS, reportOnly: 'on' }, { cookie: session.cookie })
     const [row] = await (await db()).select().from(apiKeys)
     const saved = await postForm(service, `${KEYS}/${row!.id}/edit`, { csrf: session.csrf, ...FIELDS }, { cookie: session.cookie })
     expect(saved.status).toBe(303)

@@ -7,7 +7,19 @@ import { SESSION_IDLE_MS } from '../../src/dashboard/sessions.ts'
 import { hashToken } from '../../src/access/secrets.ts'
 import { testDatabase } from '../support/database.ts'
 import { TEST_AUTHOR, call, seedBusiness, testService } from '../support/service.ts'
-import { addMember, cookieFrom, getPage, hiddenValue, KEYS, PASSWORD, postForm, setCookieHeader, signIn, trySignIn } from './support.ts'
+import {
+  addMember,
+  cookieFrom,
+  memberRows,
+  getPage,
+  hiddenValue,
+  KEYS,
+  PASSWORD,
+  postForm,
+  setCookieHeader,
+  signIn,
+  trySignIn,
+} from './support.ts'
 
 const db = async () => (await testDatabase()).db
 
@@ -158,7 +170,7 @@ describe('one-time sign-in links', () => {
     expect(response.status).toBe(303)
     expect(response.headers.get('location')).toBe(KEYS)
     expect(cookieFrom(response, 'keygate_session')).not.toBeNull()
-    const [row] = await (await db()).select().from(members).where(eq(members.id, member.id))
+    const [row] = (await memberRows()).filter((m) => m.id === member.id)
     expect(await Bun.password.verify(PASSWORD, row!.passwordHash!)).toBe(true)
     expect((await signIn(service, 'new@example.com')).cookie).toStartWith('keygate_session=')
   })
@@ -204,7 +216,7 @@ describe('first start', () => {
     expect(lines[0]).toStartWith('keygate first start: created business "My business" and its owner owner@example.com.')
     expect(lines[0]).toContain(url!)
     expect(url).toStartWith('http://localhost:3000/dashboard/sign-in/link?token=')
-    const [owner] = await (await db()).select().from(members)
+    const [owner] = await memberRows()
     expect(owner).toMatchObject({ email: 'owner@example.com', role: 'owner', passwordHash: null })
     const service = await testService()
     const page = await call(service, new URL(url!).pathname + new URL(url!).search)

@@ -1,4 +1,6 @@
 import { expect } from 'bun:test'
+import { eq } from 'drizzle-orm'
+import { accounts, members } from '../../db/schema/index.ts'
 import type { Service } from '../../src/app.ts'
 import { createMemberService, type MemberRole } from '../../src/members/service.ts'
 import { TEST_AUTHOR, call, seedBusiness } from '../support/service.ts'
@@ -12,15 +14,13 @@ export interface Session {
   csrf: string
 }
 
-export async function addMember(businessId: string, options: { email?: string; password?: string; role?: MemberRole } = {}) {
+/** A member with PASSWORD, or with none (`password: null`: a person who already has an account keeps theirs). */
+export async function addMember(businessId: string, options: { email?: string; password?: string | null; role?: MemberRole } = {}) {
   const members = createMemberService((await testDatabase()).db)
+  const password = options.password === null ? undefined : (options.password ?? PASSWORD)
   const created = await members.create(
     businessId,
-    {
-      email: options.email ?? 'ada@example.com',
-      password: options.password ?? PASSWORD,
-      role: options.role ?? 'owner',
-    },
+    { email: options.email ?? 'ada@example.com', ...(password === undefined ? {} : { password }), role: options.role ?? 'owner' },
     TEST_AUTHOR,
   )
   return created.member
@@ -105,4 +105,20 @@ export async function memberOf(service: Service, name = 'Acme', email = 'ada@exa
   const businessId = await seedBusiness(service, name)
   await addMember(businessId, { email })
   return { businessId, session: await signIn(service, email) }
+}
+
+/** Every stored membership with its account's email and password hash, as tests compare them. */
+export async function memberRows() {
+  return (await testDatabase()).db
+    .select({
+      id: members.id,
+      businessId: members.businessId,
+      accountId: members.accountId,
+      role: members.role,
+      email: accounts.email,
+      passwordHash: accounts.passwordHash,
+    })
+    .from(members)
+    .innerJoin(accounts, eq(accounts.id, members.accountId))
+    .orderBy(members.createdAt, members.id)
 }

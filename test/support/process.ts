@@ -51,16 +51,16 @@ export function startProcess(env: Record<string, string>, options: { command?: s
     output: () => output,
     stdout: () => streams.stdout,
     stderr: () => streams.stderr,
-    /** Resolves with the port once the process says it listens. */
-    async listening(): Promise<number> {
-      const deadline = Date.now() + LISTEN_TIMEOUT_MS
+    /** Resolves with the port once the process says it listens (within `timeoutMs`). */
+    async listening(timeoutMs = LISTEN_TIMEOUT_MS): Promise<number> {
+      const deadline = Date.now() + timeoutMs
       while (Date.now() < deadline) {
         const port = /listening on http:\/\/localhost:(\d+)/.exec(output)?.[1]
         if (port) return Number(port)
         if (child.exitCode !== null) throw new Error(`exited ${child.exitCode}: ${output}`)
         await Bun.sleep(50)
       }
-      throw new Error(`did not listen within ${LISTEN_TIMEOUT_MS / 1000} s: ${output}`)
+      throw new Error(`did not listen within ${timeoutMs / 1000} s: ${output}`)
     },
     /** Resolves once the output holds `text` (the start's last lines follow "listening"). */
     async said(text: string, timeoutMs = 10_000): Promise<void> {

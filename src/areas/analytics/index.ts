@@ -9,7 +9,8 @@ import { assertStorableJson, fieldPath, invalidField, recordPath } from '../../s
 import { parseTime } from '../../shared/time.ts'
 import { createGroupCommitter } from './group-commit.ts'
 import { Accepted, EARLIEST_TIMESTAMP, EventPage, EventQuery, MAX_FUTURE_MS, TrackBody, type TrackedEvent } from './model.ts'
-import { eventWriter, listEvents, toEventRow, type EventRow } from './service.ts'
+import { listEvents } from '../../events/read.ts'
+import { eventWriter, toEventRow, type EventRow } from './service.ts'
 
 /**
  * POST /api/v0/analytics, the page-view route: a direct route (src/http/direct-route.ts),

@@ -1,4 +1,5 @@
 import { t } from 'elysia'
+import { EVENT_TYPE_PATTERN } from '../../events/read.ts'
 import { CursorQuery, limitQuery, pageSchema } from '../../shared/paging.ts'
 import { isoTime } from '../../shared/time.ts'
 import { oneOrBatch, PropertyBag, Uuid } from '../../shared/validation.ts'
@@ -10,7 +11,7 @@ export const EARLIEST_TIMESTAMP = Date.parse('2000-01-01T00:00:00Z')
 export const MAX_FUTURE_MS = 24 * 60 * 60 * 1000
 
 export const EventType = t.String({
-  pattern: '^[A-Za-z0-9_.:-]{1,64}$',
+  pattern: EVENT_TYPE_PATTERN,
   error: 'must be 1-64 characters of letters, digits, "_", ".", ":" or "-", like "page_view"',
   description: 'What happened, 1-64 characters of [A-Za-z0-9_.:-]; page views use `page_view`.',
 })

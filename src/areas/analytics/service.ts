@@ -1,9 +1,8 @@
-import { and, desc, eq, gte, lt, sql } from 'drizzle-orm'
+import { sql } from 'drizzle-orm'
 import type { Static } from 'elysia'
 import type { Db } from '../../../db/client.ts'
 import { analyticsEvents } from '../../../db/schema/index.ts'
 import { isDatabaseUnavailable } from '../../../db/faults.ts'
-import { before, positionCursor, toPage, type Page, type Position } from '../../shared/paging.ts'
 import { DEADLOCK_DETECTED, sqlState } from '../../shared/validation.ts'
 import type { TrackedEvent } from './model.ts'
 
@@ -223,50 +222,4 @@ export function insertParameter(rows: readonly EventRow[]): string {
 function isEmpty(properties: Record<string, unknown>): boolean {
   for (const _ in properties) return false
   return true
-}
-
-export interface EventFilter {
-  type?: string
-  from?: Date
-  to?: Date
-  after: Position | null
-  limit: number
-}
-
-export type StoredEventRow = typeof analyticsEvents.$inferSelect
-
-/** A page of a business's events, newest first by (occurredAt, id). */
-export async function listEvents(db: Db, businessId: string, filter: EventFilter): Promise<Page<ReturnType<typeof toEventRecord>>> {
-  const e = analyticsEvents
-  const rows = await db
-    .select()
-    .from(e)
-    .where(
-      and(
-        eq(e.businessId, businessId),
-        filter.type === undefined ? undefined : eq(e.eventType, filter.type),
-        filter.from === undefined ? undefined : gte(e.occurredAt, filter.from),
-        filter.to === undefined ? undefined : lt(e.occurredAt, filter.to),
-        before(e.occurredAt, e.id, filter.after),
-      ),
-    )
-    .orderBy(desc(e.occurredAt), desc(e.id))
-    .limit(filter.limit + 1)
-  return toPage(rows, filter.limit, (row) => positionCursor(row.occurredAt, row.id), toEventRecord)
-}
-
-export function toEventRecord(row: StoredEventRow) {
-  return {
-    id: row.id,
-    eventType: row.eventType,
-    url: row.url,
-    referrer: row.referrer,
-    anonymousId: row.anonymousId,
-    personId: row.personId,
-    properties: row.properties,
-    timestamp: row.occurredAt.toISOString(),
-    receivedAt: row.receivedAt.toISOString(),
-    keyId: row.keyId,
-    origin: row.origin,
-  }
 }

@@ -66,7 +66,7 @@ export function keyFormPage(
   // Members create public keys only; operators create private ones, which members may edit.
   const type: KeyType = editing ? mode.key.type : 'public'
   const defaultRateLimit = defaultRateLimits[type]
-  const action = editing ? keyPath(mode.key.id, 'edit') : KEYS_PATH
+  const action = editing ? keyPath(mode.key.id, 'edit') : `${KEYS_PATH}/new`
   const title = editing ? `Edit ${mode.key.name}` : 'Create a public key'
   const summary: { href: string; text: string }[] = [
     ...(errors.name ? [{ href: '#name', text: errors.name }] : []),

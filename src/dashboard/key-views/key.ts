@@ -2,7 +2,7 @@ import type { KeyRecord } from '../../keys/service.ts'
 import { formatDateTime, relativeTime } from '../format.ts'
 import { html, type Html } from '../html.ts'
 import type { SignedIn } from '../sessions.ts'
-import { keyCrumbs, layout } from '../views.ts'
+import { EVENTS_PATH, keyCrumbs, layout } from '../views.ts'
 import { originTester, type OriginTest } from './origin-tester.ts'
 import { canRoll, expiry, keyPath, keyState, lastUsed, list, stateBadge, time } from './parts.ts'
 
@@ -105,6 +105,7 @@ ${
     }
     <dt>Expires</dt><dd>${expiry(key, view.now)}</dd>
     <dt>Last used</dt><dd>${lastUsed(key, view.now)}</dd>
+    <dt>Events</dt><dd><a href="${eventsOfKey(key)}">The events sent with this key</a></dd>
     <dt>Created</dt><dd>${time(key.createdAt, formatDateTime(new Date(key.createdAt)))} by ${key.createdBy}</dd>
     ${
       key.rolledFrom
@@ -124,6 +125,11 @@ ${key.type === 'public' ? originTester(key, usable, state, view.test) : null}`,
   })
 }
 
+/** The events page, filtered to this key. */
+function eventsOfKey(key: KeyRecord): string {
+  return `${EVENTS_PATH}?key=${key.id}`
+}
+
 /**
  * On a key not used yet: a panel the pages' script keeps asking about the key (every few
  * seconds, from this dashboard only) until its first accepted request, so a member who
@@ -133,6 +139,7 @@ function firstRequestPanel(key: KeyRecord): Html {
   return html`<div class="first-request waiting" id="first-request" data-first-request="${keyPath(key.id, 'first-request')}" role="status" aria-live="polite">
   <p class="state"><span class="pulse" aria-hidden="true"></span> <strong>Waiting for the first request…</strong></p>
   <p class="hint detail">Open a page of an allowed origin that has the snippet; this panel changes when the key's first request is accepted.</p>
+  <p><a href="${eventsOfKey(key)}">Watch this key's events arrive live</a></p>
 </div>`
 }
 

@@ -32,7 +32,10 @@ ${
 }
 ${
   keys.length === 0
-    ? html`<div class="empty"><p>${all.length === 0 ? 'No keys yet. Create a public key to start sending events from your site.' : `No ${labels[filter].toLowerCase()} keys.`}</p></div>`
+    ? all.length === 0
+      ? html`<div class="empty" id="no-keys"><p>No keys yet. Create a public key to start sending events from your site.</p>
+  <p><a class="button primary" href="${KEYS_PATH}/new">Create public key</a></p></div>`
+      : html`<div class="empty"><p>No ${labels[filter].toLowerCase()} keys.</p></div>`
     : html`<div class="table-wrap" role="region" aria-labelledby="keys-caption" tabindex="0">
 <table class="keys">
   <caption id="keys-caption" class="visually-hidden">API keys of ${who.businessName}</caption>

@@ -1,0 +1,99 @@
+import { and, desc, eq, gte, lt, sql } from 'drizzle-orm'
+import type { Db } from '../../db/client.ts'
+import { analyticsEvents } from '../../db/schema/index.ts'
+import { before, positionCursor, toPage, type Page, type Position } from '../shared/paging.ts'
+
+// Reading a business's tracked events: the one query behind `GET /api/v0/analytics`
+// (src/areas/analytics) and the dashboard's events page (src/dashboard/events.ts). It stands
+// below both (docs/architecture.md, "The tree"), so that whatever limits what may be read
+// (retention, erasure) is written once and holds for both. Every query takes the business
+// first: no event of another business is ever read.
+
+/** What an event type may be: 1-64 characters of [A-Za-z0-9_.:-] (contract section 6). */
+export const EVENT_TYPE_PATTERN = '^[A-Za-z0-9_.:-]{1,64}$'
+
+/** Which events of the business a list holds, and the page: `after` a cursor's position, `limit` rows. */
+export interface EventFilter {
+  type?: string
+  /** The dashboard filters by key; the API reads every key's events. */
+  keyId?: string
+  from?: Date
+  to?: Date
+  after: Position | null
+  limit: number
+}
+
+export type StoredEventRow = typeof analyticsEvents.$inferSelect
+
+/** An event on the wire (`StoredEvent` in src/areas/analytics/model.ts) and on the dashboard. */
+export type EventRecord = ReturnType<typeof toEventRecord>
+
+function filtered(businessId: string, filter: Omit<EventFilter, 'after' | 'limit'>) {
+  const e = analyticsEvents
+  return [
+    eq(e.businessId, businessId),
+    filter.type === undefined ? undefined : eq(e.eventType, filter.type),
+    filter.keyId === undefined ? undefined : eq(e.keyId, filter.keyId),
+    filter.from === undefined ? undefined : gte(e.occurredAt, filter.from),
+    filter.to === undefined ? undefined : lt(e.occurredAt, filter.to),
+  ]
+}
+
+/** A page of a business's events, newest first by (occurredAt, id). */
+export async function listEvents(db: Db, businessId: string, filter: EventFilter): Promise<Page<EventRecord>> {
+  const e = analyticsEvents
+  const rows = await db
+    .select()
+    .from(e)
+    .where(and(...filtered(businessId, filter), before(e.occurredAt, e.id, filter.after)))
+    .orderBy(desc(e.occurredAt), desc(e.id))
+    .limit(filter.limit + 1)
+  return toPage(rows, filter.limit, (row) => positionCursor(row.occurredAt, row.id), toEventRecord)
+}
+
+/**
+ * The events that came after `since` in the newest-first order (a live view asking what is
+ * new), newest first, at most `limit`; `more` says that older ones of them were left out.
+ * `newest` is the position to ask from next time (`since` again when nothing came).
+ */
+export async function listNewerEvents(
+  db: Db,
+  businessId: string,
+  filter: Omit<EventFilter, 'after' | 'to'> & { since: Position },
+): Promise<{ data: EventRecord[]; more: boolean; newest: string }> {
+  const e = analyticsEvents
+  const rows = await db
+    .select()
+    .from(e)
+    .where(
+      and(
+        ...filtered(businessId, filter),
+        sql`(${e.occurredAt}, ${e.id}) > (${filter.since.at.toISOString()}::timestamptz, ${filter.since.id}::uuid)`,
+      ),
+    )
+    .orderBy(desc(e.occurredAt), desc(e.id))
+    .limit(filter.limit + 1)
+  const shown = rows.slice(0, filter.limit)
+  const top = shown[0]
+  return {
+    data: shown.map(toEventRecord),
+    more: rows.length > filter.limit,
+    newest: top ? positionCursor(top.occurredAt, top.id) : positionCursor(filter.since.at, filter.since.id),
+  }
+}
+
+export function toEventRecord(row: StoredEventRow) {
+  return {
+    id: row.id,
+    eventType: row.eventType,
+    url: row.url,
+    referrer: row.referrer,
+    anonymousId: row.anonymousId,
+    personId: row.personId,
+    properties: row.properties,
+    timestamp: row.occurredAt.toISOString(),
+    receivedAt: row.receivedAt.toISOString(),
+    keyId: row.keyId,
+    origin: row.origin,
+  }
+}

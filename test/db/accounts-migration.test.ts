@@ -1,0 +1,104 @@
+import { expect, test } from 'bun:test'
+import type { MigrationMeta } from 'drizzle-orm/migrator'
+import postgres from 'postgres'
+import { openDatabase, queryRows, sql, type Database } from '../../db/client.ts'
+import { applyMigrations, embeddedMigrations } from '../../db/migrate.ts'
+import { migrationJournal } from '../../db/migrations.ts'
+import { hashToken } from '../../src/access/secrets.ts'
+import { createSessionStore } from '../../src/dashboard/sessions.ts'
+import { createMemberService } from '../../src/members/service.ts'
+
+// Issue 33 item 1: the migration to accounts and memberships keeps every member, session
+// and sign-in link of a database written before it. A database of its own (a fresh PGlite,
+// or a scratch database on PostgreSQL), migrated in two steps around the change; a second
+// embedded database takes long to start on a busy machine, hence the timeout.
+const TAG = '0006_accounts_and_memberships'
+
+async function freshDatabase(): Promise<{ database: Database; dispose: () => Promise<void> }> {
+  if (!process.env.DATABASE_URL) {
+    const database = await openDatabase({ dataDir: 'memory://' })
+    return { database, dispose: () => database.close() }
+  }
+  const base = new URL(process.env.DATABASE_URL)
+  const name = `keygate_accounts_${crypto.randomUUID().slice(0, 8)}`
+  const maintenanceUrl = new URL(base)
+  maintenanceUrl.pathname = '/postgres'
+  const maintenance = postgres(maintenanceUrl.toString(), { max: 1, onnotice: () => {} })
+  await maintenance.unsafe(`create database "${name}"`)
+  const url = new URL(base)
+  url.pathname = `/${name}`
+  const database = await openDatabase({ databaseUrl: url.toString(), dataDir: '' })
+  return {
+    database,
+    async dispose() {
+      await database.close()
+      await maintenance.unsafe(`drop database "${name}" with (force)`)
+      await maintenance.end()
+    },
+  }
+}
+
+/** Applies the committed migrations up to, not including, `tag`. */
+async function migrateBefore(database: Database, tag: string): Promise<void> {
+  const index = migrationJournal.entries.findIndex((entry) => entry.tag === tag)
+  const internals = database.db as unknown as {
+    dialect: { migrate(m: MigrationMeta[], session: unknown, config: object): Promise<void> }
+    session: unknown
+  }
+  await internals.dialect.migrate(embeddedMigrations().slice(0, index), internals.session, { migrationsFolder: '(embedded)' })
+}
+
+test('members, sessions and sign-in links of a database written before accounts keep working after it', async () => {
+  const { database, dispose } = await freshDatabase()
+  try {
+    const { db } = database
+    await migrateBefore(database, TAG)
+    const passwordHash = await Bun.password.hash('correct horse battery staple')
+    const [business] = await queryRows<{ id: string }>(db, sql`insert into businesses (name) values ('Acme') returning id`)
+    const [ada] = await queryRows<{ id: string }>(
+      db,
+      sql`insert into members (business_id, email, password_hash, role) values (${business!.id}, 'ada@example.com', ${passwordHash}, 'owner') returning id`,
+    )
+    const [bo] = await queryRows<{ id: string }>(
+      db,
+      sql`insert into members (business_id, email, role) values (${business!.id}, 'bo@example.com', 'member') returning id`,
+    )
+    await db.execute(
+      sql`insert into member_sessions (member_id, token_hash, csrf_token, expires_at) values (${ada!.id}, ${hashToken('ada-session')}, 'csrf', now() + interval '1 hour')`,
+    )
+    await db.execute(
+      sql`insert into member_sign_in_links (member_id, token_hash, expires_at) values (${bo!.id}, ${hashToken('bo-link')}, now() + interval '1 hour')`,
+    )
+
+    await applyMigrations(db)
+
+    // Each member is now an account of the same id and its membership.
+    const rows = await queryRows<{ id: string; account_id: string; email: string; password_hash: string | null; role: string }>(
+      db,
+      sql`select m.id, m.account_id, a.email, a.password_hash, m.role from members m join accounts a on a.id = m.account_id order by a.email`,
+    )
+    expect(rows).toEqual([
+      { id: ada!.id, account_id: ada!.id, email: 'ada@example.com', password_hash: passwordHash, role: 'owner' },
+      { id: bo!.id, account_id: bo!.id, email: 'bo@example.com', password_hash: null, role: 'member' },
+    ])
+    // The session still signs Ada in, to Acme; her password still verifies; Bo's link still opens.
+    const signedIn = await createSessionStore(db).authenticate('ada-session')
+    expect(signedIn).toMatchObject({ memberId: ada!.id, accountId: ada!.id, email: 'ada@example.com', businessName: 'Acme', role: 'owner' })
+    const members = createMemberService(db)
+    expect(await members.verifyPassword('ada@example.com', 'correct horse battery staple')).toEqual({
+      accountId: ada!.id,
+      memberId: ada!.id,
+    })
+    expect(await members.findByLink('bo-link')).toMatchObject({ id: bo!.id, email: 'bo@example.com', businessName: 'Acme' })
+    // One account per email still: a second one is refused by the database.
+    const second = Promise.resolve(db.execute(sql`insert into accounts (email) values ('ada@example.com')`))
+    expect(
+      await second.then(
+        () => 'stored',
+        () => 'refused',
+      ),
+    ).toBe('refused')
+  } finally {
+    await dispose()
+  }
+}, 180_000)
