@@ -4,6 +4,13 @@ import type { Availability } from './availability.ts'
 import { DatabaseDeadlineError, DatabaseDownError } from './faults.ts'
 
 /**
+ * What a bounded client asks of availability: refuse at once while down, note a failure,
+ * fail waiting statements when the database is found down. Background work passes one
+ * whose `failed` notes nothing (db/client.ts): its failures never decide availability.
+ */
+export type StatementGuard = Pick<Availability, 'admit' | 'failed' | 'abortOnDown'>
+
+/**
  * A postgres.js client whose every statement answers within `ms`, or fails with
  * DatabaseDeadlineError (DatabaseDownError at once while the database is known down).
  * postgres.js has no client-side query timeout: a server that hangs, or a network path that
@@ -21,7 +28,7 @@ import { DatabaseDeadlineError, DatabaseDownError } from './faults.ts'
  * Drizzle calls `unsafe()` (then `.values()`) and `begin()`; tagged templates are our own.
  * Everything else passes through untouched.
  */
-export function boundedClient(sql: Sql, ms: number, availability: Availability): Sql {
+export function boundedClient(sql: Sql, ms: number, availability: StatementGuard): Sql {
   return bound(sql, () => Date.now() + ms, ms, availability)
 }
 
@@ -33,7 +40,7 @@ export async function probe(sql: Sql, ms: number): Promise<void> {
   await settleBy(sql`select 1`, Date.now() + ms, ms, null)
 }
 
-function bound(sql: Sql, deadlineOf: () => number, ms: number, availability: Availability): Sql {
+function bound(sql: Sql, deadlineOf: () => number, ms: number, availability: StatementGuard): Sql {
   return new Proxy(sql, {
     apply(target, self, args) {
       return bounded(Reflect.apply(target, self, args) as object, deadlineOf(), ms, availability)
@@ -63,7 +70,7 @@ function bound(sql: Sql, deadlineOf: () => number, ms: number, availability: Ava
 }
 
 /** A pending postgres.js query (lazy: it runs when first awaited) that settles by `deadline`. */
-function bounded<Q extends object>(query: Q, deadline: number, ms: number, availability: Availability): Q {
+function bounded<Q extends object>(query: Q, deadline: number, ms: number, availability: StatementGuard): Q {
   let settled: Promise<unknown> | null = null
   const proxy: Q = new Proxy(query, {
     get(target, property) {
@@ -98,7 +105,7 @@ function bounded<Q extends object>(query: Q, deadline: number, ms: number, avail
  * with the COPY, then the input, its end, the check and COMMIT, two round trips in all
  * (a transaction awaited statement by statement took five, a fifth of the throughput).
  */
-export function boundedCopy(sql: Sql, ms: number, availability: Availability): (statement: string, text: string) => Promise<void> {
+export function boundedCopy(sql: Sql, ms: number, availability: StatementGuard): (statement: string, text: string) => Promise<void> {
   return (statement, text) => {
     const work: Work = {
       // biome-ignore lint/suspicious/noThenProperty: a thenable on purpose, started only when awaited like a query
@@ -154,7 +161,7 @@ interface Work {
 }
 
 /** `work` (started by its first `then`) settled by `deadline`, or sooner if the database is found down. */
-function settleBy(work: Work, deadline: number, ms: number, availability: Availability | null): Promise<unknown> {
+function settleBy(work: Work, deadline: number, ms: number, availability: StatementGuard | null): Promise<unknown> {
   return new Promise((resolve, reject) => {
     // When the statement was sent: settleBy runs as it starts.
     const startedAt = Date.now()
