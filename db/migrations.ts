@@ -5,6 +5,7 @@ import m0002 from './migrations/0002_key_roll_audit_usage_identity.sql' with { t
 import m0003 from './migrations/0003_analytics_events_fewer_indexes.sql' with { type: 'text' }
 import m0004 from './migrations/0004_analytics_events_unique_id.sql' with { type: 'text' }
 import m0005 from './migrations/0005_key_allowed_ips.sql' with { type: 'text' }
+import m0006 from './migrations/0006_usage_refusals_bounded.sql' with { type: 'text' }
 
 /**
  * Every committed migration, imported statically so that `bun build --compile` embeds
@@ -18,6 +19,7 @@ export const migrationSources: Record<string, string> = {
   '0003_analytics_events_fewer_indexes': m0003,
   '0004_analytics_events_unique_id': m0004,
   '0005_key_allowed_ips': m0005,
+  '0006_usage_refusals_bounded': m0006,
 }
 
 export const migrationJournal: { entries: { tag: string; when: number; breakpoints: boolean }[] } = journal
