@@ -2,8 +2,8 @@ import { Elysia } from 'elysia'
 import type { Database } from '../db/client.ts'
 import { isDatabaseUnavailable } from '../db/faults.ts'
 import { createKeyStore, type KeyStoreOptions } from './access/key-store.ts'
-import { createLastUsedRecorder } from './access/last-used.ts'
-import { createUsageRecorder } from './usage/recorder.ts'
+import { createLastUsedRecorder, type LastUsedOptions } from './access/last-used.ts'
+import { createUsageRecorder, type UsageRecorderOptions } from './usage/recorder.ts'
 import { createAccessPlugin } from './http/access-plugin.ts'
 import { createGate } from './access/gate.ts'
 import { adminRoutes } from './admin/index.ts'
@@ -55,8 +55,10 @@ export interface AppOptions {
   clientAddress?: ClientAddressOf
   /** Where log lines go; JSON on stdout by default. */
   logger?: Logger
-  /** The usage recorder's flush interval and bounds (tests shorten the interval). */
-  usage?: { flushIntervalMs?: number; maxEntries?: number }
+  /** The usage recorder's flush interval, bounds and retries (tests shorten them). */
+  usage?: Pick<UsageRecorderOptions, 'flushIntervalMs' | 'maxEntries' | 'maxRefusals' | 'retry'>
+  /** The lastUsedAt recorder's flush interval and retries (tests shorten them). */
+  lastUsed?: Pick<LastUsedOptions, 'flushIntervalMs' | 'retry'>
   /** One log line per request (LOG_REQUESTS=1). */
   logRequests?: boolean
   /** Counters behind GET /metrics; a fresh set by default. */
@@ -83,18 +85,29 @@ export function createApp(options: AppOptions) {
     ? feedKeyChanges(options.database, keyStore, logger, options.keyChanges === true ? {} : options.keyChanges)
     : null
   watchDatabaseInLog(options.database, logger)
-  const lastUsed = createLastUsedRecorder(db, {
-    // An outage is logged once, as a state change; its failed writes are retried silently.
+  // Background records write through their own small pool, and never decide availability.
+  const { background } = options.database
+  const dropped = (what: string) => (rows: number, e: unknown) =>
+    logger.warn(`${what} dropped after their last retry; further drops are counted in keygate_background_rows_dropped_total`, {
+      rows,
+      ...errorFields(e),
+    })
+  const lastUsed = createLastUsedRecorder(background, {
+    // A database outage is logged once, as a state change; the writes are retried silently.
     onError: (e) => {
       if (!isDatabaseUnavailable(e)) logger.error('lastUsedAt write failed', errorFields(e))
     },
+    onDrop: dropped('lastUsedAt writes'),
+    ...options.lastUsed,
   })
-  const usage = createUsageRecorder(db, {
+  const usage = createUsageRecorder(background, {
     onError: (e) => {
       if (!isDatabaseUnavailable(e)) logger.error('usage write failed', errorFields(e))
     },
+    onDrop: dropped('usage counts'),
     ...options.usage,
   })
+  metrics.readBackgroundWrites(() => ({ usage: usage.stats.writes, last_used: lastUsed.stats }))
   const keys = createKeyService(db, (hash) => keyStore.invalidate(hash))
   const budgets = options.rateLimits ?? DEFAULT_RATE_LIMITS
   const clientAddress = options.clientAddress ?? createClientAddressOf(options.trustProxy ?? [])
