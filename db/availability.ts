@@ -15,6 +15,13 @@ export interface Availability {
   /** Throws DatabaseDownError while down. */
   admit(): void
   /**
+   * While a probe asked by a failed statement is under way: a promise settled once it has
+   * answered (then `admit` says whether to go on). Statements wait for it rather than
+   * pile into a connection pool that may be reconnecting to a dead server, to run when it
+   * is back after their callers were told 503. Null otherwise: go at once.
+   */
+  suspicion(): Promise<void> | null
+  /**
    * Notes a failed statement; true when the failure means the database is unavailable
    * (its caller answers 503). Such a failure asks for a probe at once, unless one is under
    * way; the probe's answer decides. `startedAt`: when the statement was sent. One sent
@@ -43,6 +50,7 @@ export function watchAvailability(
   let downSince: number | null = null
   let backSince = Number.NEGATIVE_INFINITY
   let timer: ReturnType<typeof setTimeout> | null = null
+  let suspected: { promise: Promise<void>; settle: () => void } | null = null
   let closed = false
 
   function emit(change: Parameters<AvailabilityListener>[0]): void {
@@ -68,15 +76,32 @@ export function watchAvailability(
     } catch (error) {
       timer = null
       if (downSince === null) markDown(error)
+      endSuspicion()
       schedule(interval)
       return
     }
     timer = null
+    endSuspicion()
     if (downSince === null) return
     const downForMs = clock() - downSince
     downSince = null
     backSince = clock()
     emit({ up: true, downForMs })
+  }
+
+  function suspect(): void {
+    if (suspected === null) {
+      let settle!: () => void
+      const promise = new Promise<void>((resolve) => (settle = resolve))
+      suspected = { promise, settle }
+    }
+    schedule(0)
+  }
+
+  function endSuspicion(): void {
+    const ended = suspected
+    suspected = null
+    ended?.settle()
   }
 
   function markDown(error: unknown): void {
@@ -94,11 +119,12 @@ export function watchAvailability(
     admit() {
       if (downSince !== null) throw new DatabaseDownError()
     },
+    suspicion: () => suspected?.promise ?? null,
     failed(error, startedAt) {
       if (!isDatabaseUnavailable(error)) return false
       if (startedAt !== undefined && startedAt < backSince) return true
-      // Suspicion only: the probe, already scheduled while down, decides.
-      if (downSince === null && !(error instanceof DatabaseDownError)) schedule(0)
+      // Suspicion only: the probe decides (while down, it is already scheduled).
+      if (downSince === null && !(error instanceof DatabaseDownError)) suspect()
       return true
     },
     onChange(listener) {
@@ -112,6 +138,7 @@ export function watchAvailability(
       closed = true
       if (timer !== null) clearTimeout(timer)
       timer = null
+      endSuspicion()
     },
   }
 }

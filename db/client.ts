@@ -102,6 +102,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     // Refused at once while the database is down, like any statement; a failure notes nothing.
     const backgroundGuard: StatementGuard = {
       admit: () => availability.admit(),
+      suspicion: () => availability.suspicion(),
       failed: () => false,
       abortOnDown: (abort) => availability.abortOnDown(abort),
     }

@@ -8,7 +8,7 @@ import { DatabaseDeadlineError, DatabaseDownError } from './faults.ts'
  * fail waiting statements when the database is found down. Background work passes one
  * whose `failed` notes nothing (db/client.ts): its failures never decide availability.
  */
-export type StatementGuard = Pick<Availability, 'admit' | 'failed' | 'abortOnDown'>
+export type StatementGuard = Pick<Availability, 'admit' | 'suspicion' | 'failed' | 'abortOnDown'>
 
 /**
  * A postgres.js client whose every statement answers within `ms`, or fails with
@@ -160,10 +160,14 @@ interface Work {
   then(onValue: (value: unknown) => unknown, onError: (error: unknown) => unknown): unknown
 }
 
-/** `work` (started by its first `then`) settled by `deadline`, or sooner if the database is found down. */
+/**
+ * `work` (started by its first `then`) settled by `deadline`, or sooner if the database is
+ * found down. While the database is suspect (a probe under way), `work` waits for the
+ * probe's answer before it starts, within the same deadline.
+ */
 function settleBy(work: Work, deadline: number, ms: number, availability: StatementGuard | null): Promise<unknown> {
   return new Promise((resolve, reject) => {
-    // When the statement was sent: settleBy runs as it starts.
+    // When the statement was asked for: settleBy runs as it is.
     const startedAt = Date.now()
     const fail = (error: unknown) => {
       availability?.failed(error, startedAt)
@@ -177,6 +181,7 @@ function settleBy(work: Work, deadline: number, ms: number, availability: Statem
     const left = deadline - Date.now()
     if (left <= 0) return fail(new DatabaseDeadlineError(ms))
     let done = false
+    let stopWatching = () => {}
     const finish = (): boolean => {
       if (done) return false
       done = true
@@ -185,10 +190,22 @@ function settleBy(work: Work, deadline: number, ms: number, availability: Statem
       return true
     }
     const timer = setTimeout(() => finish() && fail(new DatabaseDeadlineError(ms)), left)
-    const stopWatching = availability?.abortOnDown(() => finish() && reject(new DatabaseDownError())) ?? (() => {})
-    work.then(
-      (value) => finish() && resolve(value),
-      (error: unknown) => finish() && fail(error),
-    )
+    const start = () => {
+      if (done) return
+      try {
+        availability?.admit()
+      } catch (error) {
+        finish()
+        return reject(error)
+      }
+      stopWatching = availability?.abortOnDown(() => finish() && reject(new DatabaseDownError())) ?? (() => {})
+      work.then(
+        (value) => finish() && resolve(value),
+        (error: unknown) => finish() && fail(error),
+      )
+    }
+    const suspicion = availability?.suspicion() ?? null
+    if (suspicion === null) start()
+    else void suspicion.then(start)
   })
 }

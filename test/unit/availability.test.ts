@@ -62,6 +62,33 @@ describe('database availability', () => {
     availability.close()
   })
 
+  test('while the probe a failure asked for is under way, statements wait for its answer: go on if it answers, refused if not', async () => {
+    const answers: ((ok: boolean) => void)[] = []
+    const availability = watchAvailability(
+      () => new Promise<void>((resolve, reject) => void answers.push((ok) => (ok ? resolve() : reject(refused)))),
+      { probeIntervalMs: 10_000 },
+    )
+    expect(availability.suspicion()).toBeNull()
+    availability.failed(refused)
+    const first = availability.suspicion()
+    expect(first).not.toBeNull()
+    await settle(() => answers.length === 1)
+    answers[0]!(true)
+    await first
+    expect(availability.suspicion()).toBeNull()
+    expect(() => availability.admit()).not.toThrow()
+
+    availability.failed(refused)
+    const second = availability.suspicion()
+    expect(second).not.toBeNull()
+    await settle(() => answers.length === 2)
+    answers[1]!(false)
+    await second
+    expect(availability.suspicion()).toBeNull()
+    expect(() => availability.admit()).toThrow('the database is down')
+    availability.close()
+  })
+
   test('a statement sent before the database came back does not start another outage; one sent after does', async () => {
     let now = 1_000
     let answering = false
