@@ -8,6 +8,7 @@ import { createAccessPlugin } from './http/access-plugin.ts'
 import { createGate } from './access/gate.ts'
 import { adminRoutes } from './admin/index.ts'
 import { DASHBOARD_PREFIX, dashboardRoutes } from './dashboard/index.ts'
+import type { SignInLimits } from './dashboard/throttle.ts'
 import { sdkRoutes } from './sdk/index.ts'
 import { apiAreas, hotAreas } from './areas/index.ts'
 import type { AreaDeps } from './areas/deps.ts'
@@ -59,6 +60,8 @@ export interface AppOptions {
   usage?: Pick<UsageRecorderOptions, 'flushIntervalMs' | 'maxEntries' | 'maxRefusals' | 'retry'>
   /** The lastUsedAt recorder's flush interval and retries (tests shorten them). */
   lastUsed?: Pick<LastUsedOptions, 'flushIntervalMs' | 'retry'>
+  /** Sign-in throttling's limits; src/dashboard/throttle.ts's defaults when absent (tests lower them). */
+  signInLimits?: SignInLimits
   /** One log line per request (LOG_REQUESTS=1). */
   logRequests?: boolean
   /** Counters behind GET /metrics; a fresh set by default. */
@@ -170,7 +173,15 @@ export function createApp(options: AppOptions) {
     .use(preflight(methodsOf))
     .use(adminRoutes({ db, keys, requireAdmin }))
     .use(sdkRoutes())
-    .use(dashboardRoutes({ db, keys, clientAddress, defaultRateLimits: { public: budgets.public, private: budgets.private } }))
+    .use(
+      dashboardRoutes({
+        db,
+        keys,
+        clientAddress,
+        signInLimits: options.signInLimits,
+        defaultRateLimits: { public: budgets.public, private: budgets.private },
+      }),
+    )
 
   // The hot routes come before the global hooks, so none of them runs for those routes;
   // the listening server calls them without Elysia's per-request wrapper.
