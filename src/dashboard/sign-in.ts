@@ -18,6 +18,7 @@ import {
 } from './http.ts'
 import type { memberMacro } from './member.ts'
 import { SESSION_MAX_MS, type SessionStore } from './sessions.ts'
+import { createPasswordChecks } from './password-checks.ts'
 import type { SignInThrottle, ThrottleDecision } from './throttle.ts'
 import { choosePasswordPage, KEYS_PATH, messagePage, SIGN_IN_PATH, signInPage } from './views.ts'
 
@@ -37,6 +38,7 @@ export function signInPlugin(deps: {
   clientAddress: ClientAddressOf
 }) {
   const { members, sessions, throttle, clientAddress } = deps
+  const passwordChecks = createPasswordChecks()
 
   /** The sign-in form's double-submit token: reused while its cookie lives, so two tabs both work. */
   function signInForm(
@@ -104,6 +106,19 @@ export function signInPlugin(deps: {
             },
           )
         }
+        const slot = await passwordChecks.acquire()
+        if (slot === null) {
+          // No password was checked: the attempt is not counted against anyone.
+          await throttle.release(throttled.id)
+          return signInForm(
+            request,
+            429,
+            { email, next, error: throttledMessage({ ok: false, by: 'busy', counted: 'attempts', retryAfterSeconds: 1 }) },
+            {
+              'retry-after': '1',
+            },
+          )
+        }
         let member: Awaited<ReturnType<MemberService['verifyPassword']>> = null
         try {
           member = email && password ? await members.verifyPassword(email, password) : null
@@ -111,6 +126,8 @@ export function signInPlugin(deps: {
           // The service failed, not the password: the attempt is not counted against anyone.
           await throttle.release(throttled.id).catch(() => {})
           throw error
+        } finally {
+          slot()
         }
         if (!member) {
           await throttle.settleFailure()
