@@ -1,21 +1,31 @@
-import { causeCodes } from '../src/errors.ts'
-import { DatabaseDownError, isDatabaseUnavailable, QUERY_CANCELED } from './faults.ts'
+import { DatabaseDownError, isDatabaseUnavailable } from './faults.ts'
 
 /**
- * Whether the database answers, as seen from this process. The first connection-level
- * failure marks it down: statements then fail at once (a 503 now rather than one more
- * query queued behind a dead server) while a probe asks every `probeIntervalMs` until it
- * answers. Listeners hear each change once: the log gets one line per outage, not one
- * per failed statement.
+ * Whether the database answers, as seen from this process. Only the probe (a check of the
+ * database itself) decides: a statement that fails as an outage would (a lost connection,
+ * a deadline) makes it suspect, and the probe runs at once. If the probe fails the
+ * database is down: statements then fail at once (a 503 now rather than one more query
+ * queued behind a dead server) while the probe asks every `probeIntervalMs` until it
+ * answers. So one slow statement, or a table another session locked, never takes the
+ * instance down while the server answers. Listeners hear each change once: the log gets
+ * one line per outage, not one per failed statement.
  */
 export interface Availability {
   readonly up: boolean
   /** Throws DatabaseDownError while down. */
   admit(): void
   /**
-   * Notes a failed statement; true when the failure means the database is unavailable.
-   * `startedAt`: when the statement was sent. One sent before the database last came back
-   * is news of the outage that ended, and does not start another.
+   * While a probe asked by a failed statement is under way: a promise settled once it has
+   * answered (then `admit` says whether to go on). Statements wait for it rather than
+   * pile into a connection pool that may be reconnecting to a dead server, to run when it
+   * is back after their callers were told 503. Null otherwise: go at once.
+   */
+  suspicion(): Promise<void> | null
+  /**
+   * Notes a failed statement; true when the failure means the database is unavailable
+   * (its caller answers 503). Such a failure asks for a probe at once, unless one is under
+   * way; the probe's answer decides. `startedAt`: when the statement was sent. One sent
+   * before the database last came back is news of the outage that ended: no probe.
    */
   failed(error: unknown, startedAt?: number): boolean
   onChange(listener: AvailabilityListener): void
@@ -40,6 +50,7 @@ export function watchAvailability(
   let downSince: number | null = null
   let backSince = Number.NEGATIVE_INFINITY
   let timer: ReturnType<typeof setTimeout> | null = null
+  let suspected: { promise: Promise<void>; settle: () => void } | null = null
   let closed = false
 
   function emit(change: Parameters<AvailabilityListener>[0]): void {
@@ -58,20 +69,47 @@ export function watchAvailability(
     timer.unref?.()
   }
 
+  /** One probe; down on failure (probing again every interval), up when it answers. */
   async function attempt(): Promise<void> {
     try {
       await probe()
-    } catch {
+    } catch (error) {
       timer = null
+      if (downSince === null) markDown(error)
+      endSuspicion()
       schedule(interval)
       return
     }
     timer = null
+    endSuspicion()
     if (downSince === null) return
     const downForMs = clock() - downSince
     downSince = null
     backSince = clock()
     emit({ up: true, downForMs })
+  }
+
+  function suspect(): void {
+    if (suspected === null) {
+      let settle!: () => void
+      const promise = new Promise<void>((resolve) => (settle = resolve))
+      suspected = { promise, settle }
+    }
+    schedule(0)
+  }
+
+  function endSuspicion(): void {
+    const ended = suspected
+    suspected = null
+    ended?.settle()
+  }
+
+  function markDown(error: unknown): void {
+    downSince = clock()
+    emit({ up: false, error })
+    const aborts = [...waiting]
+    waiting.clear()
+    for (const abort of aborts) abort()
   }
 
   return {
@@ -81,20 +119,12 @@ export function watchAvailability(
     admit() {
       if (downSince !== null) throw new DatabaseDownError()
     },
+    suspicion: () => suspected?.promise ?? null,
     failed(error, startedAt) {
       if (!isDatabaseUnavailable(error)) return false
       if (startedAt !== undefined && startedAt < backSince) return true
-      // A statement the server itself cancelled (statement_timeout) says the server answers.
-      const serverAnswered = causeCodes(error).includes(QUERY_CANCELED)
-      if (downSince === null && !serverAnswered && !(error instanceof DatabaseDownError)) {
-        downSince = clock()
-        emit({ up: false, error })
-        const aborts = [...waiting]
-        waiting.clear()
-        for (const abort of aborts) abort()
-        // Probe at once: one slow statement on a live server should close this quickly.
-        schedule(0)
-      }
+      // Suspicion only: the probe decides (while down, it is already scheduled).
+      if (downSince === null && !(error instanceof DatabaseDownError)) suspect()
       return true
     },
     onChange(listener) {
@@ -108,6 +138,7 @@ export function watchAvailability(
       closed = true
       if (timer !== null) clearTimeout(timer)
       timer = null
+      endSuspicion()
     },
   }
 }

@@ -5,7 +5,7 @@ import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core'
 import { sql, type SQL } from 'drizzle-orm'
 import postgres from 'postgres'
 import { watchAvailability, type Availability } from './availability.ts'
-import { boundedClient, boundedCopy, probe } from './deadline.ts'
+import { boundedClient, boundedCopy, probe, type StatementGuard } from './deadline.ts'
 import { listenForever, type ListenHandlers, type Listener, type ListenOptions } from './notifications.ts'
 import { pgliteAssets } from './pglite-assets.ts'
 import * as schema from './schema/index.ts'
@@ -15,6 +15,14 @@ export type Db = PgDatabase<PgQueryResultHKT, typeof schema>
 
 export interface Database {
   readonly db: Db
+  /**
+   * For what the service writes beside requests (usage, `lastUsedAt`): on PostgreSQL a
+   * small pool of its own with its own statement timeout, so background work never holds
+   * more than `backgroundConnections` of the database and never starves requests; its
+   * failures never mark the database down (only the probe does, db/availability.ts).
+   * On PGlite, the same single connection as `db`.
+   */
+  readonly background: Db
   readonly engine: 'pglite' | 'postgres'
   /** Resolves when the database answers a trivial query; rejects otherwise. */
   ping(): Promise<void>
@@ -57,9 +65,16 @@ export interface DatabaseOptions {
    * wants a 503 within 5 s when the database hangs.
    */
   queryTimeoutMs?: number
+  /** The background pool's size (default 2). */
+  backgroundConnections?: number
+  /** Longest wait for one background statement or transaction, in ms (default 10 s). */
+  backgroundTimeoutMs?: number
 }
 
 const QUERY_TIMEOUT_MS = 4_000
+/** Background writes may take longer than a request could wait; their own pool holds them. */
+const BACKGROUND_TIMEOUT_MS = 10_000
+const BACKGROUND_CONNECTIONS = 2
 /** The readiness probe and the availability probe: shorter than any client's patience. */
 const PROBE_TIMEOUT_MS = 2_000
 /** How long closing waits for the pool's connections to finish before cutting them. */
@@ -68,29 +83,45 @@ const CLOSE_TIMEOUT_S = 1
 export async function openDatabase(options: DatabaseOptions): Promise<Database> {
   if (options.databaseUrl) {
     const queryTimeoutMs = options.queryTimeoutMs ?? QUERY_TIMEOUT_MS
-    const raw = postgres(options.databaseUrl, {
-      max: options.maxConnections ?? 10,
-      onnotice: () => {},
-      // A dead server must surface as an error quickly (503 unavailable), not hang.
-      connect_timeout: 5,
-      // postgres.js waits up to 20 s between reconnections after a run of failures: the
-      // service would stay down that long after the database is back. Half a second at most.
-      backoff: (retries) => Math.min(0.05 * 2 ** retries, 0.5),
-      connection: {
-        // Its own name per process: the probe ends this pool's sessions on a server that
-        // takes no writes, and only those (db/deadline.ts).
-        application_name: `keygate-${crypto.randomUUID().slice(0, 8)}`,
-        statement_timeout: queryTimeoutMs,
-        // A transaction its client gave up on (a deadline) must not hold its locks.
-        idle_in_transaction_session_timeout: queryTimeoutMs * 2,
-      },
-    })
+    const backgroundTimeoutMs = options.backgroundTimeoutMs ?? BACKGROUND_TIMEOUT_MS
+    // One name per process for both pools: the probe ends this process's sessions on a server
+    // that takes no writes, and only those (db/deadline.ts), so both find the primary again.
+    const applicationName = `keygate-${crypto.randomUUID().slice(0, 8)}`
+    const pool = (max: number, timeoutMs: number) =>
+      postgres(options.databaseUrl!, {
+        max,
+        onnotice: () => {},
+        // A dead server must surface as an error quickly (503 unavailable), not hang.
+        connect_timeout: 5,
+        // postgres.js waits up to 20 s between reconnections after a run of failures: the
+        // service would stay down that long after the database is back. Half a second at most.
+        backoff: (retries) => Math.min(0.05 * 2 ** retries, 0.5),
+        connection: {
+          application_name: applicationName,
+          statement_timeout: timeoutMs,
+          // A transaction its client gave up on (a deadline) must not hold its locks.
+          idle_in_transaction_session_timeout: timeoutMs * 2,
+        },
+      })
+    const raw = pool(options.maxConnections ?? 10, queryTimeoutMs)
+    const rawBackground = pool(options.backgroundConnections ?? BACKGROUND_CONNECTIONS, backgroundTimeoutMs)
     const ping = () => probe(raw, PROBE_TIMEOUT_MS)
     const availability = watchAvailability(ping)
     const bounded = boundedClient(raw, queryTimeoutMs, availability)
     const db = drizzlePostgres(bounded, { schema }) as unknown as Db
+    // Refused at once while the database is down, like any statement; a failure notes nothing.
+    const backgroundGuard: StatementGuard = {
+      admit: () => availability.admit(),
+      suspicion: () => availability.suspicion(),
+      failed: () => false,
+      abortOnDown: (abort) => availability.abortOnDown(abort),
+    }
+    const background = drizzlePostgres(boundedClient(rawBackground, backgroundTimeoutMs, backgroundGuard), {
+      schema,
+    }) as unknown as Db
     return {
       db,
+      background,
       engine: 'postgres',
       ping,
       availability,
@@ -111,7 +142,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
         // Called once the service has drained: nothing of ours still runs. postgres.js keeps
         // a statement whose socket failed as its connection's current one, and `end` waits
         // for such a connection until its timeout: after a failover, every stop took it whole.
-        await raw.end({ timeout: CLOSE_TIMEOUT_S })
+        await Promise.all([raw.end({ timeout: CLOSE_TIMEOUT_S }), rawBackground.end({ timeout: CLOSE_TIMEOUT_S })])
       },
     }
   }
@@ -126,6 +157,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
   const availability = watchAvailability(ping)
   return {
     db,
+    background: db,
     engine: 'pglite',
     ping,
     availability,

@@ -4,6 +4,13 @@ import type { Availability } from './availability.ts'
 import { DatabaseDeadlineError, DatabaseDownError, DatabaseNotPrimaryError } from './faults.ts'
 
 /**
+ * What a bounded client asks of availability: refuse at once while down, note a failure,
+ * fail waiting statements when the database is found down. Background work passes one
+ * whose `failed` notes nothing (db/client.ts): its failures never decide availability.
+ */
+export type StatementGuard = Pick<Availability, 'admit' | 'suspicion' | 'failed' | 'abortOnDown'>
+
+/**
  * A postgres.js client whose every statement answers within `ms`, or fails with
  * DatabaseDeadlineError (DatabaseDownError at once while the database is known down).
  * postgres.js has no client-side query timeout: a server that hangs, or a network path that
@@ -21,7 +28,7 @@ import { DatabaseDeadlineError, DatabaseDownError, DatabaseNotPrimaryError } fro
  * Drizzle calls `unsafe()` (then `.values()`) and `begin()`; tagged templates are our own.
  * Everything else passes through untouched.
  */
-export function boundedClient(sql: Sql, ms: number, availability: Availability): Sql {
+export function boundedClient(sql: Sql, ms: number, availability: StatementGuard): Sql {
   return bound(sql, () => Date.now() + ms, ms, availability)
 }
 
@@ -65,7 +72,7 @@ export async function probe(sql: Sql, ms: number): Promise<void> {
   throw new DatabaseNotPrimaryError(state)
 }
 
-function bound(sql: Sql, deadlineOf: () => number, ms: number, availability: Availability): Sql {
+function bound(sql: Sql, deadlineOf: () => number, ms: number, availability: StatementGuard): Sql {
   return new Proxy(sql, {
     apply(target, self, args) {
       return bounded(Reflect.apply(target, self, args) as object, deadlineOf(), ms, availability)
@@ -95,7 +102,7 @@ function bound(sql: Sql, deadlineOf: () => number, ms: number, availability: Ava
 }
 
 /** A pending postgres.js query (lazy: it runs when first awaited) that settles by `deadline`. */
-function bounded<Q extends object>(query: Q, deadline: number, ms: number, availability: Availability): Q {
+function bounded<Q extends object>(query: Q, deadline: number, ms: number, availability: StatementGuard): Q {
   let settled: Promise<unknown> | null = null
   const proxy: Q = new Proxy(query, {
     get(target, property) {
@@ -130,7 +137,7 @@ function bounded<Q extends object>(query: Q, deadline: number, ms: number, avail
  * with the COPY, then the input, its end, the check and COMMIT, two round trips in all
  * (a transaction awaited statement by statement took five, a fifth of the throughput).
  */
-export function boundedCopy(sql: Sql, ms: number, availability: Availability): (statement: string, text: string) => Promise<void> {
+export function boundedCopy(sql: Sql, ms: number, availability: StatementGuard): (statement: string, text: string) => Promise<void> {
   return (statement, text) => {
     const work: Work = {
       // biome-ignore lint/suspicious/noThenProperty: a thenable on purpose, started only when awaited like a query
@@ -185,10 +192,14 @@ interface Work {
   then(onValue: (value: unknown) => unknown, onError: (error: unknown) => unknown): unknown
 }
 
-/** `work` (started by its first `then`) settled by `deadline`, or sooner if the database is found down. */
-function settleBy(work: Work, deadline: number, ms: number, availability: Availability | null): Promise<unknown> {
+/**
+ * `work` (started by its first `then`) settled by `deadline`, or sooner if the database is
+ * found down. While the database is suspect (a probe under way), `work` waits for the
+ * probe's answer before it starts, within the same deadline.
+ */
+function settleBy(work: Work, deadline: number, ms: number, availability: StatementGuard | null): Promise<unknown> {
   return new Promise((resolve, reject) => {
-    // When the statement was sent: settleBy runs as it starts.
+    // When the statement was asked for: settleBy runs as it is.
     const startedAt = Date.now()
     const fail = (error: unknown) => {
       availability?.failed(error, startedAt)
@@ -202,6 +213,7 @@ function settleBy(work: Work, deadline: number, ms: number, availability: Availa
     const left = deadline - Date.now()
     if (left <= 0) return fail(new DatabaseDeadlineError(ms))
     let done = false
+    let stopWatching = () => {}
     const finish = (): boolean => {
       if (done) return false
       done = true
@@ -210,10 +222,22 @@ function settleBy(work: Work, deadline: number, ms: number, availability: Availa
       return true
     }
     const timer = setTimeout(() => finish() && fail(new DatabaseDeadlineError(ms)), left)
-    const stopWatching = availability?.abortOnDown(() => finish() && reject(new DatabaseDownError())) ?? (() => {})
-    work.then(
-      (value) => finish() && resolve(value),
-      (error: unknown) => finish() && fail(error),
-    )
+    const start = () => {
+      if (done) return
+      try {
+        availability?.admit()
+      } catch (error) {
+        finish()
+        return reject(error)
+      }
+      stopWatching = availability?.abortOnDown(() => finish() && reject(new DatabaseDownError())) ?? (() => {})
+      work.then(
+        (value) => finish() && resolve(value),
+        (error: unknown) => finish() && fail(error),
+      )
+    }
+    const suspicion = availability?.suspicion() ?? null
+    if (suspicion === null) start()
+    else void suspicion.then(start)
   })
 }

@@ -6,6 +6,7 @@ import m0003 from './migrations/0003_analytics_events_fewer_indexes.sql' with { 
 import m0004 from './migrations/0004_analytics_events_unique_id.sql' with { type: 'text' }
 import m0005 from './migrations/0005_key_allowed_ips.sql' with { type: 'text' }
 import m0006 from './migrations/0006_accounts_and_memberships.sql' with { type: 'text' }
+import m0007 from './migrations/0007_usage_refusals_bounded.sql' with { type: 'text' }
 
 /**
  * Every committed migration, imported statically so that `bun build --compile` embeds
@@ -20,6 +21,7 @@ export const migrationSources: Record<string, string> = {
   '0004_analytics_events_unique_id': m0004,
   '0005_key_allowed_ips': m0005,
   '0006_accounts_and_memberships': m0006,
+  '0007_usage_refusals_bounded': m0007,
 }
 
 export const migrationJournal: { entries: { tag: string; when: number; breakpoints: boolean }[] } = journal

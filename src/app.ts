@@ -2,12 +2,13 @@ import { Elysia } from 'elysia'
 import type { Database } from '../db/client.ts'
 import { isDatabaseUnavailable } from '../db/faults.ts'
 import { createKeyStore, type KeyStoreOptions } from './access/key-store.ts'
-import { createLastUsedRecorder } from './access/last-used.ts'
-import { createUsageRecorder } from './usage/recorder.ts'
+import { createLastUsedRecorder, type LastUsedOptions } from './access/last-used.ts'
+import { createUsageRecorder, type UsageRecorderOptions } from './usage/recorder.ts'
 import { createAccessPlugin } from './http/access-plugin.ts'
 import { createGate } from './access/gate.ts'
 import { adminRoutes } from './admin/index.ts'
 import { DASHBOARD_PREFIX, dashboardFailurePage, dashboardRoutes } from './dashboard/index.ts'
+import type { SignInLimits } from './dashboard/throttle.ts'
 import { sdkRoutes } from './http/sdk-route.ts'
 import { apiAreas, hotAreas } from './areas/index.ts'
 import type { AreaDeps } from './areas/deps.ts'
@@ -56,8 +57,12 @@ export interface AppOptions {
   clientAddress?: ClientAddressOf
   /** Where log lines go; JSON on stdout by default. */
   logger?: Logger
-  /** The usage recorder's flush interval and bounds (tests shorten the interval). */
-  usage?: { flushIntervalMs?: number; maxEntries?: number }
+  /** The usage recorder's flush interval, bounds and retries (tests shorten them). */
+  usage?: Pick<UsageRecorderOptions, 'flushIntervalMs' | 'maxEntries' | 'maxRefusals' | 'retry'>
+  /** The lastUsedAt recorder's flush interval and retries (tests shorten them). */
+  lastUsed?: Pick<LastUsedOptions, 'flushIntervalMs' | 'retry'>
+  /** Sign-in throttling's limits; src/dashboard/throttle.ts's defaults when absent (tests lower them). */
+  signInLimits?: SignInLimits
   /** One log line per request (LOG_REQUESTS=1). */
   logRequests?: boolean
   /** Counters behind GET /metrics; a fresh set by default. */
@@ -84,18 +89,29 @@ export function createApp(options: AppOptions) {
     ? feedKeyChanges(options.database, keyStore, logger, options.keyChanges === true ? {} : options.keyChanges)
     : null
   watchDatabaseInLog(options.database, logger)
-  const lastUsed = createLastUsedRecorder(db, {
-    // An outage is logged once, as a state change; its failed writes are retried silently.
+  // Background records write through their own small pool, and never decide availability.
+  const { background } = options.database
+  const dropped = (what: string) => (rows: number, e: unknown) =>
+    logger.warn(`${what} dropped after their last retry; further drops are counted in keygate_background_rows_dropped_total`, {
+      rows,
+      ...errorFields(e),
+    })
+  const lastUsed = createLastUsedRecorder(background, {
+    // A database outage is logged once, as a state change; the writes are retried silently.
     onError: (e) => {
       if (!isDatabaseUnavailable(e)) logger.error('lastUsedAt write failed', errorFields(e))
     },
+    onDrop: dropped('lastUsedAt writes'),
+    ...options.lastUsed,
   })
-  const usage = createUsageRecorder(db, {
+  const usage = createUsageRecorder(background, {
     onError: (e) => {
       if (!isDatabaseUnavailable(e)) logger.error('usage write failed', errorFields(e))
     },
+    onDrop: dropped('usage counts'),
     ...options.usage,
   })
+  metrics.readBackgroundWrites(() => ({ usage: usage.stats.writes, last_used: lastUsed.stats }))
   const keys = createKeyService(db, (hash) => keyStore.invalidate(hash))
   const budgets = options.rateLimits ?? DEFAULT_RATE_LIMITS
   const clientAddress = options.clientAddress ?? createClientAddressOf(options.trustProxy ?? [])
@@ -157,7 +173,15 @@ export function createApp(options: AppOptions) {
     .use(preflight(methodsOf))
     .use(adminRoutes({ db, keys, requireAdmin }))
     .use(sdkRoutes())
-    .use(dashboardRoutes({ db, keys, clientAddress, defaultRateLimits: { public: budgets.public, private: budgets.private } }))
+    .use(
+      dashboardRoutes({
+        db,
+        keys,
+        clientAddress,
+        signInLimits: options.signInLimits,
+        defaultRateLimits: { public: budgets.public, private: budgets.private },
+      }),
+    )
 
   // The hot routes come before the global hooks, so none of them runs for those routes;
   // the listening server calls them without Elysia's per-request wrapper.

@@ -1,4 +1,5 @@
-import { bigint, boolean, index, pgTable, primaryKey, text, timestamp, uuid } from 'drizzle-orm/pg-core'
+import { sql } from 'drizzle-orm'
+import { bigint, boolean, check, index, pgTable, primaryKey, text, timestamp, uuid } from 'drizzle-orm/pg-core'
 import { apiKeys } from './core.ts'
 
 /**
@@ -30,7 +31,9 @@ export const keyUsageDays = usageTable('key_usage_days')
 
 /**
  * Origins a public key's list did not allow, per key, origin and hour, with whether they
- * were served anyway (`reported`: the key's originPolicy was `report`).
+ * were served anyway (`reported`: the key's originPolicy was `report`). At most
+ * REFUSALS_KEPT_PER_HOUR rows per key and hour (src/usage/recorder.ts): the most frequent;
+ * the count of the others is in `key_refused_others`.
  */
 export const keyRefusedOrigins = pgTable(
   'key_refused_origins',
@@ -47,6 +50,8 @@ export const keyRefusedOrigins = pgTable(
   (table) => [
     primaryKey({ columns: [table.keyId, table.origin, table.hour, table.reported] }),
     index('key_refused_origins_hour_idx').on(table.hour),
+    // A flush merges into one key-hour at a time, and the report reads one key's hours.
+    index('key_refused_origins_key_hour_idx').on(table.keyId, table.hour),
   ],
 )
 
@@ -66,7 +71,7 @@ export const keyScopeUses = pgTable(
 /**
  * Client addresses a private key's allowedIps did not allow (contract section 14), kept
  * like refused origins: per key, address and hour, `reported` when served anyway
- * (ipPolicy `report`).
+ * (ipPolicy `report`), at most REFUSALS_KEPT_PER_HOUR per key and hour.
  */
 export const keyRefusedIps = pgTable(
   'key_refused_ips',
@@ -83,5 +88,29 @@ export const keyRefusedIps = pgTable(
   (table) => [
     primaryKey({ columns: [table.keyId, table.ip, table.hour, table.reported] }),
     index('key_refused_ips_hour_idx').on(table.hour),
+    index('key_refused_ips_key_hour_idx').on(table.keyId, table.hour),
+  ],
+)
+
+/**
+ * Per key and hour, the refusals not kept by name in key_refused_origins (`kind` origin)
+ * or key_refused_ips (`kind` ip): those beyond the rows kept, and those a flush's summary
+ * could not name for certain. Each flush locks its key-hours' rows here first, which
+ * keeps instances from merging into one key-hour at once (src/usage/recorder.ts).
+ */
+export const keyRefusedOthers = pgTable(
+  'key_refused_others',
+  {
+    keyId: uuid('key_id')
+      .notNull()
+      .references(() => apiKeys.id),
+    hour: timestamp('hour', { withTimezone: true }).notNull(),
+    kind: text('kind').notNull(),
+    count: bigint('count', { mode: 'number' }).notNull(),
+  },
+  (table) => [
+    primaryKey({ columns: [table.keyId, table.hour, table.kind] }),
+    index('key_refused_others_hour_idx').on(table.hour),
+    check('key_refused_others_kind_check', sql`${table.kind} in ('origin', 'ip')`),
   ],
 )

@@ -1,4 +1,5 @@
 import type { Db } from '../../db/client.ts'
+import { createBackgroundWriter, type BackgroundWriterOptions, type BackgroundWriteStats } from '../../db/background-writes.ts'
 import { sql } from 'drizzle-orm'
 import type { ActiveKey } from './key-store.ts'
 
@@ -8,30 +9,47 @@ export const LAST_USED_RESOLUTION_MS = 60_000
 export interface LastUsedRecorder {
   /** Notes an accepted request. Never waits for the database. */
   touch(key: ActiveKey, at: number): void
-  /** Writes what is queued (also called by the timer). */
+  /** Writes what is queued and every write waiting for a retry, now. */
   flush(): Promise<void>
   /** Stops the timer after a last flush (graceful shutdown). */
   close(): Promise<void>
+  /** Rows written, failed tries, rows dropped after their last try, rows waiting. */
+  readonly stats: BackgroundWriteStats
+}
+
+export interface LastUsedOptions {
+  flushIntervalMs?: number
+  /** Retries of failed writes (db/background-writes.ts). */
+  retry?: Pick<BackgroundWriterOptions, 'maxAttempts' | 'retryDelayMs' | 'maxDelayMs' | 'maxWaitingRows'>
+  /** Each failed write. */
+  onError?: (error: unknown) => void
+  /** Rows dropped after their last try: once per run of drops. */
+  onDrop?: (rows: number, error: unknown) => void
 }
 
 /**
  * Coalesces uses off the request path: each key is queued at most once a minute, and every
  * `flushIntervalMs` one UPDATE writes the whole queue. The contract wants a use visible
- * within 2 s; the default interval leaves a second of margin for the write itself.
+ * within 2 s; the default interval leaves a second of margin for the write itself. A write
+ * that fails is retried in smaller batches and then dropped, counted in `stats`
+ * (db/background-writes.ts): a later use writes the key again anyway.
  */
-export function createLastUsedRecorder(
-  db: Db,
-  options: { flushIntervalMs?: number; onError?: (error: unknown) => void } = {},
-): LastUsedRecorder {
+export function createLastUsedRecorder(db: Db, options: LastUsedOptions = {}): LastUsedRecorder {
   const interval = options.flushIntervalMs ?? 1_000
   const pending = new Map<string, number>()
+  const writer = createBackgroundWriter<[id: string, at: number]>((rows) => write(rows), {
+    retryDelayMs: 2_000,
+    ...options.retry,
+    onFailure: options.onError,
+    onDrop: options.onDrop,
+  })
   let timer: ReturnType<typeof setTimeout> | null = null
   let flushing: Promise<void> = Promise.resolve()
   let closed = false
 
-  async function write(batch: Map<string, number>): Promise<void> {
+  async function write(batch: readonly [string, number][]): Promise<void> {
     const rows = sql.join(
-      [...batch].map(([id, at]) => sql`(${id}::uuid, ${new Date(at).toISOString()}::timestamptz)`),
+      batch.map(([id, at]) => sql`(${id}::uuid, ${new Date(at).toISOString()}::timestamptz)`),
       sql`, `,
     )
     // Invariant: last_used_at only moves forward, and by at least the resolution. The
@@ -43,25 +61,22 @@ export function createLastUsedRecorder(
         and (k.last_used_at is null or k.last_used_at < u.used_at - interval '60 seconds')`)
   }
 
-  function flush(): Promise<void> {
+  /** Writes what is queued, then the retries that are due (all of them when `everything`). */
+  function flush(everything: boolean): Promise<void> {
     timer = null
-    if (pending.size === 0) return flushing
-    const batch = new Map(pending)
+    const batch = [...pending]
     pending.clear()
-    flushing = flushing
-      .then(() => write(batch))
-      .catch((error) => {
-        // Keep the uses for the next attempt unless a newer one was queued meanwhile.
-        for (const [id, at] of batch) if (!pending.has(id)) pending.set(id, at)
-        options.onError?.(error)
-        schedule()
-      })
+    flushing = flushing.then(async () => {
+      await writer.run(batch, { everything })
+      // Retries wait for a round: keep one coming while any does.
+      if (writer.stats.waiting > 0) schedule()
+    })
     return flushing
   }
 
   function schedule(): void {
     if (timer === null && !closed) {
-      timer = setTimeout(flush, interval)
+      timer = setTimeout(() => void flush(false), interval)
       timer.unref?.()
     }
   }
@@ -73,11 +88,13 @@ export function createLastUsedRecorder(
       pending.set(key.id, at)
       schedule()
     },
-    flush,
+    flush: () => flush(true),
     async close() {
       closed = true
       if (timer !== null) clearTimeout(timer)
-      await flush()
+      await flush(true)
+      writer.abandon()
     },
+    stats: writer.stats,
   }
 }

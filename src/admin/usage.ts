@@ -40,7 +40,12 @@ export const UsageSchema = t.Object({
       lastSeenAt: t.String({ format: 'date-time' }),
       reported: t.Boolean({ description: 'Served anyway: the key was report-only.' }),
     }),
+    { description: 'The 50 most frequent origins refused (or reported) in the range.' },
   ),
+  refusedOriginsOther: t.Integer({
+    description:
+      'Requests refused (or reported) for their origin in the range whose origin is not listed above: beyond the 50, or one of the rarer origins of an hour that saw more than 100.',
+  }),
   refusedIps: t.Array(
     t.Object({
       ip: t.String({ description: 'The client address as seen (contract section 8).' }),
@@ -50,6 +55,7 @@ export const UsageSchema = t.Object({
     }),
     { description: "Private keys: the 50 most frequent client addresses outside the key's allowedIps (contract section 14)." },
   ),
+  refusedIpsOther: t.Integer({ description: 'Requests refused (or reported) for their client address whose address is not listed above.' }),
   scopes: t.Array(t.Object({ scope: t.String(), lastUsedAt: t.Nullable(t.String({ format: 'date-time' })) })),
 })
 

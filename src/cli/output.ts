@@ -197,6 +197,7 @@ export function usageLines(usage: KeyUsage): string {
         usage.refusedOrigins.map((o) => [o.origin, String(o.count), time(o.lastSeenAt), o.reported ? 'yes (report-only)' : 'no']),
       ),
     )
+    if (usage.refusedOriginsOther > 0) lines.push(`and ${usage.refusedOriginsOther} requests from other origins`)
   }
   if (usage.refusedIps.length > 0) {
     lines.push(
@@ -206,6 +207,7 @@ export function usageLines(usage: KeyUsage): string {
         usage.refusedIps.map((o) => [o.ip, String(o.count), time(o.lastSeenAt), o.reported ? 'yes (report-only)' : 'no']),
       ),
     )
+    if (usage.refusedIpsOther > 0) lines.push(`and ${usage.refusedIpsOther} requests from other addresses`)
   }
   lines.push(
     '',

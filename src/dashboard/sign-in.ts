@@ -18,7 +18,8 @@ import {
 } from './http.ts'
 import type { memberMacro } from './member.ts'
 import { SESSION_MAX_MS, type SessionStore } from './sessions.ts'
-import type { SignInThrottle } from './throttle.ts'
+import { createPasswordChecks } from './password-checks.ts'
+import type { SignInThrottle, ThrottleDecision } from './throttle.ts'
 import { choosePasswordPage, KEYS_PATH, messagePage, PASSWORDS_DIFFER, SECTION_PATHS, SIGN_IN_PATH, signInPage } from './views.ts'
 
 const SignInForm = t.Object({ csrf: FormField, email: FormField, password: FormField, next: FormField })
@@ -37,6 +38,7 @@ export function signInPlugin(deps: {
   clientAddress: ClientAddressOf
 }) {
   const { members, sessions, throttle, clientAddress } = deps
+  const passwordChecks = createPasswordChecks()
 
   /** The sign-in form's double-submit token: reused while its cookie lives, so two tabs both work. */
   function signInForm(
@@ -92,22 +94,41 @@ export function signInPlugin(deps: {
         if (!isStorableText(email)) {
           return signInForm(request, 400, { next, error: 'That email address holds a character no address has. Check it and try again.' })
         }
-        const throttled = await throttle.reserve(email, clientAddress(request, server))
+        const address = clientAddress(request, server)
+        const throttled = await throttle.reserve(email, address)
         if (!throttled.ok) {
-          const minutes = Math.ceil(throttled.retryAfterSeconds / 60)
-          const subject = throttled.by === 'email' ? 'for this email' : 'from your network'
           return signInForm(
             request,
             429,
+            { email, next, error: throttledMessage(throttled) },
             {
-              email,
-              next,
-              error: `Too many failed sign-ins ${subject}. Wait ${minutes} minute${minutes === 1 ? '' : 's'} and try again; an operator can send you a new sign-in link if you forgot your password.`,
+              'retry-after': String(throttled.retryAfterSeconds),
             },
-            { 'retry-after': String(throttled.retryAfterSeconds) },
           )
         }
-        const member = email && password ? await members.verifyPassword(email, password) : null
+        const slot = await passwordChecks.acquire()
+        if (slot === null) {
+          // No password was checked: the attempt is not counted against anyone.
+          await throttle.release(throttled.id)
+          return signInForm(
+            request,
+            429,
+            { email, next, error: throttledMessage({ ok: false, by: 'busy', counted: 'attempts', retryAfterSeconds: 1 }) },
+            {
+              'retry-after': '1',
+            },
+          )
+        }
+        let member: Awaited<ReturnType<MemberService['verifyPassword']>> = null
+        try {
+          member = email && password ? await members.verifyPassword(email, password) : null
+        } catch (error) {
+          // The service failed, not the password: the attempt is not counted against anyone.
+          await throttle.release(throttled.id).catch(() => {})
+          throw error
+        } finally {
+          slot()
+        }
         if (!member) {
           await throttle.settleFailure()
           return signInForm(request, 401, {
@@ -116,7 +137,7 @@ export function signInPlugin(deps: {
             error: 'That email and password do not match a member. Check both and try again.',
           })
         }
-        await throttle.settleSuccess(throttled.id, email)
+        await throttle.settleSuccess(throttled.id, email, address)
         return startSession(request, member.memberId, next ?? KEYS_PATH)
       },
       { parse: 'urlencoded', body: SignInForm },
@@ -181,6 +202,18 @@ export function signInPlugin(deps: {
       },
       { parse: 'urlencoded', body: ChoosePasswordForm },
     )
+}
+
+/** What a throttled sign-in is told: who is limited, and how long to wait. */
+function throttledMessage({ by, counted, retryAfterSeconds }: ThrottleDecision & { ok: false }): string {
+  if (by === 'busy') return 'Too many sign-ins at once. Wait a second and try again.'
+  const minutes = Math.ceil(retryAfterSeconds / 60)
+  const wait =
+    retryAfterSeconds < 60
+      ? `${retryAfterSeconds} second${retryAfterSeconds === 1 ? '' : 's'}`
+      : `${minutes} minute${minutes === 1 ? '' : 's'}`
+  const subject = { 'email-address': 'for this email from your network', email: 'for this email', address: 'from your network' }[by]
+  return `Too many ${counted === 'failures' ? 'failed sign-ins' : 'sign-in attempts'} ${subject}. Wait ${wait} and try again; an operator can send you a new sign-in link if you forgot your password.`
 }
 
 function linkGone(): Response {

@@ -117,9 +117,14 @@ export function refusedOriginsPanel(who: SignedIn, key: KeyRecord, report: Usage
       }</td>
     </tr>`
     })}</tbody>
-  </table></div>`
+  </table></div>${othersNote(report.refusedOriginsOther, 'origins')}`
   }
 </section>`
+}
+
+/** "And N others": refusals the report counts but does not name (beyond the 50, or past an hour's bound). */
+function othersNote(count: number, what: string): Html | null {
+  return count > 0 ? html`<p class="muted small">And ${count} more ${count === 1 ? 'request' : 'requests'} from other ${what}.</p>` : null
 }
 
 /**
@@ -244,7 +249,7 @@ export function refusedIpsPanel(who: SignedIn, key: KeyRecord, report: UsageRepo
       }</td>
     </tr>`,
     )}</tbody>
-  </table></div>`
+  </table></div>${othersNote(report.refusedIpsOther, 'addresses')}`
   }
 </section>`
 }

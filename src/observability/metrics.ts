@@ -44,6 +44,18 @@ export interface KeyCacheStats {
   miss: number
 }
 
+/** What a background writer (usage, lastUsedAt: db/background-writes.ts) reports, read at scrape time. */
+export interface BackgroundWriteFigures {
+  /** Rows written. */
+  written: number
+  /** Writes that failed (each try). */
+  failures: number
+  /** Rows given up on after their last retry. */
+  dropped: number
+  /** Rows waiting for a retry. */
+  waiting: number
+}
+
 /** Counts of one (route, method): statuses 100-599 by slot, and the duration histogram. */
 interface RouteSeries {
   readonly statuses: Float64Array
@@ -63,6 +75,8 @@ export interface Metrics {
   readKeyCache(source: () => Readonly<KeyCacheStats>): void
   /** Where the ingest queue's figures are read at scrape time (the ingest module re-points this). */
   readIngest(source: () => IngestFigures): void
+  /** Where the background writers' figures are read at scrape time, by writer name. */
+  readBackgroundWrites(source: () => Record<string, Readonly<BackgroundWriteFigures>>): void
   /** The text exposition (format 0.0.4). */
   render(): string
 }
@@ -73,6 +87,7 @@ export function createMetrics(): Metrics {
   const limited = { public: 0, private: 0 }
   let keyCache: () => Readonly<KeyCacheStats> = () => ({ hit: 0, negative: 0, miss: 0 })
   let ingest: () => IngestFigures = () => ({ queuedRows: 0, committedRows: 0 })
+  let background: () => Record<string, Readonly<BackgroundWriteFigures>> = () => ({})
 
   function seriesOf(route: string, method: number): RouteSeries {
     let byMethod = routes.get(route)
@@ -106,6 +121,9 @@ export function createMetrics(): Metrics {
     },
     readIngest(source) {
       ingest = source
+    },
+    readBackgroundWrites(source) {
+      background = source
     },
     render() {
       const out: string[] = []
@@ -160,6 +178,30 @@ export function createMetrics(): Metrics {
       family(out, 'keygate_ingest_rows_total', 'counter', 'Analytics event rows committed.', [
         `keygate_ingest_rows_total ${queue.committedRows}`,
       ])
+      const writers = Object.entries(background())
+      const perWriter = (pick: (figures: Readonly<BackgroundWriteFigures>) => number, name: string) =>
+        writers.map(([writer, figures]) => `${name}{writer="${writer}"} ${pick(figures)}`)
+      family(
+        out,
+        'keygate_background_write_failures_total',
+        'counter',
+        'Background writes (usage, lastUsedAt) that failed or timed out; each is retried in smaller batches.',
+        perWriter((f) => f.failures, 'keygate_background_write_failures_total'),
+      )
+      family(
+        out,
+        'keygate_background_rows_dropped_total',
+        'counter',
+        'Background rows given up on after their last retry.',
+        perWriter((f) => f.dropped, 'keygate_background_rows_dropped_total'),
+      )
+      family(
+        out,
+        'keygate_background_rows_waiting',
+        'gauge',
+        'Background rows waiting for a retry.',
+        perWriter((f) => f.waiting, 'keygate_background_rows_waiting'),
+      )
       return out.join('\n') + '\n'
     },
   }

@@ -26,7 +26,11 @@ export interface UsageReport {
   interval: UsageInterval
   series: UsagePoint[]
   refusedOrigins: { origin: string; count: number; lastSeenAt: string; reported: boolean }[]
+  /** Requests refused for an origin not in `refusedOrigins`: beyond the 50, or not kept by name. */
+  refusedOriginsOther: number
   refusedIps: { ip: string; count: number; lastSeenAt: string; reported: boolean }[]
+  /** Requests refused for a client address not in `refusedIps`. */
+  refusedIpsOther: number
   scopes: { scope: string; lastUsedAt: string | null }[]
 }
 
@@ -35,10 +39,14 @@ export function periodStart(at: number, interval: UsageInterval): number {
   return at - (at % STEP[interval])
 }
 
+/** Refused origins and addresses the report names; the rest is one count. */
+const REFUSALS_SHOWN = 50
+
 /**
  * A key's usage between `from` and `to` (contract section 11): every period of the range
  * in order, zeros included (a chart needs no gap-filling), the 50 most frequent refused
- * origins and client addresses of the range, and each of the key's scopes with its last use.
+ * origins and client addresses of the range with the count of the others, and each of the
+ * key's scopes with its last use.
  */
 export async function usageReport(
   db: Db,
@@ -61,26 +69,9 @@ export async function usageReport(
     if (row.outcome === 'accepted') point.accepted += n
     else point.refused[row.outcome] = (point.refused[row.outcome] ?? 0) + n
   }
-  const origins = await queryRows<{ origin: string; count: string | number; last_seen_at: string | Date; reported: boolean }>(
-    db,
-    sql`select origin, reported, sum(count) as count, max(last_seen_at) as last_seen_at
-        from key_refused_origins
-        where key_id = ${key.id}::uuid and hour >= ${new Date(periodStart(range.from, 'hour')).toISOString()}::timestamptz
-          and hour < ${new Date(range.to).toISOString()}::timestamptz
-        group by origin, reported
-        order by sum(count) desc, origin
-        limit 50`,
-  )
-  const ips = await queryRows<{ ip: string; count: string | number; last_seen_at: string | Date; reported: boolean }>(
-    db,
-    sql`select ip, reported, sum(count) as count, max(last_seen_at) as last_seen_at
-        from key_refused_ips
-        where key_id = ${key.id}::uuid and hour >= ${new Date(periodStart(range.from, 'hour')).toISOString()}::timestamptz
-          and hour < ${new Date(range.to).toISOString()}::timestamptz
-        group by ip, reported
-        order by sum(count) desc, ip
-        limit 50`,
-  )
+  const hours = { from: periodStart(range.from, 'hour'), to: range.to }
+  const origins = await refusedInRange(db, key.id, 'origin', hours)
+  const ips = await refusedInRange(db, key.id, 'ip', hours)
   const used = await queryRows<{ scope: string; last_used_at: string | Date }>(
     db,
     sql`select scope, last_used_at from key_scope_uses where key_id = ${key.id}::uuid`,
@@ -92,18 +83,45 @@ export async function usageReport(
     to: new Date(range.to).toISOString(),
     interval: range.interval,
     series: [...points.values()],
-    refusedOrigins: origins.map((row) => ({
-      origin: row.origin,
-      count: Number(row.count),
-      lastSeenAt: new Date(row.last_seen_at).toISOString(),
-      reported: row.reported,
-    })),
-    refusedIps: ips.map((row) => ({
-      ip: row.ip,
-      count: Number(row.count),
-      lastSeenAt: new Date(row.last_seen_at).toISOString(),
-      reported: row.reported,
-    })),
+    refusedOrigins: origins.top.map(({ name, ...row }) => ({ origin: name, ...row })),
+    refusedOriginsOther: origins.other,
+    refusedIps: ips.top.map(({ name, ...row }) => ({ ip: name, ...row })),
+    refusedIpsOther: ips.other,
     scopes: key.scopes.map((scope) => ({ scope, lastUsedAt: lastUse.get(scope) ?? null })),
+  }
+}
+
+const REFUSALS = {
+  origin: { table: 'key_refused_origins', column: 'origin' },
+  ip: { table: 'key_refused_ips', column: 'ip' },
+} as const
+
+/** The most frequent refused origins (or addresses) of a key's hours in range, and the count of all the others. */
+async function refusedInRange(db: Db, keyId: string, kind: keyof typeof REFUSALS, hours: { from: number; to: number }) {
+  const table = sql.identifier(REFUSALS[kind].table)
+  const within = sql`key_id = ${keyId}::uuid and hour >= ${new Date(hours.from).toISOString()}::timestamptz
+    and hour < ${new Date(hours.to).toISOString()}::timestamptz`
+  const top = await queryRows<{ name: string; count: string | number; last_seen_at: string | Date; reported: boolean }>(
+    db,
+    sql`select ${sql.identifier(REFUSALS[kind].column)} as name, reported, sum(count) as count, max(last_seen_at) as last_seen_at
+        from ${table} where ${within}
+        group by 1, 2
+        order by sum(count) desc, 1
+        limit ${REFUSALS_SHOWN}`,
+  )
+  const [total] = await queryRows<{ named: string | number; others: string | number }>(
+    db,
+    sql`select (select coalesce(sum(count), 0) from ${table} where ${within}) as named,
+               (select coalesce(sum(count), 0) from key_refused_others where ${within} and kind = ${kind}) as others`,
+  )
+  const shown = top.reduce((sum, row) => sum + Number(row.count), 0)
+  return {
+    top: top.map((row) => ({
+      name: row.name,
+      count: Number(row.count),
+      lastSeenAt: new Date(row.last_seen_at).toISOString(),
+      reported: row.reported,
+    })),
+    other: Number(total?.named ?? 0) + Number(total?.others ?? 0) - shown,
   }
 }

@@ -77,6 +77,21 @@ describe("a key's usage in the dashboard", () => {
     expect(page).toContain(`<input type="hidden" name="origin" value="${SHOP}">`)
   })
 
+  test('beyond the 50 most frequent refused origins, the page says how many more requests there were', async () => {
+    const service = await testService()
+    const { businessId, session } = await memberOf(service)
+    const site = await seedKey(service, businessId, { name: 'Shop', allowedOrigins: ['example.com'] })
+    const at = Date.now()
+    // 60 origins, the i-th seen i + 1 times: the 50 shown are seen 11-60 times, the other ten 55 times in all.
+    for (let i = 0; i < 60; i++) {
+      for (let n = 0; n <= i; n++) service.services.usage.origin(site.record.id, `https://site-${i}.example.org`, false, at)
+    }
+    await service.services.usage.flush()
+    const page = await (await getPage(service, `${KEYS}/${site.record.id}`, session)).text()
+    expect(page.match(/<th scope="row"><code>https:\/\/site-\d+\.example\.org<\/code>/g)).toHaveLength(50)
+    expect(page).toContain('And 55 more requests from other origins.')
+  })
+
   test('the last 7 days, by day: seven bars', async () => {
     const { service, session, site } = await usedKey()
     const page = await (await getPage(service, `${KEYS}/${site.record.id}?range=7d`, session)).text()

@@ -19,7 +19,15 @@ let tables: { name: string }[] | undefined
  * Request counters, not records: a refused request of a known key is counted there by
  * design (contract section 11), off the request path, whenever the recorder flushes.
  */
-const COUNTERS = new Set(['key_usage_minutes', 'key_usage_hours', 'key_usage_days', 'key_refused_origins', 'key_scope_uses'])
+const COUNTERS = new Set([
+  'key_usage_minutes',
+  'key_usage_hours',
+  'key_usage_days',
+  'key_refused_origins',
+  'key_refused_ips',
+  'key_refused_others',
+  'key_scope_uses',
+])
 
 export async function storedState(): Promise<Record<string, TableState>> {
   const { db } = await testDatabase()
