@@ -4,6 +4,7 @@ import { PUBLIC_KEY_SCOPES, SCOPES } from '../../src/access/scopes.ts'
 import { deepJson, hostileQueryValue, hostileString, mutatedBody, RUNS } from '../support/hostile.ts'
 import { declaredApiRoutes, ROUTE_TABLE, routeName, seedWorld, type RouteEntry, type World } from '../support/route-table.ts'
 import { admin, call, seedKey, testService } from '../support/service.ts'
+import { flushBackgroundWrites } from '../support/background.ts'
 import { storedState } from '../support/stored-state.ts'
 
 /**
@@ -32,6 +33,9 @@ async function world(): Promise<FuzzWorld> {
 
 /** Sends one request; asserts no 5xx, and that a refusal changed no stored row. */
 async function survives(send: () => Promise<Response>): Promise<void> {
+  // What earlier accepted requests left queued (lastUsedAt) is written first, so that no
+  // background write lands between the two snapshots.
+  await flushBackgroundWrites()
   const before = await storedState()
   const response = await send()
   const text = await response.text()
