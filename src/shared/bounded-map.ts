@@ -3,8 +3,8 @@
  * entries live in a young and an old generation; a hit in the old one moves the entry
  * back to the young one, and when the young one is full the old one is dropped and the
  * young one becomes old. An entry used within the last `max / 2` insertions is never
- * forgotten, and a hit in the young generation is one `Map.get` (docs/decisions.md,
- * "One bounded map").
+ * forgotten, and a hit in the young generation is one `Map.get` (bench/README.md,
+ * "One bounded map, not lru-cache").
  */
 export class BoundedMap<K, V> {
   #young = new Map<K, V>()
