@@ -35,13 +35,23 @@ export function renderFailures(missing: Missing) {
     set: AnswerSet
     request: Request
   }) {
-    if (code !== 'VALIDATION' || !(error instanceof ValidationError)) return
+    const unreadable = code === 'PARSE'
+    if (!unreadable && (code !== 'VALIDATION' || !(error instanceof ValidationError))) return
     const visit = visitOf(set)
     const asJson = visit?.rule === 'json'
     if (visit !== undefined && visit.member === null) {
       return asJson ? envelope(set, new ApiError('unauthorized', 'Sign in to the dashboard first.')) : signInFirst(visit.rule, request)
     }
     const member = visit?.member ?? undefined
+    if (unreadable) {
+      const message = 'Nothing was changed: the form holds text that is not UTF-8'
+      if (asJson) return envelope(set, new ApiError('invalid_request', `${message}.`))
+      return htmlPage(
+        400,
+        messagePage({ title: 'Request refused', who: member, message: `${message}. Go back, reload the page and try again.` }),
+      )
+    }
+    if (!(error instanceof ValidationError)) return
     if (error.type === 'params') {
       if (asJson) return envelope(set, new ApiError('not_found', missing.json))
       return htmlPage(404, messagePage({ title: missing.title, who: member, message: member ? missing.page(member) : missing.json }))

@@ -143,3 +143,42 @@ export function formErrorsOf(type: KeyType, problems: readonly FieldProblem[], e
   }
   return errors
 }
+
+/** A form body whose bytes are not UTF-8, or whose escapes do not decode to it: refused, never repaired. */
+export class UnreadableForm extends Error {}
+
+const FORM = 'application/x-www-form-urlencoded'
+
+/**
+ * The dashboard's form parser, in place of Elysia's: a browser sends forms as UTF-8, so
+ * bytes or `%` escapes that are not UTF-8 are refused (a 400 page that changed nothing)
+ * rather than stored as U+FFFD or as the escape's raw text. A name sent twice becomes a
+ * list, as checkboxes need. Other content types are left to Elysia.
+ */
+export async function readForm({ request, contentType }: { request: Request; contentType: string }) {
+  if (contentType !== FORM) return
+  let text: string
+  try {
+    text = new TextDecoder('utf-8', { fatal: true }).decode(await request.arrayBuffer())
+  } catch {
+    throw new UnreadableForm('the form is not UTF-8 text')
+  }
+  const form: Record<string, string | string[]> = {}
+  for (const pair of text.split('&')) {
+    if (pair === '') continue
+    const at = pair.indexOf('=')
+    const name = decodeField(at < 0 ? pair : pair.slice(0, at))
+    const value = decodeField(at < 0 ? '' : pair.slice(at + 1))
+    const seen = form[name]
+    form[name] = seen === undefined ? value : Array.isArray(seen) ? [...seen, value] : [seen, value]
+  }
+  return form
+}
+
+function decodeField(encoded: string): string {
+  try {
+    return decodeURIComponent(encoded.replaceAll('+', ' '))
+  } catch {
+    throw new UnreadableForm('a form field does not decode to UTF-8 text')
+  }
+}

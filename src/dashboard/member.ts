@@ -1,6 +1,7 @@
 import { Elysia } from 'elysia'
 import { sameSecret } from '../access/secrets.ts'
 import { ApiError } from '../errors.ts'
+import { readForm } from './forms.ts'
 import { crossSiteReason, htmlPage, readCookie, redirect, SESSION_COOKIE } from './http.ts'
 import type { SessionStore, SignedIn } from './sessions.ts'
 import { messagePage, SIGN_IN_PATH } from './views.ts'
@@ -41,7 +42,8 @@ export function visitOf(set: object): Visit | undefined {
  * the handler never runs and nothing is changed.
  */
 export function memberMacro(sessions: SessionStore) {
-  return new Elysia({ name: 'dashboard/member' }).macro({
+  // Every dashboard plugin uses this one, so its forms are all read strictly (./forms.ts).
+  return new Elysia({ name: 'dashboard/member' }).onParse({ as: 'scoped' }, readForm).macro({
     member: (rule: MemberRule) => ({
       async transform({ request, set, body, query }) {
         const token = readCookie(request, SESSION_COOKIE)

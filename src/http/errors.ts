@@ -31,7 +31,7 @@ export function errorHandling(
   const { pagesPrefix, pageFailure } = options
   return new Elysia({ name: 'error-handling' }).onError({ as: 'global' }, function renderError({ code, error, set, request, path, route }) {
     // Server-rendered pages answer a bad id or form with a page of their own (src/dashboard/failures.ts).
-    if (code === 'VALIDATION' && pagesPrefix !== undefined && path.startsWith(pagesPrefix)) return
+    if ((code === 'VALIDATION' || code === 'PARSE') && pagesPrefix !== undefined && path.startsWith(pagesPrefix)) return
     // A failure before any route hook (an unknown path, say) is not stamped yet.
     if (path.startsWith(API_PREFIX)) stampApiAnswer(set, request.headers.get('origin'))
     else stampRequestId({ set })

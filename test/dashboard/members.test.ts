@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'bun:test'
 import { eq } from 'drizzle-orm'
-import { apiKeys, auditEntries, memberSessions } from '../../db/schema/index.ts'
+import { apiKeys, auditEntries, memberSessions, signInFailures } from '../../db/schema/index.ts'
 import { testDatabase } from '../support/database.ts'
 import { seedKey, testService } from '../support/service.ts'
 import { addMember, getPage, KEYS, memberOf, memberRows, postForm, signIn } from './support.ts'
@@ -173,5 +173,53 @@ describe('who may do what', () => {
       .map((e) => e.action)
       .sort()
     expect(actions).toEqual(['key.created', 'key.created', 'key.revoked', 'key.rolled'])
+  })
+})
+
+describe('a form whose text is not UTF-8', () => {
+  // Raw bytes a browser never sends for a form: 0xFF, and a truncated two-byte sequence.
+  const email = (tail: number[]) =>
+    new Uint8Array([...new TextEncoder().encode('email=bo'), ...tail, ...new TextEncoder().encode('%40example.com')])
+
+  test('is refused with a 400 page and stores nothing: raw bytes, and escapes that do not decode', async () => {
+    const service = await testService()
+    const { session } = await memberOf(service)
+    const before = await memberRows()
+    const bodies: Uint8Array[] = [
+      email([0xff]),
+      email([0xc3]),
+      new TextEncoder().encode(`csrf=${session.csrf}&email=bo%FF%40example.com&role=member`),
+      new TextEncoder().encode(`csrf=${session.csrf}&email=bo%C3%28%40example.com&role=member`),
+    ]
+    for (const [i, body] of bodies.entries()) {
+      const sent = i < 2 ? new Uint8Array([...new TextEncoder().encode(`csrf=${session.csrf}&role=member&`), ...body]) : body
+      const response = await service.app.handle(
+        new Request(`http://localhost${MEMBERS}`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: session.cookie, origin: 'http://localhost' },
+          body: sent,
+        }),
+      )
+      expect(response.status).toBe(400)
+      expect(response.headers.get('content-type')).toContain('text/html')
+      expect(await response.text()).toContain('not UTF-8')
+    }
+    expect(await memberRows()).toEqual(before)
+    expect((await memberRows()).some((member) => member.email.includes('\uFFFD') || member.email.includes('%'))).toBe(false)
+  })
+
+  test('a sign-in form with such an email is a 400 page too, and counts no attempt', async () => {
+    const service = await testService()
+    await memberOf(service)
+    const response = await service.app.handle(
+      new Request('http://localhost/dashboard/sign-in', {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', origin: 'http://localhost' },
+        body: new Uint8Array([...new TextEncoder().encode('email=ada'), 0xff, ...new TextEncoder().encode('&password=x')]),
+      }),
+    )
+    expect(response.status).toBe(400)
+    expect(await response.text()).toContain('not UTF-8')
+    expect(await (await db()).select().from(signInFailures)).toEqual([])
   })
 })
