@@ -113,12 +113,19 @@ export async function emptyAllTables(database: Database): Promise<void> {
     sql.raw(all.map((name) => `select '${name.replaceAll("'", "''")}' as name where exists (select 1 from ${name})`).join(' union all ')),
   )
   if (holding.length === 0) return
-  const truncate = sql.raw(`truncate ${holding.map((t) => t.name).join(', ')} restart identity cascade`)
+  // DELETE rather than TRUNCATE: a test leaves a few rows, and TRUNCATE makes new files
+  // for each table (about 180 ms a test on PGlite, 40 ms on PostgreSQL, against a few ms).
+  // The replica role skips foreign-key checks and triggers, so the order does not matter.
+  const empty = () =>
+    database.db.transaction(async (tx) => {
+      await tx.execute(sql`set local session_replication_role = replica`)
+      for (const { name } of holding) await tx.execute(sql.raw(`delete from ${name}`))
+    })
   // Services of earlier tests still write in the background (usage and lastUsedAt flushes);
-  // PostgreSQL may pick the truncate as a deadlock's victim. It only has to be run again.
+  // PostgreSQL may pick the delete as a deadlock's victim. It only has to be run again.
   for (let attempt = 1; ; attempt++) {
     try {
-      await database.db.execute(truncate)
+      await empty()
       return
     } catch (error) {
       if (attempt >= 5 || !causeCodes(error).includes('40P01')) throw error
