@@ -31,6 +31,7 @@ import { feedKeyChanges, type KeyChangeFeedOptions } from './access/key-invalida
 import { createLogger, errorFields, lineLogger, type Logger } from './observability/log.ts'
 import { createMetrics, type Metrics } from './observability/metrics.ts'
 import { metricsRoute, requestObservation } from './http/observation.ts'
+import { argon2idPasswords, type PasswordCost } from './members/passwords.ts'
 
 export interface AppOptions {
   database: Database
@@ -73,6 +74,8 @@ export interface AppOptions {
    * then re-read after the short fallback TTL. src/index.ts turns it on.
    */
   keyChanges?: boolean | KeyChangeFeedOptions
+  /** argon2id's cost for members' passwords; Bun's defaults when absent (the tests lower it). */
+  passwordCost?: PasswordCost
 }
 
 /**
@@ -164,6 +167,7 @@ export function createApp(options: AppOptions) {
   const methodsOf = createMethodTable(() => routes)
   // Everything outside /api/v0 gets its request id from one local hook; API routes stamp
   // theirs in the access chain's first hook.
+  const passwords = argon2idPasswords(options.passwordCost)
   const surfaces = new Elysia({ name: 'surfaces' })
     .onTransform(stampRequestId)
     .use(healthRoutes(options.database.ping))
@@ -171,7 +175,7 @@ export function createApp(options: AppOptions) {
     .use(metricsRoute({ metrics, requireAdmin }))
     .use(apiReference())
     .use(preflight(methodsOf))
-    .use(adminRoutes({ db, keys, requireAdmin }))
+    .use(adminRoutes({ db, keys, requireAdmin, passwords }))
     .use(sdkRoutes())
     .use(
       dashboardRoutes({
@@ -180,6 +184,7 @@ export function createApp(options: AppOptions) {
         clientAddress,
         signInLimits: options.signInLimits,
         defaultRateLimits: { public: budgets.public, private: budgets.private },
+        passwords,
       }),
     )
 

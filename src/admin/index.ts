@@ -27,6 +27,7 @@ import {
 } from './model.ts'
 import { alsoAnswers, noContent } from '../http/openapi-document.ts'
 import { memberRoutes } from './members.ts'
+import type { Passwords } from '../members/passwords.ts'
 
 const newBusiness = strictBody(NewBusiness)
 const newKey = strictBody(NewKey)
@@ -38,14 +39,14 @@ const rollKey = strictBody(RollKey)
  * The operators' API (contract section 7). The token is checked in `parse` and
  * `transform`, before any body or parameter is looked at, like the key chain.
  */
-export function adminRoutes(deps: { db: Db; keys: KeyService; requireAdmin: AdminGuard }) {
-  const { db, keys, requireAdmin } = deps
+export function adminRoutes(deps: { db: Db; keys: KeyService; requireAdmin: AdminGuard; passwords: Passwords }) {
+  const { db, keys, requireAdmin, passwords } = deps
 
   return new Elysia({ name: 'admin', prefix: '/admin/v0', detail: { tags: ['admin'], security: [{ adminToken: [] }] } })
     .onParse(requireAdmin)
     .onParse(readAdminJson)
     .onTransform(requireAdmin)
-    .use(memberRoutes({ db, requireAdmin }))
+    .use(memberRoutes({ db, requireAdmin, passwords }))
     .use(flowReadRoutes({ db, requireAdmin }))
     .post(
       '/businesses',

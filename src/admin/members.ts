@@ -2,6 +2,7 @@ import { Elysia, t } from 'elysia'
 import { byAdmin } from '../audit/trail.ts'
 import type { Db } from '../../db/client.ts'
 import { MemberSchema, SignInLinkSchema } from '../members/model.ts'
+import type { Passwords } from '../members/passwords.ts'
 import { createMemberService, PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH, signInLinkUrl, type SignInLink } from '../members/service.ts'
 import { publicOrigin } from '../http/public-origin.ts'
 import type { AdminGuard } from '../http/admin-guard.ts'
@@ -31,8 +32,8 @@ export type NewMemberBody = typeof NewMember.static
  * which gives the /admin/v0 prefix; the token is checked here too, so these routes stay
  * closed even if mounted elsewhere.
  */
-export function memberRoutes(deps: { db: Db; requireAdmin: AdminGuard }) {
-  const members = createMemberService(deps.db)
+export function memberRoutes(deps: { db: Db; requireAdmin: AdminGuard; passwords: Passwords }) {
+  const members = createMemberService(deps.db, deps.passwords)
   const { requireAdmin } = deps
   const linkOf = (request: Request, link: SignInLink) => ({
     url: signInLinkUrl(publicOrigin(request), link.token),

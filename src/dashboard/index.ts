@@ -5,6 +5,7 @@ import type { KeyType } from '../access/key-format.ts'
 import type { Budget } from '../config.ts'
 import type { KeyService } from '../keys/service.ts'
 import { createMemberService } from '../members/service.ts'
+import type { Passwords } from '../members/passwords.ts'
 import { DASHBOARD_CSS, DASHBOARD_JS } from './assets.ts'
 import { auditPlugin } from './audit.ts'
 import { businessPlugin } from './business.ts'
@@ -28,6 +29,7 @@ export interface DashboardDeps {
   clientAddress: ClientAddressOf
   /** RATE_LIMIT_PUBLIC and RATE_LIMIT_PRIVATE, shown on the key form of each type. */
   defaultRateLimits: Record<KeyType, Budget>
+  passwords: Passwords
 }
 
 /** Where the dashboard lives; src/http/errors.ts leaves its validation failures to its pages. */
@@ -39,8 +41,8 @@ export const DASHBOARD_PREFIX = '/dashboard'
  * (src/dashboard/member.ts) decides who may use a route, and every key is looked up within
  * the member's business (src/dashboard/own-keys.ts).
  */
-export function dashboardRoutes({ db, keys, signInLimits, clientAddress, defaultRateLimits }: DashboardDeps) {
-  const members = createMemberService(db)
+export function dashboardRoutes({ db, keys, signInLimits, clientAddress, defaultRateLimits, passwords }: DashboardDeps) {
+  const members = createMemberService(db, passwords)
   const sessions = createSessionStore(db)
   const member = memberMacro(sessions)
   const keysOfMember = ownKeys(keys)

@@ -6,6 +6,7 @@ import { ApiError } from '../errors.ts'
 import { recordChange, type ChangeAuthor } from '../audit/trail.ts'
 import { listAdminPage, type AdminPage, type Page } from '../shared/paging.ts'
 import type { MemberRecord, MemberRole } from './model.ts'
+import { argon2idPasswords, type Passwords } from './passwords.ts'
 
 export type { MemberRecord, MemberRole }
 /** A membership with its account's email and password hash, as the queries below read it. */
@@ -66,9 +67,6 @@ export interface SignInLink {
   expiresAt: Date
 }
 
-// Verified against when the email is unknown, so that an unknown email costs the same time
-// as a wrong password and response times do not tell which addresses are members.
-let decoyHash: Promise<string> | undefined
 
 /** A business an account belongs to, as the dashboard's switcher lists it. */
 export interface Membership {
@@ -82,7 +80,11 @@ export interface Membership {
  * Members of businesses: accounts (an email and one password) and their memberships (a
  * role in a business), creation by operators and owners, passwords, one-time sign-in links.
  */
-export function createMemberService(db: Db) {
+export function createMemberService(db: Db, passwords: Passwords = argon2idPasswords()) {
+  // Verified against when the email is unknown, so that an unknown email costs the same
+  // time as a wrong password and response times do not tell which addresses are members.
+  let decoyHash: Promise<string> | undefined
+
   async function issueLink(memberId: string, now: Date): Promise<SignInLink> {
     const token = randomToken()
     const expiresAt = new Date(now.getTime() + SIGN_IN_LINK_TTL_MS)
@@ -122,7 +124,7 @@ export function createMemberService(db: Db) {
       if (problem) throw new ApiError('invalid_request', problem)
       const [business] = await db.select({ id: businesses.id, name: businesses.name }).from(businesses).where(eq(businesses.id, businessId))
       if (!business) throw new ApiError('not_found', `No business with id ${businessId}.`)
-      const passwordHash = input.password === undefined ? null : await Bun.password.hash(input.password)
+      const passwordHash = input.password === undefined ? null : await passwords.hash(input.password)
       // The membership and its entry in the trail commit together (contract section 10).
       const outcome = await db.transaction(async (tx) => {
         // Creates the account or locks the existing one, so that a concurrent removal of its
@@ -252,7 +254,7 @@ export function createMemberService(db: Db) {
      * through a link is also how a lost password is replaced. Returns the link's membership.
      */
     async redeemLink(token: string, password: string, now = new Date()): Promise<MemberRow | null> {
-      const passwordHash = await Bun.password.hash(password)
+      const passwordHash = await passwords.hash(password)
       return db.transaction(async (tx) => {
         const [link] = await tx
           .update(memberSignInLinks)
@@ -287,11 +289,11 @@ export function createMemberService(db: Db) {
         .orderBy(asc(members.createdAt), asc(members.id))
         .limit(1)
       if (!row?.passwordHash) {
-        decoyHash ??= Bun.password.hash(randomToken())
-        await Bun.password.verify(password, await decoyHash).catch(() => false)
+        decoyHash ??= passwords.hash(randomToken())
+        await passwords.verify(password, await decoyHash)
         return null
       }
-      const valid = await Bun.password.verify(password, row.passwordHash).catch(() => false)
+      const valid = await passwords.verify(password, row.passwordHash)
       return valid ? { accountId: row.accountId, memberId: row.memberId } : null
     },
   }

@@ -3,7 +3,8 @@ import { eq } from 'drizzle-orm'
 import { accounts, members } from '../../db/schema/index.ts'
 import type { Service } from '../../src/app.ts'
 import { createMemberService, type MemberRole } from '../../src/members/service.ts'
-import { TEST_AUTHOR, call, seedBusiness } from '../support/service.ts'
+import { TEST_AUTHOR, TEST_PASSWORD_COST, call, seedBusiness } from '../support/service.ts'
+import { argon2idPasswords } from '../../src/members/passwords.ts'
 import { testDatabase } from '../support/database.ts'
 
 export const KEYS = '/dashboard/settings/developers/api-keys'
@@ -16,7 +17,7 @@ export interface Session {
 
 /** A member with PASSWORD, or with none (`password: null`: a person who already has an account keeps theirs). */
 export async function addMember(businessId: string, options: { email?: string; password?: string | null; role?: MemberRole } = {}) {
-  const members = createMemberService((await testDatabase()).db)
+  const members = createMemberService((await testDatabase()).db, argon2idPasswords(TEST_PASSWORD_COST))
   const password = options.password === null ? undefined : (options.password ?? PASSWORD)
   const created = await members.create(
     businessId,

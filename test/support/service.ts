@@ -4,10 +4,18 @@ import type { KeyType } from '../../src/access/key-format.ts'
 import { businesses } from '../../db/schema/index.ts'
 import { createClientAddressRule, type ClientAddressOf } from '../../src/shared/client-address.ts'
 import { silentLogger } from '../../src/observability/log.ts'
+import type { PasswordCost } from '../../src/members/passwords.ts'
 import { registerBackgroundWriter } from './background.ts'
 import { testDatabase } from './database.ts'
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789'
+
+/**
+ * argon2id at 1 MiB and one pass: 3 ms a hash against 100-400 ms at Bun's defaults, which
+ * the dashboard's tests would pay a few times each. Hashing is tested at the defaults in
+ * test/unit/passwords.test.ts.
+ */
+export const TEST_PASSWORD_COST: PasswordCost = { memoryCost: 1024, timeCost: 1 }
 
 /** The author tests give the key service directly (not through a route): the operator. */
 export const TEST_AUTHOR: ChangeAuthor = { actor: 'admin' }
@@ -26,6 +34,7 @@ export async function testService(options: Partial<AppOptions> = {}): Promise<Se
     database: await testDatabase(),
     adminToken: ADMIN_TOKEN,
     logger: silentLogger,
+    passwordCost: TEST_PASSWORD_COST,
     ...options,
   })
   registerBackgroundWriter({
