@@ -185,7 +185,7 @@ describe('a form whose text is not UTF-8', () => {
     const service = await testService()
     const { session } = await memberOf(service)
     const before = await memberRows()
-    const bodies: Uint8Array[] = [
+    const bodies: Uint8Array<ArrayBuffer>[] = [
       email([0xff]),
       email([0xc3]),
       new TextEncoder().encode(`csrf=${session.csrf}&email=bo%FF%40example.com&role=member`),
