@@ -52,7 +52,12 @@ function refuse(message: string): never {
   process.exit(1)
 }
 
-const config = loadConfig()
+let config: ReturnType<typeof loadConfig>
+try {
+  config = loadConfig()
+} catch (error) {
+  refuse((error as Error).message)
+}
 logger = createLogger({ format: config.logFormat })
 // Before anything reads the directory: a second process must never touch the database.
 if (!config.databaseUrl) {
