@@ -89,11 +89,14 @@ service = createApp({
   trustProxy: config.trustProxy,
   redisUrl: config.redisUrl,
   ingestQueueRows: config.ingestQueueRows,
+  eventRetentionDays: config.eventRetentionDays,
   logger,
   logRequests: config.logRequests,
   keyChanges: true,
 })
 if (!stopping) {
+  // Erasures left pending by an earlier run (or another instance that stopped) go on now.
+  service.services.erasures.start()
   try {
     service.app.listen({ port: config.port, ...SERVER_OPTIONS })
   } catch (error) {

@@ -10,6 +10,7 @@ CREATE TABLE "analytics_erasures" (
 	"requested_by" text NOT NULL,
 	"key_id" uuid,
 	"request_id" text,
+	"claimed_until" timestamp with time zone,
 	CONSTRAINT "analytics_erasures_status_check" CHECK ("analytics_erasures"."status" in ('pending', 'done')),
 	CONSTRAINT "analytics_erasures_identifier_check" CHECK ("analytics_erasures"."status" = 'done' or "analytics_erasures"."person_id" is not null or "analytics_erasures"."anonymous_id" is not null)
 );

@@ -9,6 +9,8 @@ import { businesses } from './core.ts'
  * (src/events/erasure.ts), then sets `done`, `completedAt` and `deleted`, and clears both
  * identifiers: a finished request keeps no trace of whom it was about. `requestedBy`,
  * `keyId` and `requestId` are the author, for the audit entry written when it is done.
+ * `claimedUntil` is a lease: one instance at a time works on a request (taken with
+ * `FOR UPDATE SKIP LOCKED`), and a request whose instance died is taken over after it.
  */
 export const analyticsErasures = pgTable(
   'analytics_erasures',
@@ -28,6 +30,8 @@ export const analyticsErasures = pgTable(
     requestedBy: text('requested_by').notNull(),
     keyId: uuid('key_id'),
     requestId: text('request_id'),
+    /** The instance working on it holds it until then, renewed each batch; another takes it over after. */
+    claimedUntil: timestamp('claimed_until', { withTimezone: true }),
   },
   (table) => [
     index('analytics_erasures_business_idx').on(table.businessId, table.requestedAt),

@@ -26,6 +26,8 @@ export async function testService(options: Partial<AppOptions> = {}): Promise<Se
     database: await testDatabase(),
     adminToken: ADMIN_TOKEN,
     logger: silentLogger,
+    // Erasures finish as soon as their events are deleted: no in-flight batch to wait for here.
+    erasure: { settleMs: 0, retryDelayMs: 100 },
     ...options,
   })
   registerBackgroundWriter({
