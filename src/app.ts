@@ -28,7 +28,13 @@ import { createRateLimiter } from './access/rate-limit/limiter.ts'
 import { createAdminGuard } from './http/admin-guard.ts'
 import { createErasures, type ErasureOptions } from './events/erasure.ts'
 import { createRetention } from './events/retention.ts'
-import { DEFAULT_EVENT_RETENTION_DAYS, DEFAULT_INGEST_QUEUE_ROWS, DEFAULT_RATE_LIMITS, POSTGRES_INSERTS_IN_FLIGHT, type Config } from './config.ts'
+import {
+  DEFAULT_EVENT_RETENTION_DAYS,
+  DEFAULT_INGEST_QUEUE_ROWS,
+  DEFAULT_RATE_LIMITS,
+  POSTGRES_INSERTS_IN_FLIGHT,
+  type Config,
+} from './config.ts'
 import { feedKeyChanges, type KeyChangeFeedOptions } from './access/key-invalidation.ts'
 import { createLogger, errorFields, lineLogger, type Logger } from './observability/log.ts'
 import { createMetrics, type Metrics } from './observability/metrics.ts'

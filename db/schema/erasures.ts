@@ -35,9 +35,7 @@ export const analyticsErasures = pgTable(
   },
   (table) => [
     index('analytics_erasures_business_idx').on(table.businessId, table.requestedAt),
-    index('analytics_erasures_pending_idx')
-      .on(table.businessId)
-      .where(sql`${table.status} = 'pending'`),
+    index('analytics_erasures_pending_idx').on(table.businessId).where(sql`${table.status} = 'pending'`),
     check('analytics_erasures_status_check', sql`${table.status} in ('pending', 'done')`),
     check(
       'analytics_erasures_identifier_check',

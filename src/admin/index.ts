@@ -95,7 +95,7 @@ export function adminRoutes(deps: { db: Db; keys: KeyService; requireAdmin: Admi
         parse: 'json',
         response: BusinessRecordSchema,
         detail: {
-          summary: "Change a business: its name, or how many days its events are kept",
+          summary: 'Change a business: its name, or how many days its events are kept',
           description:
             "eventRetentionDays: 1 to the operator's EVENT_RETENTION_DAYS, or null for the operator's value. Reads stop answering older events at once. Audited as business.updated.",
         },

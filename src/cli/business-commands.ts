@@ -81,7 +81,8 @@ export const businessesUpdate: Command = {
     const days = text(options, 'event-retention-days')
     if (name === undefined && days === undefined) throw new UsageError('give --name or --event-retention-days (or both)')
     // Passed on as a number when it reads as one: the server says what is wrong with it.
-    const eventRetentionDays = days === undefined ? undefined : days === 'default' ? null : /^-?\d+(\.\d+)?$/.test(days) ? Number(days) : days
+    const eventRetentionDays =
+      days === undefined ? undefined : days === 'default' ? null : /^-?\d+(\.\d+)?$/.test(days) ? Number(days) : days
     const business = await api.updateBusiness(text(options, 'business')!, {
       ...(name === undefined ? {} : { name }),
       ...(eventRetentionDays === undefined ? {} : { eventRetentionDays: eventRetentionDays as number | null }),

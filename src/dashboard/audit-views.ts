@@ -44,7 +44,7 @@ const FIELDS: Record<RecordedField, string> = {
   revokedAt: 'Revoked',
   email: 'Email',
   role: 'Role',
-  eventRetentionDays: 'Event retention (days; none: the operator\'s)',
+  eventRetentionDays: "Event retention (days; none: the operator's)",
   erasure: 'Erasure request',
   deleted: 'Events deleted',
 }

@@ -75,7 +75,9 @@ ${
 <section class="panel" aria-labelledby="retention-heading" id="retention">
   <h2 id="retention-heading">Event retention</h2>
   <p id="retention-status">Events of ${who.businessName} are kept <strong>${retention.effective} days</strong>${
-    retention.own === null ? html` (the service's setting)` : html` (set for this business; the service allows up to ${retention.operatorDays})`
+    retention.own === null
+      ? html` (the service's setting)`
+      : html` (set for this business; the service allows up to ${retention.operatorDays})`
   }. Older events are no longer shown or answered, and leave storage within an hour.</p>
   ${
     owner

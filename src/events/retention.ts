@@ -37,11 +37,7 @@ export function createRetention(db: Db, operatorDays: number, options: Retention
   const ttl = options.ttlMs ?? 10_000
   const cached = new BoundedMap<string, { days: number; until: number }>(options.max ?? 50_000)
   async function load(businessId: string): Promise<number> {
-    const [row] = await db
-      .select({ days: businesses.eventRetentionDays })
-      .from(businesses)
-      .where(eq(businesses.id, businessId))
-      .limit(1)
+    const [row] = await db.select({ days: businesses.eventRetentionDays }).from(businesses).where(eq(businesses.id, businessId)).limit(1)
     const days = effectiveDays(row?.days ?? null, operatorDays)
     cached.set(businessId, { days, until: performance.now() + ttl })
     return days

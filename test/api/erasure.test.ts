@@ -23,7 +23,16 @@ async function setup(options: Parameters<typeof testService>[0] = {}) {
   const pk = await seedKey(service, businessId, { scopes: ['ANALYTICS_WRITE'], allowedOrigins: ['example.com'] })
   const otherBusiness = await seedBusiness(service, 'Other')
   const otherKey = await seedKey(service, otherBusiness, { type: 'private', scopes: ['ANALYTICS_READ', 'ANALYTICS_WRITE'] })
-  return { service, businessId, sk: owner.key, keyId: owner.record.id, pk: pk.key, otherBusiness, otherSk: otherKey.key, http: loopback(service) }
+  return {
+    service,
+    businessId,
+    sk: owner.key,
+    keyId: owner.record.id,
+    pk: pk.key,
+    otherBusiness,
+    otherSk: otherKey.key,
+    http: loopback(service),
+  }
 }
 
 type Setup = Awaited<ReturnType<typeof setup>>
@@ -150,7 +159,9 @@ describe('POST /api/v0/analytics/erasures', () => {
     // A request no worker has taken (inserted as another instance would): the read alone hides.
     await db.insert(analyticsErasures).values({ businessId: s.businessId, anonymousId: VISITOR, requestedBy: 'admin' })
     expect((await listed(s.http, s.sk)).map((e) => e.eventType).sort()).toEqual(['e0', 'e1', 'e2', 'e5', 'e6'])
-    await db.insert(analyticsErasures).values({ businessId: s.businessId, personId: 'someone-else', requestedBy: 'admin', requestedAt: new Date(Date.now() - 2.5 * DAY) })
+    await db
+      .insert(analyticsErasures)
+      .values({ businessId: s.businessId, personId: 'someone-else', requestedBy: 'admin', requestedAt: new Date(Date.now() - 2.5 * DAY) })
     // someone-else's event of 3 days ago was received before that request, the one of 2 days ago after it (and is the visitor's).
     expect((await listed(s.http, s.sk)).map((e) => e.eventType).sort()).toEqual(['e0', 'e1', 'e2', 'e6'])
     expect(await listed(s.http, s.otherSk)).toHaveLength(7)
