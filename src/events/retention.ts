@@ -64,7 +64,7 @@ export function effectiveDays(own: number | null, operatorDays: number): number 
  * The earliest `occurred_at` a read may answer for the business whose row is `businessId`,
  * computed in the statement itself: a change is seen at once, whichever instance made it.
  */
-export function retentionStart(businessId: SQL | string, operatorDays: number): SQL {
+export function retentionStart(businessId: string, operatorDays: number): SQL {
   return sql`(now() - make_interval(days => least(coalesce((select ${businesses.eventRetentionDays} from ${businesses} where ${businesses.id} = ${businessId}), ${operatorDays}), ${operatorDays})))`
 }
 
