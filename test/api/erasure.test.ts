@@ -199,6 +199,26 @@ describe('POST /api/v0/analytics/erasures', () => {
     expect(await untilDone(() => s.http.api(`/analytics/erasures/${left!.id}`, s.sk))).toMatchObject({ status: 'done', deleted: 3 })
   })
 
+  test('two instances on one database: the request is done once, counted once, audited once', async () => {
+    const s = await setup()
+    const erased = await storeHistory(s)
+    const second = await testService({ eventRetentionDays: 400 })
+    loopback(second)
+    second.services.erasures.start()
+    const created = await s.http.api('/analytics/erasures', s.sk, { body: { personId: PERSON, anonymousId: VISITOR } })
+    const { id } = (await created.json()) as { id: string }
+    second.services.erasures.start()
+    expect(await untilDone(() => s.http.api(`/analytics/erasures/${id}`, s.sk))).toMatchObject({ status: 'done', deleted: erased })
+    await Promise.all([s.service.services.erasures.idle(), second.services.erasures.idle()])
+    const { db } = await testDatabase()
+    const entries = await db
+      .select()
+      .from(auditEntries)
+      .where(and(eq(auditEntries.businessId, s.businessId), eq(auditEntries.action, 'analytics.erased')))
+    expect(entries).toHaveLength(1)
+    expect(await storedCount(s.businessId)).toBe(2)
+  })
+
   test('a public key: 403 public_key_not_allowed, nothing recorded', async () => {
     const s = await setup()
     const response = await s.http.api('/analytics/erasures', s.pk, { body: { personId: PERSON }, origin: ORIGIN })
