@@ -199,6 +199,29 @@ describe('POST /api/v0/analytics/erasures', () => {
     expect(await untilDone(() => s.http.api(`/analytics/erasures/${left!.id}`, s.sk))).toMatchObject({ status: 'done', deleted: 3 })
   })
 
+  test('an event received before the request but committed after the first pass is deleted by the pass after the settling time', async () => {
+    const s = await setup({ erasure: { settleMs: 1_500, retryDelayMs: 100 } })
+    const erased = await storeHistory(s)
+    const created = await s.http.api('/analytics/erasures', s.sk, { body: { personId: PERSON, anonymousId: VISITOR } })
+    const { id } = (await created.json()) as { id: string }
+    await s.service.services.erasures.idle()
+    const pending = (await (await s.http.api(`/analytics/erasures/${id}`, s.sk)).json()) as ErasureAnswer
+    expect(pending).toMatchObject({ status: 'pending', deleted: erased })
+    // A group commit in flight when the request came: received before it, stored only now.
+    const { db } = await testDatabase()
+    await db.insert(analyticsEvents).values({
+      businessId: s.businessId,
+      keyId: s.keyId,
+      eventType: 'late',
+      personId: PERSON,
+      occurredAt: new Date(Date.parse(pending.requestedAt) - 1_000),
+      receivedAt: new Date(Date.parse(pending.requestedAt) - 1_000),
+    })
+    expect((await listed(s.http, s.sk)).map((e) => e.eventType)).not.toContain('late')
+    expect(await untilDone(() => s.http.api(`/analytics/erasures/${id}`, s.sk))).toMatchObject({ status: 'done', deleted: erased + 1 })
+    expect(await storedCount(s.businessId)).toBe(2)
+  })
+
   test('two instances on one database: the request is done once, counted once, audited once', async () => {
     const s = await setup()
     const erased = await storeHistory(s)
