@@ -26,7 +26,15 @@ import { createClientAddressOf, type ClientAddressOf } from './shared/client-add
 import { createFailureBudget } from './access/rate-limit/failure-budget.ts'
 import { createRateLimiter } from './access/rate-limit/limiter.ts'
 import { createAdminGuard } from './http/admin-guard.ts'
-import { DEFAULT_INGEST_QUEUE_ROWS, DEFAULT_RATE_LIMITS, POSTGRES_INSERTS_IN_FLIGHT, type Config } from './config.ts'
+import { createErasures, type ErasureOptions } from './events/erasure.ts'
+import { createRetention } from './events/retention.ts'
+import {
+  DEFAULT_EVENT_RETENTION_DAYS,
+  DEFAULT_INGEST_QUEUE_ROWS,
+  DEFAULT_RATE_LIMITS,
+  POSTGRES_INSERTS_IN_FLIGHT,
+  type Config,
+} from './config.ts'
 import { feedKeyChanges, type KeyChangeFeedOptions } from './access/key-invalidation.ts'
 import { createLogger, errorFields, lineLogger, type Logger } from './observability/log.ts'
 import { createMetrics, type Metrics } from './observability/metrics.ts'
@@ -50,6 +58,10 @@ export interface AppOptions {
    * bench/service-without-store.ts replaces it to measure the request path alone.
    */
   eventStore?: (rows: readonly EventRow[]) => Promise<void>
+  /** EVENT_RETENTION_DAYS: the longest any business keeps events (default 400). */
+  eventRetentionDays?: number
+  /** The erasure worker's batches, pauses and retries (tests shorten them). */
+  erasure?: Omit<ErasureOptions, 'onError'>
   /** INGEST_QUEUE_ROWS: most event rows waiting to commit before 503 (default 20000). */
   ingestQueueRows?: number
   /** The rate limits' clock, in ms (monotonic by default; tests move it). */
@@ -116,6 +128,11 @@ export function createApp(options: AppOptions) {
   })
   metrics.readBackgroundWrites(() => ({ usage: usage.stats.writes, last_used: lastUsed.stats }))
   const keys = createKeyService(db, (hash) => keyStore.invalidate(hash))
+  const retention = createRetention(db, options.eventRetentionDays ?? DEFAULT_EVENT_RETENTION_DAYS)
+  const erasures = createErasures(db, background, {
+    ...options.erasure,
+    onError: (e) => logger.error('erasure failed; retried later', errorFields(e)),
+  })
   const budgets = options.rateLimits ?? DEFAULT_RATE_LIMITS
   const clientAddress = options.clientAddress ?? createClientAddressOf(options.trustProxy ?? [])
   const limiter = createRateLimiter({ redisUrl: options.redisUrl, log: lineLogger(logger, 'warn') })
@@ -151,6 +168,8 @@ export function createApp(options: AppOptions) {
     db,
     access,
     direct,
+    retention,
+    erasures,
     onShutdown: (task) => void shutdownTasks.push(task),
     reportIngest: (source) => metrics.readIngest(source),
     ingest: {
@@ -175,7 +194,7 @@ export function createApp(options: AppOptions) {
     .use(metricsRoute({ metrics, requireAdmin }))
     .use(apiReference())
     .use(preflight(methodsOf))
-    .use(adminRoutes({ db, keys, requireAdmin, passwords }))
+    .use(adminRoutes({ db, keys, requireAdmin, retention, erasures, passwords }))
     .use(sdkRoutes())
     .use(
       dashboardRoutes({
@@ -185,6 +204,7 @@ export function createApp(options: AppOptions) {
         signInLimits: options.signInLimits,
         defaultRateLimits: { public: budgets.public, private: budgets.private },
         passwords,
+        retention,
       }),
     )
 
@@ -203,12 +223,12 @@ export function createApp(options: AppOptions) {
 
   return {
     app,
-    services: { keys, keyStore, lastUsed, keyFeed, limiter, usage, direct },
+    services: { keys, keyStore, lastUsed, keyFeed, limiter, usage, direct, retention, erasures },
     logger,
     metrics,
     /** Writes what is buffered (events, lastUsedAt); call before closing the database. */
     async drain() {
-      await Promise.all(shutdownTasks.map((task) => task()))
+      await Promise.all([...shutdownTasks.map((task) => task()), erasures.close()])
       await lastUsed.close()
       await usage.close()
       await keyFeed?.close()

@@ -33,6 +33,9 @@ export const POSTGRES_INSERTS_IN_FLIGHT = 3
  */
 export const STOP_TIMEOUT_MS = 15_000
 
+/** How long events are kept, in days, unless a business keeps them less (EVENT_RETENTION_DAYS; contract section 16). */
+export const DEFAULT_EVENT_RETENTION_DAYS = 400
+
 /** Most analytics rows waiting to be committed, by default (INGEST_QUEUE_ROWS). */
 export const DEFAULT_INGEST_QUEUE_ROWS = 20_000
 
@@ -50,6 +53,8 @@ const Environment = t.Object({
   RATE_LIMIT_API_AUTH_FAILURES: t.String({ pattern: BUDGET, default: written(DEFAULT_RATE_LIMITS.apiAuthFailures) }),
   RATE_LIMIT_ADMIN_AUTH_FAILURES: t.String({ pattern: BUDGET, default: written(DEFAULT_RATE_LIMITS.adminAuthFailures) }),
   INGEST_QUEUE_ROWS: t.Integer({ minimum: 1, maximum: 10_000_000, default: DEFAULT_INGEST_QUEUE_ROWS }),
+  // Text, checked by retentionDays: Elysia's t.Integer converts "1.5" to 1 and lets 0 through.
+  EVENT_RETENTION_DAYS: t.String({ default: String(DEFAULT_EVENT_RETENTION_DAYS) }),
   LOG_FORMAT: t.Union([t.Literal('json'), t.Literal('pretty')], { default: 'json' }),
   LOG_REQUESTS: t.Union([t.Literal('0'), t.Literal('1')], { default: '0' }),
 })
@@ -72,6 +77,8 @@ export interface Config {
   }
   /** Most event rows waiting to be committed before POST /api/v0/analytics answers 503. */
   ingestQueueRows: number
+  /** EVENT_RETENTION_DAYS: the longest any business's events are kept; a business may keep them less. */
+  eventRetentionDays: number
   logFormat: 'json' | 'pretty'
   logRequests: boolean
 }
@@ -112,9 +119,19 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       adminAuthFailures: budget(env_.RATE_LIMIT_ADMIN_AUTH_FAILURES, 'RATE_LIMIT_ADMIN_AUTH_FAILURES'),
     },
     ingestQueueRows: env_.INGEST_QUEUE_ROWS,
+    eventRetentionDays: retentionDays(env_.EVENT_RETENTION_DAYS),
     logFormat: env_.LOG_FORMAT,
     logRequests: env_.LOG_REQUESTS === '1',
   }
+}
+
+/** EVENT_RETENTION_DAYS: a whole number of days, 1 to 36500 (a hundred years). */
+function retentionDays(written: string): number {
+  const days = /^[0-9]{1,5}$/.test(written) ? Number(written) : Number.NaN
+  if (!(days >= 1 && days <= 36_500)) {
+    throw new Error('invalid configuration: EVENT_RETENTION_DAYS must be a whole number of days from 1 to 36500, like 400')
+  }
+  return days
 }
 
 /** `<limit>/<seconds>`, each within the contract's range (limit 1..1000000, seconds 1..86400). */

@@ -52,7 +52,12 @@ function refuse(message: string): never {
   process.exit(1)
 }
 
-const config = loadConfig()
+let config: ReturnType<typeof loadConfig>
+try {
+  config = loadConfig()
+} catch (error) {
+  refuse((error as Error).message)
+}
 logger = createLogger({ format: config.logFormat })
 // Before anything reads the directory: a second process must never touch the database.
 if (!config.databaseUrl) {
@@ -84,11 +89,14 @@ service = createApp({
   trustProxy: config.trustProxy,
   redisUrl: config.redisUrl,
   ingestQueueRows: config.ingestQueueRows,
+  eventRetentionDays: config.eventRetentionDays,
   logger,
   logRequests: config.logRequests,
   keyChanges: true,
 })
 if (!stopping) {
+  // Erasures left pending by an earlier run (or another instance that stopped) go on now.
+  service.services.erasures.start()
   try {
     service.app.listen({ port: config.port, ...SERVER_OPTIONS })
   } catch (error) {

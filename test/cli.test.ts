@@ -86,7 +86,10 @@ describe('cli businesses', () => {
   test('list --json prints the server records', async () => {
     const acme = await seedBusiness(service, 'Acme')
     const page = await cliJson<unknown>(['businesses', 'list'])
-    expect(page).toEqual({ data: [{ id: acme, name: 'Acme', createdAt: expect.any(String) }], nextCursor: null })
+    expect(page).toEqual({
+      data: [{ id: acme, name: 'Acme', createdAt: expect.any(String), eventRetentionDays: null, effectiveEventRetentionDays: 400 }],
+      nextCursor: null,
+    })
   })
 })
 

@@ -3,14 +3,25 @@ import { check, index, jsonb, pgTable, text, timestamp, uuid } from 'drizzle-orm
 import { apiKeys, businesses } from './core.ts'
 
 /** The actions the trail records (contract section 10). */
-export const AUDIT_ACTIONS = ['key.created', 'key.updated', 'key.revoked', 'key.rolled', 'member.created', 'member.removed'] as const
+export const AUDIT_ACTIONS = [
+  'key.created',
+  'key.updated',
+  'key.revoked',
+  'key.rolled',
+  'member.created',
+  'member.removed',
+  'business.updated',
+  'analytics.erased',
+] as const
 export type AuditAction = (typeof AUDIT_ACTIONS)[number]
 
 /**
  * The audit trail: one row per change to a key or a member, written in the transaction of
  * the change itself (src/audit/trail.ts). Append-only: a trigger (migration 0002) refuses
  * every UPDATE and DELETE, whoever sends it. `changes` holds, for an update, each changed
- * field as {from, to}; never a key or its digest. `actor`: "admin" or "member:<email>".
+ * field as {from, to}; never a key or its digest, nor a person's identifier (an erasure's
+ * entry holds its id and count only). `actor`: "admin", "member:<email>", or "key:<id>" for
+ * an erasure an API key asked for.
  */
 export const auditEntries = pgTable(
   'audit_entries',
@@ -32,7 +43,7 @@ export const auditEntries = pgTable(
     index('audit_entries_key_idx').on(table.keyId, table.at, table.id),
     check(
       'audit_entries_action_check',
-      sql`${table.action} in ('key.created', 'key.updated', 'key.revoked', 'key.rolled', 'member.created', 'member.removed')`,
+      sql`${table.action} in ('key.created', 'key.updated', 'key.revoked', 'key.rolled', 'member.created', 'member.removed', 'business.updated', 'analytics.erased')`,
     ),
   ],
 )

@@ -5,12 +5,15 @@ import { check, foreignKey, index, integer, pgTable, text, timestamp, uuid } fro
  * `identitySecret`: the key of the HMAC a business's server computes over a person's
  * identifier so that its pages may update that person with a public key (contract
  * section 12). Shown once when set; null: public-key people writes are create-only.
+ * `eventRetentionDays`: how long the business's events are kept (contract section 16),
+ * 1 to the operator's EVENT_RETENTION_DAYS; null: the operator's value.
  */
 export const businesses = pgTable('businesses', {
   id: uuid('id').primaryKey().defaultRandom(),
   name: text('name').notNull(),
   createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
   identitySecret: text('identity_secret'),
+  eventRetentionDays: integer('event_retention_days'),
 })
 
 /**

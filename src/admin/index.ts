@@ -11,11 +11,15 @@ import { auditRoutes } from './audit.ts'
 import { identityRoutes } from './identity.ts'
 import { usageRoutes } from './usage.ts'
 import type { AdminGuard } from '../http/admin-guard.ts'
-import { listBusinesses, requireBusiness, toBusinessRecord } from './businesses.ts'
+import { getBusiness, listBusinesses, requireBusiness, toBusinessRecord } from './businesses.ts'
+import { checkRetentionDays, updateBusiness, type Retention } from '../events/retention.ts'
+import { checkErasureBody, ErasureBodySchema, ErasureCreated, ErasureRecordSchema, type Erasures } from '../events/erasure.ts'
 import { FlowRecord, toFlowRecord } from '../flows/model.ts'
 import { flowReadRoutes } from './flows.ts'
 import {
+  BusinessChanges,
   BusinessRecordSchema,
+  ErasureParams,
   IdParams,
   KeyChanges,
   NewBusiness,
@@ -30,6 +34,7 @@ import { memberRoutes } from './members.ts'
 import type { Passwords } from '../members/passwords.ts'
 
 const newBusiness = strictBody(NewBusiness)
+const businessChanges = strictBody(BusinessChanges)
 const newKey = strictBody(NewKey)
 const keyChanges = strictBody(KeyChanges)
 const newFlow = strictBody(NewFlow)
@@ -39,8 +44,16 @@ const rollKey = strictBody(RollKey)
  * The operators' API (contract section 7). The token is checked in `parse` and
  * `transform`, before any body or parameter is looked at, like the key chain.
  */
-export function adminRoutes(deps: { db: Db; keys: KeyService; requireAdmin: AdminGuard; passwords: Passwords }) {
-  const { db, keys, requireAdmin, passwords } = deps
+export function adminRoutes(deps: {
+  db: Db
+  keys: KeyService
+  requireAdmin: AdminGuard
+  retention: Retention
+  erasures: Erasures
+  passwords: Passwords
+}) {
+  const { db, keys, requireAdmin, retention, erasures, passwords } = deps
+  const operatorDays = retention.operatorDays
 
   return new Elysia({ name: 'admin', prefix: '/admin/v0', detail: { tags: ['admin'], security: [{ adminToken: [] }] } })
     .onParse(requireAdmin)
@@ -53,7 +66,7 @@ export function adminRoutes(deps: { db: Db; keys: KeyService; requireAdmin: Admi
       async ({ body, set }) => {
         const [row] = await db.insert(businesses).values({ name: body.name.trim() }).returning()
         set.status = 201
-        return toBusinessRecord(row!)
+        return toBusinessRecord(row!, operatorDays)
       },
       {
         body: newBusiness.schema,
@@ -63,10 +76,64 @@ export function adminRoutes(deps: { db: Db; keys: KeyService; requireAdmin: Admi
         detail: { summary: 'Create a business' },
       },
     )
-    .get('/businesses', ({ query }) => listBusinesses(db, adminPage(query)), {
+    .get('/businesses', ({ query }) => listBusinesses(db, adminPage(query), operatorDays), {
       query: AdminPageQuery,
       response: pageSchema(BusinessRecordSchema),
       detail: { summary: 'List businesses, newest first' },
+    })
+    .get('/businesses/:id', async ({ params }) => toBusinessRecord(await getBusiness(db, params.id), operatorDays), {
+      params: IdParams,
+      response: BusinessRecordSchema,
+      detail: { summary: 'Show a business, with its event retention' },
+    })
+    .patch(
+      '/businesses/:id',
+      async ({ params, body, set }) => {
+        const changes = {
+          name: body.name?.trim(),
+          eventRetentionDays: body.eventRetentionDays === undefined ? undefined : checkRetentionDays(body.eventRetentionDays, operatorDays),
+        }
+        const row = await updateBusiness(db, retention, params.id, changes, byAdmin(set))
+        return toBusinessRecord(row, operatorDays)
+      },
+      {
+        params: IdParams,
+        body: businessChanges.schema,
+        transform: businessChanges.check,
+        parse: 'json',
+        response: BusinessRecordSchema,
+        detail: {
+          summary: 'Change a business: its name, or how many days its events are kept',
+          description:
+            "eventRetentionDays: 1 to the operator's EVENT_RETENTION_DAYS, or null for the operator's value. Reads stop answering older events at once. Audited as business.updated.",
+        },
+      },
+    )
+    .post(
+      '/businesses/:id/erasures',
+      async ({ params, body, set }) => {
+        await requireBusiness(db, params.id)
+        const created = await erasures.request(params.id, body, byAdmin(set))
+        set.status = 202
+        return { id: created.id, status: 'pending' as const }
+      },
+      {
+        params: IdParams,
+        body: ErasureBodySchema,
+        transform: checkErasureBody,
+        parse: 'json',
+        response: { 202: ErasureCreated },
+        detail: {
+          summary: "Erase a person's events in a business, by personId and/or anonymousId",
+          description:
+            'As POST /api/v0/analytics/erasures: reads hide the events at once, storage deletes them in the background; audited as analytics.erased with the count, never the identifier.',
+        },
+      },
+    )
+    .get('/businesses/:id/erasures/:erasureId', ({ params }) => erasures.get(params.id, params.erasureId), {
+      params: ErasureParams,
+      response: ErasureRecordSchema,
+      detail: { summary: 'Show an erasure request of a business' },
     })
     .post(
       '/businesses/:id/keys',

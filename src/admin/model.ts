@@ -3,6 +3,8 @@ import { ScopeName } from '../access/scopes.ts'
 import { BodyInteger } from '../shared/strict-number.ts'
 import { AllowedIps, IpPolicySchema, KeyRecordSchema, OriginPolicySchema, RateLimit, type KeyRecord } from '../keys/model.ts'
 
+import { Uuid } from '../shared/uuid.ts'
+
 export { IdParams } from '../shared/uuid.ts'
 
 export const NewBusiness = t.Object({ name: t.String({ minLength: 1, maxLength: 200, description: '1-200 characters.' }) })
@@ -44,7 +46,38 @@ export const NewKey = t.Object({
 
 export const KeyChanges = t.Partial(t.Object(keySettings), { minProperties: 1 })
 
-export const BusinessRecordSchema = t.Object({ id: t.String(), name: t.String(), createdAt: t.String() })
+export const BusinessRecordSchema = t.Object({
+  id: t.String(),
+  name: t.String(),
+  createdAt: t.String(),
+  eventRetentionDays: t.Nullable(t.Integer(), {
+    description: "The business's own event retention in days; null: the operator's EVENT_RETENTION_DAYS.",
+  }),
+  effectiveEventRetentionDays: t.Integer({
+    description: "How many days its events are kept now: its own setting, capped by the operator's (contract section 16).",
+  }),
+})
+
+export const BusinessChanges = t.Object(
+  {
+    name: t.Optional(t.String({ minLength: 1, maxLength: 200, description: '1-200 characters.' })),
+    eventRetentionDays: t.Optional(
+      t.Nullable(
+        BodyInteger({
+          minimum: 1,
+          maximum: 36_500,
+          error: "must be a whole number of days from 1 to the operator's EVENT_RETENTION_DAYS, or null for the operator's value",
+        }),
+        { error: "must be a whole number of days from 1 to the operator's EVENT_RETENTION_DAYS, or null for the operator's value" },
+      ),
+    ),
+  },
+  { minProperties: 1 },
+)
+export type BusinessChangesBody = typeof BusinessChanges.static
+
+/** `/businesses/:id/erasures/:erasureId`. */
+export const ErasureParams = t.Object({ id: Uuid, erasureId: Uuid })
 export type BusinessRecord = typeof BusinessRecordSchema.static
 export type Business = BusinessRecord
 

@@ -2,6 +2,8 @@ import type { Db } from '../../db/client.ts'
 import type { createAccessPlugin } from '../http/access-plugin.ts'
 import type { DirectRoutes } from '../http/direct-route.ts'
 import type { IngestFigures } from '../observability/metrics.ts'
+import type { Erasures } from '../events/erasure.ts'
+import type { Retention } from '../events/retention.ts'
 import type { CopyIn, EventRow } from './analytics/service.ts'
 
 /** What every area plugin receives from createApp. */
@@ -14,6 +16,10 @@ export interface AreaDeps {
    * `hotAreas`, before the app's global hooks.
    */
   direct: DirectRoutes
+  /** Each business's event retention (contract section 16): reads and the `timestamp` bound. */
+  retention: Retention
+  /** Erasure requests and their background deletion. */
+  erasures: Erasures
   /** Registers work to finish before the database closes (buffered writes). */
   onShutdown(task: () => Promise<void>): void
   /** Where /metrics reads the ingest queue's figures (keygate_ingest_queue_rows, keygate_ingest_rows_total). */

@@ -1,5 +1,6 @@
 import { Elysia } from 'elysia'
 import { analyticsRoutes, trackRoutes } from './analytics/index.ts'
+import { erasureRoutes } from './analytics/erasures.ts'
 import { audienceRoutes } from './audience/index.ts'
 import { blogRoutes } from './blog/index.ts'
 import type { AreaDeps } from './deps.ts'
@@ -19,6 +20,7 @@ export function hotAreas(deps: AreaDeps) {
 export function apiAreas(deps: AreaDeps) {
   return new Elysia({ name: 'areas' })
     .use(analyticsRoutes(deps))
+    .use(erasureRoutes(deps))
     .use(audienceRoutes(deps))
     .use(blogRoutes(deps))
     .use(flowRoutes(deps))

@@ -3,8 +3,11 @@ import type { Db } from '../../db/client.ts'
 import { auditEntries, type AuditAction } from '../../db/schema/index.ts'
 import { before, type Position } from '../shared/paging.ts'
 
-/** Who made a change: the operator's token, or a signed-in member (contract section 10). */
-export type Actor = 'admin' | `member:${string}`
+/**
+ * Who made a change: the operator's token, a signed-in member (contract section 10), or an
+ * API key asking for an erasure through the API (section 16).
+ */
+export type Actor = 'admin' | `member:${string}` | `key:${string}`
 
 /** The author of a change and the request that carried it, passed down to the trail. */
 export interface ChangeAuthor {
@@ -16,6 +19,11 @@ export interface ChangeAuthor {
 export function byAdmin(set: { headers: Record<string, unknown> }): ChangeAuthor {
   const requestId = set.headers['x-request-id']
   return { actor: 'admin', requestId: typeof requestId === 'string' ? requestId : undefined }
+}
+
+/** An API key, through /api/v0: the request id is the answer's X-Request-Id. */
+export function byKey(keyId: string, set: { headers: Record<string, unknown> }): ChangeAuthor {
+  return { ...byAdmin(set), actor: `key:${keyId}` }
 }
 
 export function byMember(email: string): ChangeAuthor {

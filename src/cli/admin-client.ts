@@ -1,5 +1,6 @@
 import type { NewMemberBody } from '../admin/members.ts'
-import type { Business, KeyChangesBody, NewKeyBody } from '../admin/model.ts'
+import type { Business, BusinessChangesBody, KeyChangesBody, NewKeyBody } from '../admin/model.ts'
+import type { ErasureRecord, ErasureTarget } from '../events/erasure.ts'
 import type { Flow } from '../flows/model.ts'
 import type { KeyRecord } from '../keys/model.ts'
 import type { MemberRecord, SignInLinkRecord } from '../members/model.ts'
@@ -35,6 +36,8 @@ export type AuditEntry = typeof AuditEntrySchema.static
 export type { Business, Flow, KeyRecord }
 export type NewKey = NewKeyBody
 export type KeyChanges = KeyChangesBody
+export type BusinessChanges = BusinessChangesBody
+export type Erasure = ErasureRecord
 
 export interface CreatedKey extends KeyRecord {
   key: string
@@ -112,6 +115,12 @@ export function createAdminClient(baseUrl: string, token: string) {
   return {
     createBusiness: (name: string) => request<Business>('POST', '/businesses', { name }),
     listBusinesses: (page?: PageRequest) => request<Page<Business>>('GET', paged('/businesses', page)),
+    getBusiness: (businessId: string) => request<Business>('GET', `/businesses/${id(businessId)}`),
+    updateBusiness: (businessId: string, changes: BusinessChanges) => request<Business>('PATCH', `/businesses/${id(businessId)}`, changes),
+    eraseEvents: (businessId: string, target: ErasureTarget) =>
+      request<{ id: string; status: 'pending' }>('POST', `/businesses/${id(businessId)}/erasures`, target),
+    getErasure: (businessId: string, erasureId: string) =>
+      request<Erasure>('GET', `/businesses/${id(businessId)}/erasures/${id(erasureId)}`),
     createKey: (businessId: string, key: NewKey) => request<CreatedKey>('POST', `/businesses/${id(businessId)}/keys`, key),
     listKeys: (businessId: string, page?: PageRequest) =>
       request<Page<KeyRecord>>('GET', paged(`/businesses/${id(businessId)}/keys`, page)),

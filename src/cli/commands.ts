@@ -1,5 +1,14 @@
 import { PUBLIC_KEY_SCOPES, SCOPES } from '../access/scopes.ts'
-import { businessesAudit, businessesCreate, businessesIdentitySecret, businessesList } from './business-commands.ts'
+import {
+  businessesAudit,
+  businessesCreate,
+  businessesErase,
+  businessesErasure,
+  businessesIdentitySecret,
+  businessesList,
+  businessesShow,
+  businessesUpdate,
+} from './business-commands.ts'
 import type { Command, OptionSpec } from './command.ts'
 import { flowsCreate, flowsList, flowsRuns } from './flow-commands.ts'
 import { keysAudit, keysCreate, keysList, keysRevoke, keysRoll, keysShow, keysUpdate, keysUsage } from './key-commands.ts'
@@ -10,6 +19,8 @@ import { CLI } from './output.ts'
 export const commands: Command[] = [
   businessesCreate,
   businessesList,
+  businessesShow,
+  businessesUpdate,
   keysCreate,
   keysList,
   keysShow,
@@ -20,6 +31,8 @@ export const commands: Command[] = [
   keysAudit,
   businessesAudit,
   businessesIdentitySecret,
+  businessesErase,
+  businessesErasure,
   flowsCreate,
   flowsList,
   flowsRuns,

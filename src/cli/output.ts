@@ -1,5 +1,5 @@
 import type { AuditEntry, KeyUsage } from './admin-client.ts'
-import type { Business, Flow, FlowRun, KeyRecord, Member, SignInLink } from './admin-client.ts'
+import type { Business, Erasure, Flow, FlowRun, KeyRecord, Member, SignInLink } from './admin-client.ts'
 
 /**
  * How a user runs the CLI, in every hint it prints: npm is on the PATH wherever Node is,
@@ -87,6 +87,20 @@ export function businessDetails(business: Business): string {
     ['id', business.id],
     ['name', business.name],
     ['created', time(business.createdAt)],
+    [
+      'event retention',
+      `${business.effectiveEventRetentionDays} days${business.eventRetentionDays === null ? " (the operator's EVENT_RETENTION_DAYS)" : ''}`,
+    ],
+  ])
+}
+
+export function erasureDetails(erasure: Erasure): string {
+  return recordLines([
+    ['id', erasure.id],
+    ['status', erasure.status],
+    ['requested', time(erasure.requestedAt)],
+    ['completed', time(erasure.completedAt, 'not yet')],
+    ['deleted', String(erasure.deleted)],
   ])
 }
 

@@ -12,10 +12,20 @@ const ACTIONS: Record<AuditEntryRow['action'], string> = {
   'key.rolled': 'Key rolled',
   'member.created': 'Member added',
   'member.removed': 'Member removed',
+  'business.updated': 'Business settings changed',
+  'analytics.erased': "A person's events erased",
 }
 
 /** What the services record in `changes`: every key field the trail follows, and a member's. */
-type RecordedField = (typeof AUDITED_FIELDS)[number] | 'type' | 'rolledFrom' | 'email' | 'role'
+type RecordedField =
+  | (typeof AUDITED_FIELDS)[number]
+  | 'type'
+  | 'rolledFrom'
+  | 'email'
+  | 'role'
+  | 'eventRetentionDays'
+  | 'erasure'
+  | 'deleted'
 
 /** A label a member reads for every field (the type makes a new field without one fail to compile). */
 const FIELDS: Record<RecordedField, string> = {
@@ -34,6 +44,9 @@ const FIELDS: Record<RecordedField, string> = {
   revokedAt: 'Revoked',
   email: 'Email',
   role: 'Role',
+  eventRetentionDays: "Event retention (days; none: the operator's)",
+  erasure: 'Erasure request',
+  deleted: 'Events deleted',
 }
 
 /** Fields in the order of FIELDS (JSON columns keep no order of their own); others after them. */
@@ -56,6 +69,7 @@ const ISO_INSTANT = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$/
 
 export function actorText(actor: string): string {
   if (actor === 'admin') return 'an operator (admin API)'
+  if (actor.startsWith('key:')) return 'an API key'
   return actor.startsWith('member:') ? actor.slice('member:'.length) : actor
 }
 

@@ -11,8 +11,17 @@ const identityHash = createHmac('sha256', process.env.KEYGATE_IDENTITY_SECRET)
  * The business's settings: the identity secret (contract section 12). The secret is shown
  * once, in the answer that sets it; afterwards the page only says whether one is set.
  */
-export function businessPage(who: SignedIn, view: { hasSecret: boolean; secret?: string; flash?: Html }): Html {
+/** How long the business's events are kept: its own days (null: the operator's), and a form sent back with its error. */
+export interface RetentionView {
+  own: number | null
+  effective: number
+  operatorDays: number
+  form?: { value: string; error: string }
+}
+
+export function businessPage(who: SignedIn, view: { hasSecret: boolean; secret?: string; flash?: Html; retention: RetentionView }): Html {
   const owner = who.role === 'owner'
+  const retention = view.retention
   return layout({
     title: 'Business settings',
     who,
@@ -61,6 +70,26 @@ ${
     </div>
   </details>`
       : html`<p class="muted">Only owners of the business set or rotate the secret.</p>`
+  }
+</section>
+<section class="panel" aria-labelledby="retention-heading" id="retention">
+  <h2 id="retention-heading">Event retention</h2>
+  <p id="retention-status">Events of ${who.businessName} are kept <strong>${retention.effective} days</strong>${
+    retention.own === null
+      ? html` (the service's setting)`
+      : html` (set for this business; the service allows up to ${retention.operatorDays})`
+  }. Older events are no longer shown or answered, and leave storage within an hour.</p>
+  ${
+    owner
+      ? html`<form method="post" action="${BUSINESS_PATH}/retention" class="stack">
+    ${csrfField(who)}
+    ${retention.form ? html`<div class="alert error" role="alert" id="retention-error">${retention.form.error}</div>` : null}
+    <label for="event-retention-days">Days to keep events (1-${retention.operatorDays}; empty: the service's ${retention.operatorDays})</label>
+    <input id="event-retention-days" name="eventRetentionDays" type="number" min="1" max="${retention.operatorDays}" step="1" inputmode="numeric"
+      value="${retention.form ? retention.form.value : retention.own === null ? '' : String(retention.own)}"${retention.form ? html` aria-invalid="true" aria-describedby="retention-error"` : null}>
+    <button type="submit" class="button primary small">Save retention</button>
+  </form>`
+      : html`<p class="muted">Only owners of the business change how long events are kept.</p>`
   }
 </section>
 <section class="panel" aria-labelledby="how-heading">

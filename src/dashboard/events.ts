@@ -30,13 +30,13 @@ const Filters = { key: FormField, type: FormField, from: FormField, to: FormFiel
  * goes through src/events/read.ts with the member's business: another business's events
  * never appear, whatever a filter or cursor says.
  */
-export function eventsPlugin(deps: { db: Db; keys: KeyService; member: ReturnType<typeof memberMacro> }) {
-  const { db, keys } = deps
+export function eventsPlugin(deps: { db: Db; keys: KeyService; member: ReturnType<typeof memberMacro>; operatorRetentionDays: number }) {
+  const { db, keys, operatorRetentionDays } = deps
 
   /** The filters as typed, read into a query; problems say what cannot be used (and nothing is read). */
   function readFilters(values: EventFilterValues, businessKeys: KeyRecord[]) {
     const problems: string[] = []
-    const filter: Omit<EventFilter, 'after' | 'limit'> = {}
+    const filter: Omit<EventFilter, 'after' | 'limit'> = { operatorRetentionDays }
     if (values.key !== '') {
       if (businessKeys.some((k) => k.id === values.key)) filter.keyId = values.key
       else problems.push("That key is not one of this business's keys; choose one in the list.")

@@ -4,6 +4,7 @@ import type { ClientAddressOf } from '../shared/client-address.ts'
 import type { KeyType } from '../access/key-format.ts'
 import type { Budget } from '../config.ts'
 import type { KeyService } from '../keys/service.ts'
+import type { Retention } from '../events/retention.ts'
 import { createMemberService } from '../members/service.ts'
 import type { Passwords } from '../members/passwords.ts'
 import { DASHBOARD_CSS, DASHBOARD_JS } from './assets.ts'
@@ -30,6 +31,8 @@ export interface DashboardDeps {
   /** RATE_LIMIT_PUBLIC and RATE_LIMIT_PRIVATE, shown on the key form of each type. */
   defaultRateLimits: Record<KeyType, Budget>
   passwords: Passwords
+  /** Event retention: the events page reads within it; owners set the business's own. */
+  retention: Retention
 }
 
 /** Where the dashboard lives; src/http/errors.ts leaves its validation failures to its pages. */
@@ -41,7 +44,7 @@ export const DASHBOARD_PREFIX = '/dashboard'
  * (src/dashboard/member.ts) decides who may use a route, and every key is looked up within
  * the member's business (src/dashboard/own-keys.ts).
  */
-export function dashboardRoutes({ db, keys, signInLimits, clientAddress, defaultRateLimits, passwords }: DashboardDeps) {
+export function dashboardRoutes({ db, keys, signInLimits, clientAddress, defaultRateLimits, retention, passwords }: DashboardDeps) {
   const members = createMemberService(db, passwords)
   const sessions = createSessionStore(db)
   const member = memberMacro(sessions)
@@ -53,10 +56,10 @@ export function dashboardRoutes({ db, keys, signInLimits, clientAddress, default
     .get('/assets/dashboard.js', () => asset(DASHBOARD_JS, 'text/javascript; charset=utf-8'))
     .use(signInPlugin({ member, members, sessions, throttle: createSignInThrottle(db, signInLimits), clientAddress }))
     .use(keysPlugin({ db, keys, ownKeys: keysOfMember, member, defaultRateLimits }))
-    .use(eventsPlugin({ db, keys, member }))
+    .use(eventsPlugin({ db, keys, member, operatorRetentionDays: retention.operatorDays }))
     .use(auditPlugin({ db, keys, ownKeys: keysOfMember, member }))
     .use(membersPlugin({ members, member }))
-    .use(businessPlugin({ db, member }))
+    .use(businessPlugin({ db, member, retention }))
 }
 
 /**

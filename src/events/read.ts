@@ -1,6 +1,7 @@
 import { and, desc, eq, gte, lt, sql } from 'drizzle-orm'
 import type { Db } from '../../db/client.ts'
-import { analyticsEvents } from '../../db/schema/index.ts'
+import { analyticsErasures, analyticsEvents } from '../../db/schema/index.ts'
+import { retentionStart } from './retention.ts'
 import { before, positionCursor, toPage, type Page, type Position } from '../shared/paging.ts'
 
 // Reading a business's tracked events: the one query behind `GET /api/v0/analytics`
@@ -14,6 +15,8 @@ export const EVENT_TYPE_PATTERN = '^[A-Za-z0-9_.:-]{1,64}$'
 
 /** Which events of the business a list holds, and the page: `after` a cursor's position, `limit` rows. */
 export interface EventFilter {
+  /** EVENT_RETENTION_DAYS: no read answers an event older than the business's retention, capped by this. */
+  operatorRetentionDays: number
   type?: string
   /** The dashboard filters by key; the API reads every key's events. */
   keyId?: string
@@ -28,10 +31,26 @@ export type StoredEventRow = typeof analyticsEvents.$inferSelect
 /** An event on the wire (`StoredEvent` in src/areas/analytics/model.ts) and on the dashboard. */
 export type EventRecord = ReturnType<typeof toEventRecord>
 
+/**
+ * The business's events a read may answer: inside its retention (computed in the statement
+ * from the business row, so a change holds at once on every instance) and not those of a
+ * person whose erasure is pending, received before it was asked for (contract section 16).
+ */
+function readable(businessId: string, operatorRetentionDays: number) {
+  const e = analyticsEvents
+  const x = analyticsErasures
+  return [
+    eq(e.businessId, businessId),
+    gte(e.occurredAt, retentionStart(businessId, operatorRetentionDays)),
+    sql`not exists (select 1 from ${x} where ${x.businessId} = ${businessId} and ${x.status} = 'pending'
+      and ${x.requestedAt} > ${e.receivedAt} and (${x.personId} = ${e.personId} or ${x.anonymousId} = ${e.anonymousId}))`,
+  ]
+}
+
 function filtered(businessId: string, filter: Omit<EventFilter, 'after' | 'limit'>) {
   const e = analyticsEvents
   return [
-    eq(e.businessId, businessId),
+    ...readable(businessId, filter.operatorRetentionDays),
     filter.type === undefined ? undefined : eq(e.eventType, filter.type),
     filter.keyId === undefined ? undefined : eq(e.keyId, filter.keyId),
     filter.from === undefined ? undefined : gte(e.occurredAt, filter.from),

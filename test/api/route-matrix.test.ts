@@ -235,6 +235,8 @@ describe.each(ROUTE_TABLE.map((entry) => [routeName(entry), entry] as const))('%
       // lastUsedAt is kept to the minute: past it, any use of a key would be written.
       skew += 2 * 60_000
       await service.services.lastUsed.flush()
+      // An erasure the arrangement asked for is deleted in the background: let it finish.
+      await service.services.erasures.idle()
       const before = await storedState()
       reached.length = 0
 

@@ -129,6 +129,7 @@ describe("issue 10's forms keep the same CSRF protection", () => {
       trail: (await db.select().from(auditEntries)).length,
       members: (await db.select().from(members)).length,
       secret: (await db.select({ s: businesses.identitySecret }).from(businesses)).map((b) => b.s),
+      retention: (await db.select({ d: businesses.eventRetentionDays }).from(businesses)).map((b) => b.d),
     })
     const before = await snapshot()
     const forms: [string, Record<string, string>][] = [
@@ -138,6 +139,7 @@ describe("issue 10's forms keep the same CSRF protection", () => {
       [`${KEYS}/${server.record.id}/edit`, { name: 'Server', scopes: 'ANALYTICS_READ', allowedIps: '198.51.100.0/24' }],
       [`${KEYS}/${key.record.id}/remove-scope`, { scope: 'BLOG_READ' }],
       ['/dashboard/settings/business/identity-secret', {}],
+      ['/dashboard/settings/business/retention', { eventRetentionDays: '3' }],
       ['/dashboard/settings/members', { email: 'cy@example.com', role: 'owner' }],
       [`/dashboard/settings/members/${bo.id}/remove`, {}],
     ]

@@ -1,6 +1,7 @@
 import type { RouteAccess, Scope } from '../../src/access/scopes.ts'
 import type { Service } from '../../src/app.ts'
 import {
+  analyticsErasures,
   audienceListMembers,
   audienceLists,
   blogAuthors,
@@ -42,6 +43,8 @@ export interface World {
   flowId: string
   runId: string
   documentId: string
+  /** A finished erasure request of the business. */
+  erasureId: string
 }
 
 /** A business with a person on a list, a company, a blog post with its tag and an author, a flow run, a memory document. */
@@ -51,7 +54,7 @@ export async function seedWorld(service: Service): Promise<World> {
   const owner = await seedKey(service, businessId, { type: 'private', name: 'owner', scopes: ['FLOW_TRIGGER'] })
   const personEmail = 'member@example.com'
   // Independent rows in parallel: on PostgreSQL each is a round trip, and every matrix case seeds a world.
-  const [[person], [company], [list], [author], [tag], [blog], [flow], [document]] = await Promise.all([
+  const [[person], [company], [list], [author], [tag], [blog], [flow], [document], [erasure]] = await Promise.all([
     db.insert(people).values({ businessId, email: personEmail, externalId: 'u1', firstName: 'Ada' }).returning(),
     db.insert(companies).values({ businessId, domain: 'acme.example', name: 'Acme' }).returning(),
     db.insert(audienceLists).values({ businessId, slug: 'news', name: 'News' }).returning(),
@@ -63,6 +66,7 @@ export async function seedWorld(service: Service): Promise<World> {
       .returning(),
     db.insert(flows).values({ businessId, name: 'welcome' }).returning(),
     db.insert(memoryDocuments).values({ businessId, title: 'Refunds', content: 'Refunds within 30 days.' }).returning(),
+    db.insert(analyticsErasures).values({ businessId, status: 'done', requestedBy: 'admin', completedAt: new Date() }).returning(),
   ])
   const [[run]] = await Promise.all([
     db.insert(flowRuns).values({ flowId: flow!.id, businessId, keyId: owner.record.id }).returning(),
@@ -83,6 +87,7 @@ export async function seedWorld(service: Service): Promise<World> {
     flowId: flow!.id,
     runId: run!.id,
     documentId: document!.id,
+    erasureId: erasure!.id,
   }
 }
 
@@ -125,6 +130,22 @@ export const ROUTE_TABLE: readonly RouteEntry[] = [
     public: false,
     status: 200,
     request: () => ({ path: '/api/v0/analytics?type=page_view&limit=10' }),
+  },
+  {
+    method: 'POST',
+    route: '/api/v0/analytics/erasures',
+    scope: 'ANALYTICS_WRITE',
+    public: false,
+    status: 202,
+    request: () => ({ path: '/api/v0/analytics/erasures', body: { personId: 'u1' } }),
+  },
+  {
+    method: 'GET',
+    route: '/api/v0/analytics/erasures/:id',
+    scope: 'ANALYTICS_WRITE',
+    public: false,
+    status: 200,
+    request: (w) => ({ path: `/api/v0/analytics/erasures/${w.erasureId}` }),
   },
 
   // Audience: people

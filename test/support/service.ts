@@ -35,10 +35,14 @@ export async function testService(options: Partial<AppOptions> = {}): Promise<Se
     adminToken: ADMIN_TOKEN,
     logger: silentLogger,
     passwordCost: TEST_PASSWORD_COST,
+    // Erasures finish as soon as their events are deleted: no in-flight batch to wait for here.
+    erasure: { settleMs: 0, retryDelayMs: 100 },
     ...options,
   })
   registerBackgroundWriter({
-    flushBackground: () => Promise.all([service.services.usage.flush(), service.services.lastUsed.flush()]),
+    // An accepted erasure deletes in the background: it counts as a write still to finish.
+    flushBackground: () =>
+      Promise.all([service.services.usage.flush(), service.services.lastUsed.flush(), service.services.erasures.idle()]),
   })
   return service
 }

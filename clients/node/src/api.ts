@@ -47,6 +47,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v0/analytics/erasures": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Erase a person's events, by personId and/or anonymousId
+         * @description Scope: ANALYTICS_WRITE. Public keys: refused.
+         */
+        post: operations["postApiV0AnalyticsErasures"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v0/analytics/erasures/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Show an erasure request: pending or done, and the events deleted
+         * @description Scope: ANALYTICS_WRITE. Public keys: refused.
+         */
+        get: operations["getApiV0AnalyticsErasuresById"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v0/audience/people": {
         parameters: {
             query?: never;
@@ -625,6 +665,72 @@ export interface operations {
                     "application/json": {
                         /** @description Events processed: stored by this request, or already stored by an earlier one with the same `id`. */
                         accepted: number;
+                    };
+                };
+            };
+        };
+    };
+    postApiV0AnalyticsErasures: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The `personId` whose events to erase, exactly as events carried it; 1-200 characters. */
+                    personId?: string;
+                    /** @description The `anonymousId` whose events to erase, exactly as events carried it; 1-200 characters. */
+                    anonymousId?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Accepted */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Ask GET .../erasures/{id} how it goes. */
+                        id: string;
+                        /** @constant */
+                        status: "pending";
+                    };
+                };
+            };
+        };
+    };
+    getApiV0AnalyticsErasuresById: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        /** @enum {string} */
+                        status: "pending" | "done";
+                        /** Format: date-time */
+                        requestedAt: string;
+                        /** Format: date-time */
+                        completedAt: string | null;
+                        /** @description Events deleted so far. */
+                        deleted: number;
                     };
                 };
             };
@@ -1988,6 +2094,8 @@ export const routes = {
   "GET /api/v0/whoami": {"path":[],"query":[],"header":[],"body":"none"},
   "POST /api/v0/analytics": {"path":[],"query":[],"header":[],"body":"required"},
   "GET /api/v0/analytics": {"path":[],"query":["type","from","to","limit","cursor"],"header":[],"body":"none"},
+  "POST /api/v0/analytics/erasures": {"path":[],"query":[],"header":[],"body":"required"},
+  "GET /api/v0/analytics/erasures/{id}": {"path":["id"],"query":[],"header":[],"body":"none"},
   "POST /api/v0/audience/people": {"path":[],"query":[],"header":[],"body":"required"},
   "GET /api/v0/audience/people": {"path":[],"query":["email","externalId","limit","cursor"],"header":[],"body":"none"},
   "GET /api/v0/audience/people/{id}": {"path":["id"],"query":[],"header":[],"body":"none"},

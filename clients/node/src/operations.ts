@@ -17,6 +17,10 @@ export const operations = {
   sendEvents: 'POST /api/v0/analytics',
   /** Events, newest first, by type and time, in cursor pages (`nextCursor`). */
   listEvents: 'GET /api/v0/analytics',
+  /** Erases a person's events by `personId` and/or `anonymousId`: reads hide them at once, storage loses them in the background. */
+  eraseEvents: 'POST /api/v0/analytics/erasures',
+  /** An erasure request: `pending` or `done`, and the events `deleted`. */
+  getErasure: 'GET /api/v0/analytics/erasures/{id}',
   /** Creates or updates one person, or up to 1000 as `{people: [...]}`. */
   upsertPeople: 'POST /api/v0/audience/people',
   listPeople: 'GET /api/v0/audience/people',

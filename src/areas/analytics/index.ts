@@ -10,6 +10,7 @@ import { parseTime } from '../../shared/time.ts'
 import { createGroupCommitter } from './group-commit.ts'
 import { Accepted, EARLIEST_TIMESTAMP, EventPage, EventQuery, MAX_FUTURE_MS, TrackBody, type TrackedEvent } from './model.ts'
 import { listEvents } from '../../events/read.ts'
+import { DAY_MS } from '../../events/retention.ts'
 import { eventWriter, toEventRow, type EventRow } from './service.ts'
 
 /**
@@ -17,7 +18,7 @@ import { eventWriter, toEventRow, type EventRow } from './service.ts'
  * the service's hottest path. Events wait in a group commit (./group-commit.ts) so that
  * concurrent requests share one insert.
  */
-export function trackRoutes({ db, direct, onShutdown, reportIngest, ingest }: AreaDeps) {
+export function trackRoutes({ db, direct, onShutdown, reportIngest, ingest, retention }: AreaDeps) {
   const writer = createGroupCommitter<EventRow>({
     insert: ingest?.store ?? eventWriter(db, ingest?.copyIn),
     maxQueuedRows: ingest?.maxQueuedRows,
@@ -33,7 +34,10 @@ export function trackRoutes({ db, direct, onShutdown, reportIngest, ingest }: Ar
   const handle = direct.route(spec, async (grant, body, request) => {
     TrackBody.check({ body })
     const track = body as Static<typeof TrackBody.schema>
-    const rows = 'events' in track ? toEventRows(track.events, 'events', grant) : toEventRows([track], null, grant)
+    // A cached number on all but the first request of a business in 10 s (src/events/retention.ts).
+    const kept = retention.daysFor(grant.key.businessId)
+    const days = typeof kept === 'number' ? kept : await kept
+    const rows = 'events' in track ? toEventRows(track.events, 'events', grant, days) : toEventRows([track], null, grant, days)
     await writer.write(grant.key.businessId, rows, request)
     return { status: 202, body: { accepted: rows.length } }
   })
@@ -48,7 +52,7 @@ export function trackRoutes({ db, direct, onShutdown, reportIngest, ingest }: Ar
 }
 
 /** GET /api/v0/analytics: a business's events, for servers. */
-export function analyticsRoutes({ db, access }: AreaDeps) {
+export function analyticsRoutes({ db, access, retention }: AreaDeps) {
   return new Elysia({ name: 'area/analytics', prefix: '/api/v0' }).use(access).get(
     '/analytics',
     async ({ query, access: { key } }) => {
@@ -64,6 +68,7 @@ export function analyticsRoutes({ db, access }: AreaDeps) {
         to,
         after: decodePosition(query.cursor),
         limit,
+        operatorRetentionDays: retention.operatorDays,
       })
     },
     {
@@ -85,9 +90,15 @@ export function analyticsRoutes({ db, access }: AreaDeps) {
  * what PostgreSQL cannot store, src/http/json-body.ts: the event's own fields are not
  * walked again.) Any failure refuses the whole request before anything is written.
  */
-function toEventRows(events: readonly Static<typeof TrackedEvent>[], batchKey: string | null, { key, origin }: Grant): EventRow[] {
+function toEventRows(
+  events: readonly Static<typeof TrackedEvent>[],
+  batchKey: string | null,
+  { key, origin }: Grant,
+  retentionDays: number,
+): EventRow[] {
   const receivedAt = Date.now()
   const received = new Date(receivedAt).toISOString()
+  const earliest = Math.max(EARLIEST_TIMESTAMP, receivedAt - retentionDays * DAY_MS)
   return events.map((event, index) => {
     const path = recordPath(batchKey, index)
     if (event.properties !== undefined) assertStorableJson(event.properties, fieldPath(path, 'properties'))
@@ -95,10 +106,14 @@ function toEventRows(events: readonly Static<typeof TrackedEvent>[], batchKey: s
     if (event.timestamp !== undefined) {
       const field = fieldPath(path, 'timestamp')
       const time = parseTime(event.timestamp, field, 'body')
-      if (time.getTime() < EARLIEST_TIMESTAMP || time.getTime() > receivedAt + MAX_FUTURE_MS) {
+      if (time.getTime() < earliest || time.getTime() > receivedAt + MAX_FUTURE_MS) {
+        const bound =
+          time.getTime() > receivedAt
+            ? `at most 24 hours after the request: ${new Date(receivedAt + MAX_FUTURE_MS).toISOString()}`
+            : `not before ${new Date(earliest).toISOString()}${earliest === EARLIEST_TIMESTAMP ? '' : ` (this business keeps events ${retentionDays} days)`}`
         throw invalidField(
           field,
-          `${event.timestamp} is outside the accepted range: from 2000-01-01T00:00:00Z to 24 hours after the request (now ${received}). Send the time the event happened, or leave timestamp out to use the receive time`,
+          `${event.timestamp} is outside the accepted range: ${bound} (now ${received}). Send the time the event happened, or leave timestamp out to use the receive time`,
         )
       }
       occurred = time.toISOString()

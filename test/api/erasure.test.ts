@@ -1,0 +1,319 @@
+import { describe, expect, test } from 'bun:test'
+import { and, eq, sql } from 'drizzle-orm'
+import { queryRows } from '../../db/client.ts'
+import { analyticsErasures, analyticsEvents, auditEntries } from '../../db/schema/index.ts'
+import { testDatabase } from '../support/database.ts'
+import { loopback, type Loopback } from '../support/loopback.ts'
+import { seedBusiness, seedKey, testService } from '../support/service.ts'
+
+// Contract section 16, erasure: a person's events hidden from the 202 on, deleted in the
+// background in every span of time, counted, audited without the identifier; other
+// businesses' events and later events kept.
+
+const DAY = 86_400_000
+const ORIGIN = 'https://www.example.com'
+// Identifiers distinctive enough that finding them anywhere in the trail would be no accident.
+const PERSON = 'person-7f3a-erase-me'
+const VISITOR = 'anon-91c2-erase-me'
+
+async function setup(options: Parameters<typeof testService>[0] = {}) {
+  const service = await testService({ eventRetentionDays: 400, ...options })
+  const businessId = await seedBusiness(service)
+  const owner = await seedKey(service, businessId, { type: 'private', scopes: ['ANALYTICS_READ', 'ANALYTICS_WRITE'] })
+  const pk = await seedKey(service, businessId, { scopes: ['ANALYTICS_WRITE'], allowedOrigins: ['example.com'] })
+  const otherBusiness = await seedBusiness(service, 'Other')
+  const otherKey = await seedKey(service, otherBusiness, { type: 'private', scopes: ['ANALYTICS_READ', 'ANALYTICS_WRITE'] })
+  return {
+    service,
+    businessId,
+    sk: owner.key,
+    keyId: owner.record.id,
+    pk: pk.key,
+    otherBusiness,
+    otherSk: otherKey.key,
+    http: loopback(service),
+  }
+}
+
+type Setup = Awaited<ReturnType<typeof setup>>
+
+/**
+ * The same events in both businesses, with the same ids: the person's and the visitor's across
+ * 300 days (several spans of the worker and, with time partitions, several partitions), and
+ * two of someone else's. Stored as accepted earlier (received when they occurred).
+ */
+async function storeHistory(s: Setup): Promise<number> {
+  const { db } = await testDatabase()
+  const now = Date.now()
+  const history = [
+    { personId: PERSON, days: 300 },
+    { personId: PERSON, days: 40 },
+    { personId: PERSON, days: 1 },
+    { anonymousId: VISITOR, days: 100 },
+    { anonymousId: VISITOR, personId: 'someone-else', days: 2 },
+    { personId: 'someone-else', days: 3 },
+    { anonymousId: 'another-visitor', days: 50 },
+  ].map((event, index) => ({ ...event, id: crypto.randomUUID(), eventType: `e${index}` }))
+  for (const [businessId, keyId] of [
+    [s.businessId, s.keyId],
+    [s.otherBusiness, s.keyId],
+  ] as const) {
+    await db.insert(analyticsEvents).values(
+      history.map(({ days, ...event }) => ({
+        ...event,
+        businessId,
+        keyId,
+        occurredAt: new Date(now - days * DAY),
+        receivedAt: new Date(now - days * DAY),
+      })),
+    )
+  }
+  return 5 // the person's three and the visitor's two
+}
+
+async function listed(http: Loopback, key: string): Promise<{ eventType: string; personId: string | null; anonymousId: string | null }[]> {
+  const response = await http.api('/analytics?limit=1000', key)
+  expect(response.status).toBe(200)
+  return ((await response.json()) as { data: { eventType: string; personId: string | null; anonymousId: string | null }[] }).data
+}
+
+async function storedCount(businessId: string): Promise<number> {
+  const [row] = await queryRows<{ n: number }>(
+    (await testDatabase()).db,
+    sql`select count(*)::int as n from analytics_events where business_id = ${businessId}`,
+  )
+  return row!.n
+}
+
+interface ErasureAnswer {
+  id: string
+  status: 'pending' | 'done'
+  requestedAt: string
+  completedAt: string | null
+  deleted: number
+}
+
+async function untilDone(read: () => Promise<Response>): Promise<ErasureAnswer> {
+  const deadline = Date.now() + 20_000
+  for (;;) {
+    const response = await read()
+    expect(response.status).toBe(200)
+    const erasure = (await response.json()) as ErasureAnswer
+    if (erasure.status === 'done' || Date.now() > deadline) return erasure
+    await Bun.sleep(50)
+  }
+}
+
+describe('POST /api/v0/analytics/erasures', () => {
+  test("hides the person's events at once, deletes them in the background, counts them; later events and other businesses are kept", async () => {
+    const s = await setup()
+    const erased = await storeHistory(s)
+    expect(await listed(s.http, s.sk)).toHaveLength(7)
+
+    const created = await s.http.api('/analytics/erasures', s.sk, { body: { personId: PERSON, anonymousId: VISITOR } })
+    expect(created.status).toBe(202)
+    const answer = (await created.json()) as { id: string; status: string }
+    expect(answer).toEqual({ id: expect.any(String), status: 'pending' })
+
+    // From the 202 on, whether or not the worker got to them yet.
+    expect((await listed(s.http, s.sk)).map((e) => e.eventType).sort()).toEqual(['e5', 'e6'])
+    // An event of the person tracked after the request is kept.
+    await Bun.sleep(5)
+    const later = await s.http.api('/analytics', s.pk, { body: { eventType: 'after', personId: PERSON }, origin: ORIGIN })
+    expect(later.status).toBe(202)
+
+    const done = await untilDone(() => s.http.api(`/analytics/erasures/${answer.id}`, s.sk))
+    expect(done).toMatchObject({ id: answer.id, status: 'done', deleted: erased })
+    expect(Date.parse(done.completedAt!)).toBeGreaterThanOrEqual(Date.parse(done.requestedAt))
+    expect((await listed(s.http, s.sk)).map((e) => e.eventType).sort()).toEqual(['after', 'e5', 'e6'])
+    expect(await storedCount(s.businessId)).toBe(3)
+    // The other business's events with the same ids and the same person: all there.
+    expect(await storedCount(s.otherBusiness)).toBe(7)
+    expect(await listed(s.http, s.otherSk)).toHaveLength(7)
+
+    // The finished request keeps no identifier; the trail has the count, never the identifier.
+    const { db } = await testDatabase()
+    const [row] = await db.select().from(analyticsErasures).where(eq(analyticsErasures.id, answer.id))
+    expect([row!.personId, row!.anonymousId]).toEqual([null, null])
+    const trail = await db.select().from(auditEntries).where(eq(auditEntries.businessId, s.businessId))
+    const entry = trail.find((e) => e.action === 'analytics.erased')
+    expect(entry).toMatchObject({
+      actor: `key:${s.keyId}`,
+      keyId: s.keyId,
+      requestId: created.headers.get('x-request-id'),
+      changes: { erasure: { from: null, to: answer.id }, deleted: { from: null, to: erased } },
+    })
+    const everything = JSON.stringify(await db.select().from(auditEntries))
+    expect(everything).not.toContain(PERSON)
+    expect(everything).not.toContain(VISITOR)
+    const admin = await s.http.admin(`/businesses/${s.businessId}/audit`)
+    const shown = await admin.text()
+    expect(shown).toContain('analytics.erased')
+    expect(shown).not.toContain(PERSON)
+  })
+
+  test('reads hide the events of a pending request received before it, by either identifier, and only those', async () => {
+    const s = await setup()
+    await storeHistory(s)
+    const { db } = await testDatabase()
+    // A request no worker has taken (inserted as another instance would): the read alone hides.
+    await db.insert(analyticsErasures).values({ businessId: s.businessId, anonymousId: VISITOR, requestedBy: 'admin' })
+    expect((await listed(s.http, s.sk)).map((e) => e.eventType).sort()).toEqual(['e0', 'e1', 'e2', 'e5', 'e6'])
+    await db
+      .insert(analyticsErasures)
+      .values({ businessId: s.businessId, personId: 'someone-else', requestedBy: 'admin', requestedAt: new Date(Date.now() - 2.5 * DAY) })
+    // someone-else's event of 3 days ago was received before that request, the one of 2 days ago after it (and is the visitor's).
+    expect((await listed(s.http, s.sk)).map((e) => e.eventType).sort()).toEqual(['e0', 'e1', 'e2', 'e6'])
+    expect(await listed(s.http, s.otherSk)).toHaveLength(7)
+  })
+
+  test('deletes in bounded batches until none is left: more events than one batch', async () => {
+    const s = await setup({ erasure: { settleMs: 0, batchRows: 3 } })
+    const { db } = await testDatabase()
+    const now = Date.now()
+    await db.insert(analyticsEvents).values(
+      Array.from({ length: 20 }, (_, i) => ({
+        businessId: s.businessId,
+        keyId: s.keyId,
+        eventType: 'many',
+        personId: PERSON,
+        occurredAt: new Date(now - (i % 4) * 20 * DAY - 60_000),
+        receivedAt: new Date(now - 60_000),
+      })),
+    )
+    const created = await s.http.api('/analytics/erasures', s.sk, { body: { personId: PERSON } })
+    const { id } = (await created.json()) as { id: string }
+    expect(await untilDone(() => s.http.api(`/analytics/erasures/${id}`, s.sk))).toMatchObject({ status: 'done', deleted: 20 })
+    expect(await storedCount(s.businessId)).toBe(0)
+  })
+
+  test('picked up at start-up: a pending request left by an earlier run is finished', async () => {
+    const s = await setup()
+    await storeHistory(s)
+    const { db } = await testDatabase()
+    const [left] = await db
+      .insert(analyticsErasures)
+      .values({ businessId: s.businessId, personId: PERSON, requestedBy: 'admin' })
+      .returning()
+    s.service.services.erasures.start()
+    expect(await untilDone(() => s.http.api(`/analytics/erasures/${left!.id}`, s.sk))).toMatchObject({ status: 'done', deleted: 3 })
+  })
+
+  test('an event received before the request but committed after the first pass is deleted by the pass after the settling time', async () => {
+    const s = await setup({ erasure: { settleMs: 1_500, retryDelayMs: 100 } })
+    const erased = await storeHistory(s)
+    const created = await s.http.api('/analytics/erasures', s.sk, { body: { personId: PERSON, anonymousId: VISITOR } })
+    const { id } = (await created.json()) as { id: string }
+    await s.service.services.erasures.idle()
+    const pending = (await (await s.http.api(`/analytics/erasures/${id}`, s.sk)).json()) as ErasureAnswer
+    expect(pending).toMatchObject({ status: 'pending', deleted: erased })
+    // A group commit in flight when the request came: received before it, stored only now.
+    const { db } = await testDatabase()
+    await db.insert(analyticsEvents).values({
+      businessId: s.businessId,
+      keyId: s.keyId,
+      eventType: 'late',
+      personId: PERSON,
+      occurredAt: new Date(Date.parse(pending.requestedAt) - 1_000),
+      receivedAt: new Date(Date.parse(pending.requestedAt) - 1_000),
+    })
+    expect((await listed(s.http, s.sk)).map((e) => e.eventType)).not.toContain('late')
+    expect(await untilDone(() => s.http.api(`/analytics/erasures/${id}`, s.sk))).toMatchObject({ status: 'done', deleted: erased + 1 })
+    expect(await storedCount(s.businessId)).toBe(2)
+  })
+
+  test('two instances on one database: the request is done once, counted once, audited once', async () => {
+    const s = await setup()
+    const erased = await storeHistory(s)
+    const second = await testService({ eventRetentionDays: 400 })
+    loopback(second)
+    second.services.erasures.start()
+    const created = await s.http.api('/analytics/erasures', s.sk, { body: { personId: PERSON, anonymousId: VISITOR } })
+    const { id } = (await created.json()) as { id: string }
+    second.services.erasures.start()
+    expect(await untilDone(() => s.http.api(`/analytics/erasures/${id}`, s.sk))).toMatchObject({ status: 'done', deleted: erased })
+    await Promise.all([s.service.services.erasures.idle(), second.services.erasures.idle()])
+    const { db } = await testDatabase()
+    const entries = await db
+      .select()
+      .from(auditEntries)
+      .where(and(eq(auditEntries.businessId, s.businessId), eq(auditEntries.action, 'analytics.erased')))
+    expect(entries).toHaveLength(1)
+    expect(await storedCount(s.businessId)).toBe(2)
+  })
+
+  test('a public key: 403 public_key_not_allowed, nothing recorded', async () => {
+    const s = await setup()
+    const response = await s.http.api('/analytics/erasures', s.pk, { body: { personId: PERSON }, origin: ORIGIN })
+    expect(response.status).toBe(403)
+    expect(((await response.json()) as { error: { code: string } }).error.code).toBe('public_key_not_allowed')
+    expect(await (await testDatabase()).db.select().from(analyticsErasures)).toEqual([])
+  })
+
+  test('a key without ANALYTICS_WRITE: 403 insufficient_scope', async () => {
+    const s = await setup()
+    const reader = await seedKey(s.service, s.businessId, { type: 'private', scopes: ['ANALYTICS_READ'] })
+    const response = await s.http.api('/analytics/erasures', reader.key, { body: { personId: PERSON } })
+    expect(response.status).toBe(403)
+    expect(((await response.json()) as { error: { code: string } }).error.code).toBe('insufficient_scope')
+  })
+
+  test('neither identifier, an empty one, a non-string, an unknown field or no JSON: 400 naming what is wrong, nothing recorded', async () => {
+    const s = await setup()
+    const cases: [unknown, string][] = [
+      [{}, 'personId'],
+      [{ personId: '' }, 'personId'],
+      [{ anonymousId: '' }, 'anonymousId'],
+      [{ personId: PERSON, anonymousId: '' }, 'anonymousId'],
+      [{ personId: 42 }, 'personId'],
+      [{ personId: 'x'.repeat(201) }, 'personId'],
+      [{ personId: PERSON, email: 'a@example.com' }, 'email'],
+      ['not json', ''],
+    ]
+    for (const [body, field] of cases) {
+      const response = await s.http.api('/analytics/erasures', s.sk, { body })
+      const { error } = (await response.json()) as { error: { code: string; message: string } }
+      expect([response.status, error.code], JSON.stringify(body)).toEqual([400, 'invalid_request'])
+      expect(error.message, JSON.stringify(body)).toContain(field)
+    }
+    expect(await (await testDatabase()).db.select().from(analyticsErasures)).toEqual([])
+  })
+})
+
+describe('GET /api/v0/analytics/erasures/:id', () => {
+  test("an unknown id or another business's: 404; a malformed id: 400", async () => {
+    const s = await setup()
+    const created = await s.http.api('/analytics/erasures', s.otherSk, { body: { personId: PERSON } })
+    const { id } = (await created.json()) as { id: string }
+    expect((await s.http.api(`/analytics/erasures/${id}`, s.otherSk)).status).toBe(200)
+    const foreign = await s.http.api(`/analytics/erasures/${id}`, s.sk)
+    expect([foreign.status, ((await foreign.json()) as { error: { code: string } }).error.code]).toEqual([404, 'not_found'])
+    expect((await s.http.api(`/analytics/erasures/${crypto.randomUUID()}`, s.sk)).status).toBe(404)
+    expect((await s.http.api('/analytics/erasures/nope', s.sk)).status).toBe(400)
+    await s.service.services.erasures.idle()
+  })
+})
+
+describe('operators: POST /admin/v0/businesses/:id/erasures', () => {
+  test('erases like the API does, audited with actor admin; GET shows it; another business or an unknown one: 404', async () => {
+    const s = await setup()
+    await storeHistory(s)
+    const created = await s.http.admin(`/businesses/${s.businessId}/erasures`, { body: { anonymousId: VISITOR } })
+    expect(created.status).toBe(202)
+    const { id, status } = (await created.json()) as { id: string; status: string }
+    expect(status).toBe('pending')
+    const done = await untilDone(() => s.http.admin(`/businesses/${s.businessId}/erasures/${id}`))
+    expect(done).toMatchObject({ status: 'done', deleted: 2 })
+    expect((await s.http.admin(`/businesses/${s.otherBusiness}/erasures/${id}`)).status).toBe(404)
+    expect((await s.http.admin(`/businesses/${crypto.randomUUID()}/erasures`, { body: { personId: PERSON } })).status).toBe(404)
+    expect((await s.http.admin(`/businesses/${s.businessId}/erasures`, { body: {} })).status).toBe(400)
+    const { db } = await testDatabase()
+    const [entry] = await db
+      .select()
+      .from(auditEntries)
+      .where(and(eq(auditEntries.businessId, s.businessId), eq(auditEntries.action, 'analytics.erased')))
+    expect(entry).toMatchObject({ actor: 'admin', keyId: null, changes: { deleted: { from: null, to: 2 } } })
+    expect(JSON.stringify(entry)).not.toContain(VISITOR)
+    expect(await storedCount(s.otherBusiness)).toBe(7)
+  })
+})
