@@ -67,7 +67,6 @@ export interface SignInLink {
   expiresAt: Date
 }
 
-
 /** A business an account belongs to, as the dashboard's switcher lists it. */
 export interface Membership {
   memberId: string
