@@ -16,6 +16,8 @@ const BODIES: Record<string, unknown> = {
   'PATCH /admin/v0/keys/:id': { name: 'Renamed' },
   'POST /admin/v0/keys/:id/roll': { graceSeconds: 60 },
   'POST /admin/v0/businesses/:id/flows': { name: 'Signup' },
+  'PATCH /admin/v0/businesses/:id': { name: 'Renamed' },
+  'POST /admin/v0/businesses/:id/erasures': { personId: 'user-1' },
   'PATCH /api/v0/blog/blogs/:id': { title: 'Hello' },
   'PATCH /api/v0/blog/authors/:id': { name: 'Ada' },
   'PATCH /api/v0/blog/tags/:id': { name: 'News' },

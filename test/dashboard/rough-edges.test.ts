@@ -57,7 +57,7 @@ describe('the audit trail in words', () => {
       expect(fieldLabel(field)).toMatch(/^[A-Z][a-z]+( [A-Za-z]+)*$/)
     }
     // A field some later change records without a label still reads as words.
-    expect(fieldLabel('eventRetentionDays')).toBe('Event retention days')
+    expect(fieldLabel('webhookRetryLimit')).toBe('Webhook retry limit')
   })
 
   test('the policies and allowed IPs of a private key read as words, and no raw field name shows', async () => {
