@@ -8,7 +8,8 @@ let shared: Promise<Database> | undefined
 /**
  * The run's database: PostgreSQL when DATABASE_URL is set (CI's second pass), else an
  * in-memory PGlite. The same suite runs on both. Opened on first use, so files that never
- * touch it (unit tests) never pay for it. Parallel workers (`bun test --parallel`) each
+ * touch it (unit tests) never pay for it, and kept open for the worker's later files (the
+ * suite runs without isolation: under `--isolate` each file would open one of its own). Parallel workers (`bun test --parallel`) each
  * get a PostgreSQL database of their own, named after the worker, so one worker's
  * truncate never meets another's test.
  */
@@ -131,9 +132,4 @@ export async function emptyAllTables(database: Database): Promise<void> {
       if (attempt >= 5 || !causeCodes(error).includes('40P01')) throw error
     }
   }
-}
-
-export async function closeTestDatabase(): Promise<void> {
-  if (shared) await (await shared).close()
-  shared = undefined
 }

@@ -43,6 +43,7 @@ export async function testService(options: Partial<AppOptions> = {}): Promise<Se
     // An accepted erasure deletes in the background: it counts as a write still to finish.
     flushBackground: () =>
       Promise.all([service.services.usage.flush(), service.services.lastUsed.flush(), service.services.erasures.idle()]),
+    stop: () => service.drain(),
   })
   return service
 }
