@@ -5,7 +5,7 @@ import { feedKeyChanges, type KeyChangeFeedOptions } from '../../src/access/key-
 import { createKeyStore, type ActiveKey } from '../../src/access/key-store.ts'
 import { createApp, type Service } from '../../src/app.ts'
 import { silentLogger } from '../../src/observability/log.ts'
-import { testDatabase } from '../support/database.ts'
+import { testDatabase, testDatabaseUrl } from '../support/database.ts'
 import { holdReads } from '../support/held-db.ts'
 import { admin, ADMIN_TOKEN, call, seedBusiness, seedKey } from '../support/service.ts'
 
@@ -13,7 +13,7 @@ import { admin, ADMIN_TOKEN, call, seedBusiness, seedKey } from '../support/serv
 // instance within 1 s. Two instances here are two createApp, each on a postgres.js pool
 // of its own with its own notification connection, over the run's PostgreSQL.
 
-const databaseUrl = process.env.DATABASE_URL
+const databaseUrl = await testDatabaseUrl()
 const ORIGIN = 'https://www.example.com'
 const opened: Database[] = []
 const services: Service[] = []

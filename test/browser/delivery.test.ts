@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { analyticsEvents } from '../../db/schema/index.ts'
 import type { Service } from '../../src/app.ts'
-import { testDatabase } from '../support/database.ts'
+import { testDatabase, testDatabaseUrl } from '../support/database.ts'
 import { killStartedProcesses, startProcess } from '../support/process.ts'
 import { ADMIN_TOKEN, seedBusiness, seedKey, testService } from '../support/service.ts'
 import { startHarness, type Harness } from './support.ts'
@@ -51,7 +51,7 @@ afterAll(async () => {
 // The service process of cases (a) and (b): the embedded engine in a temp DATA_DIR (one
 // process owns it at a time, DATA_DIR/keygate.lock), or this run's DATABASE_URL; a fixed
 // port so the page's data-api stays right across the restart.
-const databaseUrl = process.env.DATABASE_URL
+const databaseUrl = await testDatabaseUrl()
 const processDir = databaseUrl ? undefined : mkdtempSync(join(tmpdir(), 'kg-delivery-'))
 const processEnv: Record<string, string> = {
   ADMIN_TOKEN,

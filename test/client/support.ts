@@ -3,11 +3,11 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { openDatabase, queryRows, sql } from '../../db/client.ts'
 import type { AppOptions, Service } from '../../src/app.ts'
-import { testDatabase } from '../support/database.ts'
+import { testDatabase, testDatabaseUrl } from '../support/database.ts'
 import { startProcess } from '../support/process.ts'
 import { ADMIN_TOKEN, seedBusiness, seedKey, testService } from '../support/service.ts'
 
-const databaseUrl = process.env.DATABASE_URL
+const databaseUrl = await testDatabaseUrl()
 
 /** The run's engine, for test names: the service processes use the same one. */
 export const ENGINE = databaseUrl ? 'PostgreSQL' : 'embedded PGlite'

@@ -3,12 +3,13 @@ import { join } from 'node:path'
 import postgres from 'postgres'
 import { sendPageViews } from '../support/load.ts'
 import { waitUntil } from '../support/wait.ts'
+import { testDatabaseUrl } from '../support/database.ts'
 
 // deploy/up.sh as an operator runs it: its own redis-server, two instances over one
 // PostgreSQL database, HAProxy in front with TRUST_PROXY set for it. Traffic goes through
 // the real proxy. It needs PostgreSQL, haproxy and redis-server: it runs in the PostgreSQL
 // pass, and CI (which installs them) fails rather than skips without them.
-const databaseUrl = process.env.DATABASE_URL
+const databaseUrl = await testDatabaseUrl()
 const tools = ['haproxy', 'redis-server', 'psql', 'curl']
 const missing = tools.filter((tool) => Bun.which(tool) === null)
 if (databaseUrl && missing.length > 0 && process.env.CI) {

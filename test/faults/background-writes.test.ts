@@ -5,13 +5,14 @@ import { createApp, type Service } from '../../src/app.ts'
 import { SERVER_OPTIONS } from '../../src/http/server-options.ts'
 import { createLogger } from '../../src/observability/log.ts'
 import { ADMIN_TOKEN, seedBusiness, seedKey, testService } from '../support/service.ts'
+import { testDatabaseUrl } from '../support/database.ts'
 
 // Contract section 13: background records never decide availability. Another session
 // holds the usage tables locked (as a long vacuum, a migration or a slow disk would) for
 // longer than the background statement timeout: the usage flush times out, and nothing
 // else notices. PGlite has a single connection and no second session to hold a lock, so
 // this runs in the PostgreSQL pass only.
-const databaseUrl = process.env.DATABASE_URL
+const databaseUrl = await testDatabaseUrl()
 
 const opened: { service: Service; database: Database }[] = []
 const lockers: postgres.Sql[] = []

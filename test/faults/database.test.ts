@@ -6,7 +6,7 @@ import { createLogger } from '../../src/observability/log.ts'
 import { ADMIN_TOKEN, seedBusiness, seedKey, testService } from '../support/service.ts'
 import { startTcpProxy, type ProxyMode, type TcpProxy } from '../support/tcp-proxy.ts'
 import { waitUntil } from '../support/wait.ts'
-import { testDatabase } from '../support/database.ts'
+import { testDatabase, testDatabaseUrl } from '../support/database.ts'
 import { analyticsEvents, people } from '../../db/schema/index.ts'
 
 // The service over PostgreSQL through a TCP proxy the test steers: the database stops
@@ -14,7 +14,7 @@ import { analyticsEvents, people } from '../../db/schema/index.ts'
 // needs it answers 503 unavailable with Retry-After within 5 s, reads and writes alike;
 // the log says so once; the service comes back by itself. PGlite has no network to fail,
 // so this runs in the PostgreSQL pass only.
-const databaseUrl = process.env.DATABASE_URL
+const databaseUrl = await testDatabaseUrl()
 const ORIGIN = 'https://www.example.com'
 const DEADLINE_MS = 5_000
 

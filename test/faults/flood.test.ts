@@ -2,7 +2,7 @@ import { afterEach, describe, expect, test } from 'bun:test'
 import { queryRows, sql } from '../../db/client.ts'
 import { REFUSALS_KEPT_PER_HOUR } from '../../src/usage/recorder.ts'
 import { addMember, PASSWORD } from '../dashboard/support.ts'
-import { testDatabase } from '../support/database.ts'
+import { testDatabase, testDatabaseUrl } from '../support/database.ts'
 import { killStartedProcesses, startProcess } from '../support/process.ts'
 import { ADMIN_TOKEN } from '../support/service.ts'
 import { floodSignIns, signInForm, signInFrom } from '../support/sign-in-flood.ts'
@@ -16,7 +16,7 @@ import { floodSignIns, signInForm, signInFrom } from '../support/sign-in-flood.t
 // PGlite has no pool and no deadline. So this runs in the PostgreSQL pass only. The
 // bounds per key and hour and in memory are tested on both engines in
 // test/api/usage-bounds.test.ts.
-const databaseUrl = process.env.DATABASE_URL
+const databaseUrl = await testDatabaseUrl()
 /** The process's resident memory, peak included (docs/decisions.md, "Usage under a flood"). */
 const FLOOD_RSS_BOUND_MIB = 400
 const FLOODER = '203.0.113.66'

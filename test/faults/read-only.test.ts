@@ -3,7 +3,7 @@ import { openDatabase, queryRows, sql, type Database } from '../../db/client.ts'
 import { createApp, type Service } from '../../src/app.ts'
 import { SERVER_OPTIONS } from '../../src/http/server-options.ts'
 import { createLogger } from '../../src/observability/log.ts'
-import { testDatabase } from '../support/database.ts'
+import { testDatabase, testDatabaseUrl } from '../support/database.ts'
 import { ADMIN_TOKEN, seedBusiness, seedKey, testService } from '../support/service.ts'
 import { waitUntil } from '../support/wait.ts'
 
@@ -14,7 +14,7 @@ import { waitUntil } from '../support/wait.ts'
 // Retry-After, never 500; not be ready; and end its pool's sessions on that server, so
 // that its connections look for the primary again. PGlite has no server to fail over:
 // this runs in the PostgreSQL pass only.
-const databaseUrl = process.env.DATABASE_URL
+const databaseUrl = await testDatabaseUrl()
 const ORIGIN = 'https://www.example.com'
 
 const opened: { database: Database; service: Service }[] = []

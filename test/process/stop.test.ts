@@ -3,7 +3,7 @@ import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { openDatabase, queryRows, sql } from '../../db/client.ts'
-import { testDatabase } from '../support/database.ts'
+import { testDatabase, testDatabaseUrl } from '../support/database.ts'
 import { sendPageViews } from '../support/load.ts'
 import { killStartedProcesses, PROCESS_TEST_TIMEOUT, startProcess } from '../support/process.ts'
 import { ADMIN_TOKEN } from '../support/service.ts'
@@ -13,7 +13,7 @@ import { waitUntil } from '../support/wait.ts'
 // (kill -9). 202 means committed (contract section 13), so every acknowledged event must
 // be in the database afterwards. Whether a write survives a kill depends on the engine, so
 // this runs in both passes: on embedded PGlite in a temp DATA_DIR, and on PostgreSQL.
-const databaseUrl = process.env.DATABASE_URL
+const databaseUrl = await testDatabaseUrl()
 const ORIGIN = 'https://shop.example.com'
 
 afterEach(killStartedProcesses)

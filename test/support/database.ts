@@ -67,6 +67,15 @@ export function openedTestDatabase(): Promise<Database> | undefined {
   return shared
 }
 
+/**
+ * DATABASE_URL as this worker's tests and the processes they start must use it: the
+ * worker's own database (see workerDatabase), or undefined on the embedded engine.
+ */
+export function testDatabaseUrl(): Promise<string | undefined> {
+  const url = process.env.DATABASE_URL
+  return url ? workerDatabase(url) : Promise.resolve(undefined)
+}
+
 /** The worker's own database beside DATABASE_URL's, created on first use; DATABASE_URL itself outside --parallel. */
 async function workerDatabase(url: string): Promise<string> {
   const worker = process.env.BUN_TEST_WORKER_ID
