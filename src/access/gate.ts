@@ -76,7 +76,9 @@ export function createGate(deps: GateDeps): Gate {
         'Too many requests with unknown, revoked or expired keys or refused origins or addresses came from this address',
       )
     const decision = authorize(request, rule, deps.keys, now())
-    if (decision instanceof Promise) return decision.then((settled) => budget(request, settled, at))
+    // A key read from the database meets its budget when it arrives: by then requests that
+    // came later may have taken from it, and GCRA must never see its clock go back.
+    if (decision instanceof Promise) return decision.then((settled) => budget(request, settled, clock()))
     return budget(request, decision, at)
   }
 
