@@ -1,4 +1,5 @@
-// Waits for the PostgreSQL server of a URL and gives CI a fresh, empty database there:
+// Waits for the PostgreSQL server of a URL and gives CI a fresh, empty database there (and
+// drops the parallel test workers' databases named after it):
 //   bun .ci/prepare-database.ts postgres://postgres@127.0.0.1:5432/test
 // The CI database is scratch: recreating it keeps a schema left by an earlier run (from
 // migrations since squashed) out of this one. Needs CREATEDB; without it, the existing
@@ -29,7 +30,10 @@ try {
   try {
     await sql.unsafe(`drop database if exists "${name}" with (force)`)
     await sql.unsafe(`create database "${name}"`)
-    console.log(`database ${name} on ${where}: recreated empty`)
+    // The test workers' own databases beside it (test/support/database.ts) go too.
+    const workers = await sql<{ datname: string }[]>`select datname from pg_database where datname like ${`${name}\\_worker%`}`
+    for (const { datname } of workers) await sql.unsafe(`drop database if exists "${datname}" with (force)`)
+    console.log(`database ${name} on ${where}: recreated empty, with ${workers.length} worker databases dropped`)
   } catch (error) {
     const [exists] = await sql`select 1 as found from pg_database where datname = ${name}`
     if (!exists) throw error
