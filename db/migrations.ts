@@ -7,6 +7,7 @@ import m0004 from './migrations/0004_analytics_events_unique_id.sql' with { type
 import m0005 from './migrations/0005_key_allowed_ips.sql' with { type: 'text' }
 import m0006 from './migrations/0006_accounts_and_memberships.sql' with { type: 'text' }
 import m0007 from './migrations/0007_usage_refusals_bounded.sql' with { type: 'text' }
+import m0008 from './migrations/0008_analytics_events_partitioned.sql' with { type: 'text' }
 
 /**
  * Every committed migration, imported statically so that `bun build --compile` embeds
@@ -22,6 +23,7 @@ export const migrationSources: Record<string, string> = {
   '0005_key_allowed_ips': m0005,
   '0006_accounts_and_memberships': m0006,
   '0007_usage_refusals_bounded': m0007,
+  '0008_analytics_events_partitioned': m0008,
 }
 
 export const migrationJournal: { entries: { tag: string; when: number; breakpoints: boolean }[] } = journal

@@ -11,6 +11,7 @@ export const businesses = pgTable('businesses', {
   name: text('name').notNull(),
   createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
   identitySecret: text('identity_secret'),
+  eventRetentionDays: integer('event_retention_days'),
 })
 
 /**
