@@ -36,6 +36,9 @@ export const STOP_TIMEOUT_MS = 15_000
 /** Most analytics rows waiting to be committed, by default (INGEST_QUEUE_ROWS). */
 export const DEFAULT_INGEST_QUEUE_ROWS = 20_000
 
+/** Days an event is kept by default (EVENT_RETENTION_DAYS, contract section 16). */
+export const DEFAULT_EVENT_RETENTION_DAYS = 400
+
 const written = (budget: Budget) => `${budget.limit}/${budget.windowSeconds}`
 
 const Environment = t.Object({
@@ -50,6 +53,7 @@ const Environment = t.Object({
   RATE_LIMIT_API_AUTH_FAILURES: t.String({ pattern: BUDGET, default: written(DEFAULT_RATE_LIMITS.apiAuthFailures) }),
   RATE_LIMIT_ADMIN_AUTH_FAILURES: t.String({ pattern: BUDGET, default: written(DEFAULT_RATE_LIMITS.adminAuthFailures) }),
   INGEST_QUEUE_ROWS: t.Integer({ minimum: 1, maximum: 10_000_000, default: DEFAULT_INGEST_QUEUE_ROWS }),
+  EVENT_RETENTION_DAYS: t.Integer({ minimum: 1, maximum: 36_500, default: DEFAULT_EVENT_RETENTION_DAYS }),
   LOG_FORMAT: t.Union([t.Literal('json'), t.Literal('pretty')], { default: 'json' }),
   LOG_REQUESTS: t.Union([t.Literal('0'), t.Literal('1')], { default: '0' }),
 })
@@ -72,6 +76,8 @@ export interface Config {
   }
   /** Most event rows waiting to be committed before POST /api/v0/analytics answers 503. */
   ingestQueueRows: number
+  /** EVENT_RETENTION_DAYS: the longest any event is kept; a business may keep its own for less. */
+  eventRetentionDays: number
   logFormat: 'json' | 'pretty'
   logRequests: boolean
 }
@@ -112,6 +118,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       adminAuthFailures: budget(env_.RATE_LIMIT_ADMIN_AUTH_FAILURES, 'RATE_LIMIT_ADMIN_AUTH_FAILURES'),
     },
     ingestQueueRows: env_.INGEST_QUEUE_ROWS,
+    eventRetentionDays: env_.EVENT_RETENTION_DAYS,
     logFormat: env_.LOG_FORMAT,
     logRequests: env_.LOG_REQUESTS === '1',
   }
