@@ -95,7 +95,9 @@ async function firstPage(sql: postgres.Sql, table: string, typed: boolean): Prom
               [id, 'signup'],
               { prepare: true },
             )
-          : sql.unsafe(`select * from ${table} where business_id = $1 order by occurred_at desc, id desc limit 101`, [id], { prepare: true }),
+          : sql.unsafe(`select * from ${table} where business_id = $1 order by occurred_at desc, id desc limit 101`, [id], {
+              prepare: true,
+            }),
       ),
     )
   }
@@ -132,7 +134,9 @@ await runBenchmark(async () => {
         results[width]!.typed.push(await firstPage(sql, `events_${width}`, true))
       }
     }
-    console.log(`${EVENTS} events over 90 days, ${BUSINESSES} businesses; load ${(await Bun.file('/proc/loadavg').text()).split(' ').slice(0, 3).join(' ')}`)
+    console.log(
+      `${EVENTS} events over 90 days, ${BUSINESSES} businesses; load ${(await Bun.file('/proc/loadavg').text()).split(' ').slice(0, 3).join(' ')}`,
+    )
     console.log('width  partitions  insert now (ev/s)  insert over 90 d (ev/s)  first page (ms)  first page by type (ms)')
     for (const width of WIDTHS) {
       const r = results[width]!

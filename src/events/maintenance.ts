@@ -97,7 +97,10 @@ export async function maintainEvents(database: Database, options: EventMaintenan
       async (db) => {
         const now = (options.now ?? Date.now)()
         await step('partitions', async () => void report.created.push(...(await createPartitionsAhead(db, now, options.retentionDays))))
-        await step('drop', async () => void report.dropped.push(...(await dropExpiredPartitions(db, database.engine, now, options.retentionDays))))
+        await step(
+          'drop',
+          async () => void report.dropped.push(...(await dropExpiredPartitions(db, database.engine, now, options.retentionDays))),
+        )
         await step('retention', async () => {
           report.deleted += await deleteExpiredRows(db, now, options)
         })
@@ -236,7 +239,11 @@ export async function deleteExpiredRows(db: Db, now: number, options: EventMaint
 }
 
 /** Ids sent without timestamp are remembered 24 hours (contract section 16), then forgotten in batches. */
-export async function forgetUntimedIds(db: Db, now: number, options: Pick<EventMaintenanceOptions, 'batchRows' | 'pauseMs'>): Promise<number> {
+export async function forgetUntimedIds(
+  db: Db,
+  now: number,
+  options: Pick<EventMaintenanceOptions, 'batchRows' | 'pauseMs'>,
+): Promise<number> {
   const batchRows = options.batchRows ?? 5_000
   const cutoff = new Date(now - UNTIMED_ID_MS).toISOString()
   let forgotten = 0

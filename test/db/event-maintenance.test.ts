@@ -229,10 +229,16 @@ describe('event maintenance', () => {
     }
     expect([...statuses.keys()]).toEqual([202])
     expect(sent).toBeGreaterThan(20)
-    const stored = await queryRows<{ id: string }>(database.db, sql`select id::text as id from analytics_events where business_id = ${flood.id}`)
+    const stored = await queryRows<{ id: string }>(
+      database.db,
+      sql`select id::text as id from analytics_events where business_id = ${flood.id}`,
+    )
     expect(stored.length).toBe(acknowledged.size)
     expect(new Set(stored.map((r) => r.id))).toEqual(acknowledged)
-    const left = await queryRows<{ n: number }>(database.db, sql`select count(*)::int as n from analytics_events where business_id = ${short.id}`)
+    const left = await queryRows<{ n: number }>(
+      database.db,
+      sql`select count(*)::int as n from analytics_events where business_id = ${short.id}`,
+    )
     expect(left[0]!.n).toBe(0)
   }, 60_000)
 })
