@@ -2,7 +2,7 @@
  * The event store before and after partitions (issue 31), on PostgreSQL, same machine, same
  * run: the first page of `GET /api/v0/analytics` (100 events, newest first, with and
  * without a type) over a store of BENCH_EVENTS events (10 million by default) spread over
- * a year across 10 businesses, served by the tree before partitions (COMPARE_TREE, else
+ * a year across 10 businesses (in time order, as they arrive), served by the tree before partitions (COMPARE_TREE, else
  * `git archive main`) and by this one; the server-side insert rate of the fill; and the
  * bytes a stored event takes, table and indexes together, over every partition.
  *
@@ -43,16 +43,21 @@ function beforeTree(): string {
   return dir
 }
 
-/** Typical page views of `business` (0..9 by g), over the last year, as the service stores them. */
+/**
+ * Typical page views of 10 businesses in turn, over the last year, in time order as they
+ * arrive (row `g` of `EVENTS` at its share of the year): the indexes grow at their right
+ * edge as they do in service, and ids are time-ordered like the service's UUIDv7.
+ */
 function fill(from: number, count: number, keyId: string, businesses: string[]): string {
   const ids = `array[${businesses.map((b) => `'${b}'::uuid`).join(',')}]`
   return `insert into analytics_events (id, business_id, key_id, origin, event_type, url, referrer, anonymous_id, person_id, properties, occurred_at, received_at)
-    select gen_random_uuid(), (${ids})[1 + g % ${BUSINESSES}], '${keyId}'::uuid, 'https://www.example.com',
+    select (lpad(to_hex((extract(epoch from t) * 1000)::bigint), 12, '0') || '7' || substr(md5(g::text), 1, 19))::uuid,
+      (${ids})[1 + g % ${BUSINESSES}], '${keyId}'::uuid, 'https://www.example.com',
       case when g % 10 = 0 then 'signup' else 'page_view' end,
       'https://www.example.com/blog/post-' || (g % 500), case when g % 3 = 0 then 'https://www.google.com/' end,
-      md5((g / 7)::text), null, jsonb_build_object('title', 'Post ' || (g % 500)),
-      now() - (random() * ${DAYS * 86400}) * interval '1 second', now() - (random() * ${DAYS * 86400}) * interval '1 second'
-    from generate_series(${from}, ${from + count - 1}) g`
+      md5((g / 7)::text), null, jsonb_build_object('title', 'Post ' || (g % 500)), t, t
+    from generate_series(${from}, ${from + count - 1}) g,
+      lateral (select now() - interval '${DAYS} days' + (g::float8 / ${EVENTS}) * interval '${DAYS} days' as t) at`
 }
 
 interface Store {
