@@ -268,8 +268,9 @@ export async function forgetUntimedIds(
 
 /**
  * Runs `batch` until it deletes fewer than `batchRows`, pausing after each for `pauseMs` or
- * three times as long as the batch took, whichever is longer: the deletes use at most a
- * quarter of one database connection's time, whatever the machine's speed.
+ * nine times as long as the batch took, whichever is longer: the deletes use at most a
+ * tenth of one database connection's time, whatever the machine's speed. (At a quarter,
+ * ingestion lost a fifth of its rate on a 2-core machine: bench/README.md, "Event store".)
  */
 async function inBatches(
   options: Pick<EventMaintenanceOptions, 'batchRows' | 'pauseMs'>,
@@ -282,6 +283,6 @@ async function inBatches(
     const n = (await batch(batchRows))[0]?.n ?? 0
     total += n
     if (n < batchRows) return total
-    await Bun.sleep(Math.max(options.pauseMs ?? 20, 3 * (performance.now() - started)))
+    await Bun.sleep(Math.max(options.pauseMs ?? 20, 9 * (performance.now() - started)))
   }
 }

@@ -128,7 +128,7 @@ export type CopyIn = (statement: string, text: string) => Promise<void>
 /**
  * Batches this large or larger go by COPY where the database offers it; smaller ones
  * (single events arriving together) by the prepared insert, one round trip against two
- * plus a transaction (docs/decisions.md, "Batches by COPY").
+ * plus a transaction (docs/decisions.md, "Analytics").
  */
 export const COPY_MIN_ROWS = 64
 
