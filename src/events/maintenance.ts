@@ -15,6 +15,7 @@ const FUTURE_MS = DAY
 /** How long an id sent without timestamp is remembered (contract section 16). */
 export const UNTIMED_ID_MS = DAY
 const LOCK = 'keygate:event-maintenance'
+const MAX_PAUSE_MS = 1_000
 
 export interface EventMaintenanceOptions {
   /** EVENT_RETENTION_DAYS: the longest any business keeps an event. */
@@ -271,6 +272,7 @@ export async function forgetUntimedIds(
  * nine times as long as the batch took, whichever is longer: the deletes use at most a
  * tenth of one database connection's time, whatever the machine's speed. (At a quarter,
  * ingestion lost a fifth of its rate on a 2-core machine: bench/README.md, "Event store".)
+ * At most a second: one batch slowed by a busy machine must not stall the rest.
  */
 async function inBatches(
   options: Pick<EventMaintenanceOptions, 'batchRows' | 'pauseMs'>,
@@ -283,6 +285,6 @@ async function inBatches(
     const n = (await batch(batchRows))[0]?.n ?? 0
     total += n
     if (n < batchRows) return total
-    await Bun.sleep(Math.max(options.pauseMs ?? 20, 9 * (performance.now() - started)))
+    await Bun.sleep(Math.min(MAX_PAUSE_MS, Math.max(options.pauseMs ?? 20, 9 * (performance.now() - started))))
   }
 }
