@@ -462,6 +462,7 @@ async function main(): Promise<number> {
         properties: row.properties as Record<string, unknown>,
         occurred_at: row.occurredAt.toISOString(),
         received_at: row.receivedAt.toISOString(),
+        untimed: false,
       }))
     } finally {
       await database.close()

@@ -36,6 +36,15 @@ export interface Database {
    */
   exclusively<T>(task: (db: Db) => Promise<T>): Promise<T>
   /**
+   * Runs `task` unless another holder of `lock` runs one now, anywhere: then answers
+   * `skipped` at once. On PostgreSQL, on a connection of its own that holds a session
+   * advisory lock (so the task may run statements that refuse a transaction block, such as
+   * `DETACH PARTITION ... CONCURRENTLY`), with its own statement and lock timeouts, outside
+   * the availability watch: its failures are the task's, never the database's state.
+   * PGlite has one owning process: one task per lock in it at a time.
+   */
+  tryExclusively<T>(lock: string, task: (db: Db) => Promise<T>, limits: SessionLimits): Promise<{ ran: true; result: T } | { ran: false }>
+  /**
    * LISTEN on a channel over a connection of its own (db/notifications.ts). PostgreSQL
    * only: PGlite has one owning process, whose own changes need no notification.
    */
@@ -48,6 +57,12 @@ export interface Database {
    */
   copyIn?(statement: string, text: string): Promise<void>
   close(): Promise<void>
+}
+
+/** A dedicated session's timeouts, in ms. */
+export interface SessionLimits {
+  statementTimeoutMs: number
+  lockTimeoutMs: number
 }
 
 export interface DatabaseOptions {
@@ -135,6 +150,27 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
           await single.end({ timeout: 5 })
         }
       },
+      tryExclusively: async (lock, task, limits) => {
+        const single = postgres(options.databaseUrl!, {
+          max: 1,
+          onnotice: () => {},
+          connect_timeout: 5,
+          connection: {
+            application_name: applicationName,
+            statement_timeout: limits.statementTimeoutMs,
+            lock_timeout: limits.lockTimeoutMs,
+            idle_in_transaction_session_timeout: limits.statementTimeoutMs * 2,
+          },
+        })
+        try {
+          const [row] = await single`select pg_try_advisory_lock(hashtext(${lock})) as locked`
+          if (!row?.locked) return { ran: false }
+          return { ran: true, result: await task(drizzlePostgres(single, { schema }) as unknown as Db) }
+        } finally {
+          // Ending the session releases the lock, whatever `task` did.
+          await single.end({ timeout: 5 })
+        }
+      },
       listen: (channel, handlers, listenOptions) => listenForever(options.databaseUrl!, channel, handlers, listenOptions),
       copyIn: boundedCopy(raw, queryTimeoutMs, availability),
       close: async () => {
@@ -155,6 +191,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     await client.query('select 1')
   }
   const availability = watchAvailability(ping)
+  const running = new Set<string>()
   return {
     db,
     background: db,
@@ -162,6 +199,15 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     ping,
     availability,
     exclusively: (task) => task(db),
+    tryExclusively: async (lock, task) => {
+      if (running.has(lock)) return { ran: false }
+      running.add(lock)
+      try {
+        return { ran: true, result: await task(db) }
+      } finally {
+        running.delete(lock)
+      }
+    },
     archive: () => client.dumpDataDir('none'),
     close: async () => {
       availability.close()

@@ -10,6 +10,12 @@ import { index, jsonb, pgTable, primaryKey, text, timestamp, uuid } from 'drizzl
  * No foreign keys on purpose: business and key ids come from the authenticated key, and a
  * foreign key would add a lookup and a `FOR KEY SHARE` lock on the parent row to every
  * inserted event. Keys are never deleted (revoking keeps the row), so the ids stay valid.
+ *
+ * Range-partitioned by `occurredAt`, one partition a calendar month (UTC), named
+ * `analytics_events_YYYY_MM` (docs/decisions.md, "Event partitions"). Drizzle cannot
+ * declare partitioning: migration 0008 made the table partitioned by hand, and the event
+ * maintenance (src/events/maintenance.ts) creates partitions ahead and drops expired ones.
+ * There is no DEFAULT partition: an event needs the partition of its month.
  */
 export const analyticsEvents = pgTable(
   'analytics_events',
@@ -32,14 +38,36 @@ export const analyticsEvents = pgTable(
     occurredAt: timestamp('occurred_at', { withTimezone: true, precision: 3 }).notNull(),
     receivedAt: timestamp('received_at', { withTimezone: true }).notNull(),
   },
-  // Only the indexes the reads need (every insert pays for each one). The primary key is
-  // (businessId, id): a business stores an event id once, whatever its occurredAt (a retry
-  // without timestamp gets another), and the insert skips ids already there (ON CONFLICT).
-  // Lists page on (occurredAt, id) within a business, with or without a type: one index each
-  // (the untyped one scanned backwards). Issue 17: 2 indexes to 3, bench/README.md.
+  // Only the indexes the reads need (every insert pays for each one). A partitioned table's
+  // unique keys must hold its partition column, so the primary key is (businessId,
+  // occurredAt, id): a business stores an event id once per timestamp, and the insert skips
+  // one already there (ON CONFLICT); an id sent without timestamp is recognized through
+  // analytics_untimed_ids (docs/decisions.md, "Exactly once across partitions"). In this
+  // order the key is also the untyped list's index (scanned backwards), so the table has
+  // two indexes again rather than issue 17's three; the typed list has its own.
   (table) => [
-    primaryKey({ name: 'analytics_events_pkey', columns: [table.businessId, table.id] }),
-    index('analytics_events_business_time_idx').on(table.businessId, table.occurredAt, table.id),
+    primaryKey({ name: 'analytics_events_pkey', columns: [table.businessId, table.occurredAt, table.id] }),
     index('analytics_events_business_type_time_idx').on(table.businessId, table.eventType, table.occurredAt.desc(), table.id.desc()),
+  ],
+)
+
+/**
+ * The ids of events sent with an `id` and no `timestamp`, for 24 hours: such an event is
+ * stored with its receive time, which a retry would not repeat, so the events' key alone
+ * would store the retry again. The insert stores such an event only when its id is new
+ * here, and a retry finds it (docs/decisions.md, "Exactly once across partitions"). The
+ * event maintenance deletes rows older than 24 hours.
+ */
+export const analyticsUntimedIds = pgTable(
+  'analytics_untimed_ids',
+  {
+    businessId: uuid('business_id').notNull(),
+    id: uuid('id').notNull(),
+    /** The receive time the first try was stored with. */
+    occurredAt: timestamp('occurred_at', { withTimezone: true, precision: 3 }).notNull(),
+  },
+  (table) => [
+    primaryKey({ name: 'analytics_untimed_ids_pkey', columns: [table.businessId, table.id] }),
+    index('analytics_untimed_ids_occurred_idx').on(table.occurredAt),
   ],
 )

@@ -233,6 +233,10 @@ export function createErasures(db: Db, background: Db, options: ErasureOptions =
               ), gone as (
                 delete from analytics_events e using victims v
                 where e.business_id = v.business_id and e.id = v.id and e.occurred_at = v.occurred_at
+                  -- The span again, as constants: the planner then reads only its partitions.
+                  and e.business_id = ${job.businessId}
+                  and e.occurred_at >= ${new Date(from).toISOString()}::timestamptz
+                  and e.occurred_at < ${new Date(from + windowMs).toISOString()}::timestamptz
                 returning 1
               )
               update analytics_erasures

@@ -468,6 +468,7 @@ test('one insert of rows from two businesses, keys and Origins, interleaved, sto
     properties: {},
     occurred_at: received,
     received_at: received,
+    untimed: false,
     ...more,
   })
   const rows = [
@@ -544,6 +545,7 @@ describe("the service's event writer", () => {
     properties: {},
     occurred_at: '2026-03-01T10:00:00.000Z',
     received_at: '2026-03-01T10:00:01.000Z',
+    untimed: false,
     ...more,
   })
 

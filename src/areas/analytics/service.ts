@@ -24,6 +24,11 @@ export interface EventRow {
   properties: Record<string, unknown>
   occurred_at: string
   received_at: string
+  /**
+   * Sent with an `id` and no `timestamp`: stored at its receive time, which a retry does not
+   * repeat, so it is stored only when analytics_untimed_ids does not know its id yet.
+   */
+  untimed: boolean
 }
 
 /**
@@ -50,6 +55,7 @@ export function toEventRow(
     properties: event.properties ?? {},
     occurred_at: occurred,
     received_at: received,
+    untimed: event.id !== undefined && event.timestamp === undefined,
   }
 }
 
@@ -68,21 +74,39 @@ export function eventInserter(db: Db): (rows: readonly EventRow[]) => Promise<vo
   // throughput (bench/README.md). The price: a batch whose requests were told 503 because
   // the database hung past the deadline may still commit when it answers again
   // (docs/decisions.md, "Database faults").
+  const input = db.$with('input', {}).as(
+    sql`select e.id, g.business, g.key, g.origin, e.type, e.url, e.referrer, e.anonymous, e.person,
+           coalesce(e.properties, '{}'::jsonb) as properties,
+           coalesce(e.occurred, e.received, g.received)::timestamp (3) with time zone as occurred,
+           coalesce(e.received, g.received) as received, coalesce(e.untimed, false) as untimed
+        from jsonb_to_recordset(${sql.placeholder('groups')}::jsonb)
+          as g(business uuid, key uuid, origin text, received timestamptz, events jsonb)
+        cross join lateral jsonb_to_recordset(g.events)
+          as e(id uuid, type text, url text, referrer text, anonymous text, person text, properties jsonb,
+               received timestamptz, occurred timestamptz, untimed boolean)`,
+  )
+  // An event sent with an id and no timestamp claims its id for 24 hours; one whose id is
+  // claimed already (a retry, a duplicate in this batch, or a concurrent insert's: it waits
+  // for that one) is left out. The claim and the event commit together, in this statement.
+  const claimed = db.$with('claimed', {}).as(
+    sql`insert into analytics_untimed_ids (business_id, id, occurred_at)
+        select business, id, occurred from input where untimed
+        on conflict (business_id, id) do nothing
+        returning business_id, id, occurred_at`,
+  )
   // The select lists every column in the table's order: Drizzle names them all.
   const statement = db
+    .with(input, claimed)
     .insert(analyticsEvents)
     .select(
-      sql`select e.id, g.business, g.key, g.origin, e.type, e.url, e.referrer, e.anonymous, e.person,
-             coalesce(e.properties, '{}'::jsonb), coalesce(e.occurred, e.received, g.received), coalesce(e.received, g.received)
-          from jsonb_to_recordset(${sql.placeholder('groups')}::jsonb)
-            as g(business uuid, key uuid, origin text, received timestamptz, events jsonb)
-          cross join lateral jsonb_to_recordset(g.events)
-            as e(id uuid, type text, url text, referrer text, anonymous text, person text, properties jsonb,
-                 received timestamptz, occurred timestamptz)`,
+      sql`select i.id, i.business, i.key, i.origin, i.type, i.url, i.referrer, i.anonymous, i.person, i.properties, i.occurred, i.received
+          from input i
+          where not i.untimed
+            or exists (select 1 from claimed c where c.business_id = i.business and c.id = i.id and c.occurred_at = i.occurred)`,
     )
-    // An id the business already stored (a retry, a duplicate in this batch, or one a
-    // concurrent insert is writing: it waits for that one) is skipped, not an error.
-    .onConflictDoNothing({ target: [analyticsEvents.businessId, analyticsEvents.id] })
+    // An event already stored with this id and time (a retry, a duplicate in this batch, or
+    // one a concurrent insert is writing: it waits for that one) is skipped, not an error.
+    .onConflictDoNothing({ target: [analyticsEvents.businessId, analyticsEvents.occurredAt, analyticsEvents.id] })
     .prepare('insert_analytics_events')
   return async (rows) => {
     const groups = insertParameter(rows)
@@ -115,7 +139,7 @@ export const COPY_EVENTS =
  * How the group commit stores a batch. On PostgreSQL, a batch of `COPY_MIN_ROWS` or more
  * goes by `COPY ... FROM STDIN`: the server inserts the rows in pages rather than one by
  * one, and parses no JSON (bench/README.md: about a third less database CPU a row than
- * the jsonb insert). COPY cannot skip an id already stored, so such a batch fails whole
+ * the jsonb insert). COPY cannot skip an event already stored, so such a batch fails whole
  * (a retry of stored events, a duplicate within the batch, one a concurrent COPY wrote,
  * or two COPYs waiting on each other's ids) and is then written by the insert, which
  * skips stored ids: the primary key enforces "stored once" either way. The COPY's own
@@ -127,7 +151,8 @@ export function eventWriter(db: Db, copyIn?: CopyIn): (rows: readonly EventRow[]
   const insert = eventInserter(db)
   if (copyIn === undefined) return insert
   return async (rows) => {
-    if (rows.length < COPY_MIN_ROWS) return insert(rows)
+    // COPY cannot consult analytics_untimed_ids: a batch with an untimed event goes by insert.
+    if (rows.length < COPY_MIN_ROWS || rows.some((row) => row.untimed)) return insert(rows)
     try {
       await copyIn(COPY_EVENTS, copyText(rows))
     } catch (error) {
@@ -185,6 +210,8 @@ interface InsertEvent {
   received?: string
   /** Only when it differs from the event's receive time. */
   occurred?: string
+  /** Only when true (EventRow's `untimed`). */
+  untimed?: true
 }
 
 /**
@@ -214,6 +241,7 @@ export function insertParameter(rows: readonly EventRow[]): string {
       properties: isEmpty(row.properties) ? undefined : row.properties,
       received: row.received_at === group.received ? undefined : row.received_at,
       occurred: row.occurred_at === row.received_at ? undefined : row.occurred_at,
+      untimed: row.untimed ? true : undefined,
     })
   }
   return JSON.stringify(groups)

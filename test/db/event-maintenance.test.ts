@@ -1,0 +1,251 @@
+import { afterEach, describe, expect, test } from 'bun:test'
+import postgres from 'postgres'
+import { queryRows, sql } from '../../db/client.ts'
+import { eventWriter, type EventRow } from '../../src/areas/analytics/service.ts'
+import { maintainEvents, partitionName, type EventMaintenanceOptions } from '../../src/events/maintenance.ts'
+import { SERVER_OPTIONS } from '../../src/http/server-options.ts'
+import { ensureEventPartitions, testDatabase, testDatabaseUrl } from '../support/database.ts'
+import { seedBusiness, seedKey, testService } from '../support/service.ts'
+
+// Contract section 16: partitions ahead of need, whole partitions dropped past the
+// operator's retention, a business's shorter retention in bounded batches, untimed ids
+// forgotten after 24 hours, one instance at a time, and none of it hurting ingestion.
+const DAY = 86_400_000
+const ORIGIN = 'https://www.example.com'
+
+afterEach(async () => {
+  // Tests here drop partitions the other files' events need: the default window comes back.
+  await ensureEventPartitions(await testDatabase())
+})
+
+function monthStart(at: number): Date {
+  const d = new Date(at)
+  return new Date(Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1))
+}
+
+async function partitionNames(): Promise<string[]> {
+  const { db } = await testDatabase()
+  const rows = await queryRows<{ name: string }>(
+    db,
+    sql`select c.relname as name from pg_inherits i join pg_class c on c.oid = i.inhrelid where i.inhparent = 'analytics_events'::regclass`,
+  )
+  return rows.map((row) => row.name).sort()
+}
+
+function row(businessId: string, keyId: string, occurred: number, more: Partial<EventRow> = {}): EventRow {
+  const at = new Date(occurred).toISOString()
+  return {
+    id: crypto.randomUUID(),
+    business_id: businessId,
+    key_id: keyId,
+    origin: ORIGIN,
+    event_type: 'page_view',
+    url: `${ORIGIN}/`,
+    referrer: null,
+    anonymous_id: null,
+    person_id: null,
+    properties: {},
+    occurred_at: at,
+    received_at: at,
+    untimed: false,
+    ...more,
+  }
+}
+
+async function business(name: string, retentionDays: number | null = null) {
+  const service = await testService()
+  const id = await seedBusiness(service, name)
+  const { db } = await testDatabase()
+  if (retentionDays !== null) await db.execute(sql`update businesses set event_retention_days = ${retentionDays} where id = ${id}`)
+  // A budget no flood reaches: the rate limit is not what these tests are about.
+  const key = await seedKey(service, id, { rateLimit: { limit: 1_000_000, windowSeconds: 1 } })
+  return { service, id, keyId: key.record.id, key: key.key }
+}
+
+async function storedTimes(businessId: string): Promise<number[]> {
+  const { db } = await testDatabase()
+  const rows = await queryRows<{ at: number }>(
+    db,
+    sql`select round(extract(epoch from occurred_at) * 1000)::float8 as at from analytics_events where business_id = ${businessId} order by occurred_at`,
+  )
+  return rows.map((r) => Number(r.at))
+}
+
+describe('event maintenance', () => {
+  const options = (more: Partial<EventMaintenanceOptions> = {}): EventMaintenanceOptions => ({ retentionDays: 400, pauseMs: 0, ...more })
+
+  test('after a run, every month from the retention back to the day after tomorrow has its partition, and the next month too', async () => {
+    const database = await testDatabase()
+    // The clock 70 days on: the months ahead of today's partitions must appear (an earlier
+    // run on this database may have made them: they go first).
+    const needed = partitionName(new Date(Date.UTC(new Date().getUTCFullYear(), new Date().getUTCMonth() + 2, 1)))
+    for (const name of await partitionNames()) {
+      if (name > needed) await database.db.execute(sql`drop table ${sql.identifier(name)}`)
+    }
+    const now = Date.now() + 70 * DAY
+    const report = await maintainEvents(database, options({ now: () => now }))
+    expect(report.failed).toEqual([])
+    const names = await partitionNames()
+    const last = monthStart(now + DAY)
+    const wanted: string[] = []
+    for (let m = monthStart(now - 400 * DAY); m <= last; m = new Date(Date.UTC(m.getUTCFullYear(), m.getUTCMonth() + 1, 1))) {
+      wanted.push(partitionName(m))
+    }
+    wanted.push(partitionName(new Date(Date.UTC(last.getUTCFullYear(), last.getUTCMonth() + 1, 1))))
+    for (const name of wanted) expect(names).toContain(name)
+    expect(report.created.length).toBeGreaterThan(0)
+    // An event at the latest accepted time of that clock is stored.
+    const b = await business('Ahead')
+    await eventWriter(database.db)([row(b.id, b.keyId, now + 23 * 3_600_000)])
+    expect(await storedTimes(b.id)).toEqual([now + 23 * 3_600_000])
+    // A second run finds nothing to create.
+    expect((await maintainEvents(database, options({ now: () => now }))).created).toEqual([])
+  })
+
+  test('a partition wholly past the retention is dropped whole; the months still kept stay', async () => {
+    const database = await testDatabase()
+    const b = await business('Old')
+    const now = Date.now()
+    await eventWriter(database.db)([row(b.id, b.keyId, now - 100 * DAY), row(b.id, b.keyId, now - 10 * DAY)])
+    const report = await maintainEvents(database, options({ retentionDays: 60 }))
+    expect(report.failed).toEqual([])
+    expect(report.dropped).toContain(partitionName(monthStart(now - 100 * DAY)))
+    expect(report.dropped).not.toContain(partitionName(monthStart(now - 60 * DAY)))
+    const names = await partitionNames()
+    expect(names).not.toContain(partitionName(monthStart(now - 100 * DAY)))
+    expect(names).toContain(partitionName(monthStart(now - 60 * DAY)))
+    expect(await storedTimes(b.id)).toEqual([now - 10 * DAY])
+    // Whole partitions only: no row was deleted one by one.
+    expect(report.deleted).toBe(0)
+  })
+
+  test('a business with a shorter retention loses only its older events, in bounded batches; another business keeps all', async () => {
+    const database = await testDatabase()
+    const short = await business('Short', 30)
+    const long = await business('Long')
+    const now = Date.now()
+    const times = [now - 40 * DAY, now - 20 * DAY, now - DAY]
+    const old = Array.from({ length: 12 }, (_, i) => now - (31 + i) * DAY)
+    await eventWriter(database.db)([
+      ...[...times, ...old].map((at) => row(short.id, short.keyId, at)),
+      ...times.map((at) => row(long.id, long.keyId, at)),
+    ])
+    const report = await maintainEvents(database, options({ batchRows: 5 }))
+    expect(report.failed).toEqual([])
+    expect(report.deleted).toBe(13)
+    expect(await storedTimes(short.id)).toEqual([now - 20 * DAY, now - DAY])
+    expect(await storedTimes(long.id)).toEqual(times)
+  })
+
+  test('an id sent without timestamp is remembered 24 hours, then forgotten', async () => {
+    const database = await testDatabase()
+    const b = await business('Untimed')
+    const now = Date.now()
+    await eventWriter(database.db)([row(b.id, b.keyId, now, { untimed: true }), row(b.id, b.keyId, now - 2 * DAY, { untimed: true })])
+    const count = async () => (await queryRows<{ n: number }>(database.db, sql`select count(*)::int as n from analytics_untimed_ids`))[0]!.n
+    expect(await count()).toBe(2)
+    expect((await maintainEvents(database, options({ batchRows: 1 }))).forgotten).toBe(1)
+    expect(await count()).toBe(1)
+    expect((await maintainEvents(database, options({ now: () => now + 25 * 3_600_000 }))).forgotten).toBe(1)
+    expect(await count()).toBe(0)
+  })
+
+  test('one instance at a time: a run while another holds the maintenance runs nothing', async () => {
+    const database = await testDatabase()
+    if (database.engine === 'postgres') {
+      const other = postgres((await testDatabaseUrl())!, { max: 1, onnotice: () => {} })
+      try {
+        const session = await other.reserve()
+        await session`select pg_advisory_lock(hashtext('keygate:event-maintenance'))`
+        expect((await maintainEvents(database, options())).skipped).toBe(true)
+        await session`select pg_advisory_unlock(hashtext('keygate:event-maintenance'))`
+        session.release()
+        expect((await maintainEvents(database, options())).skipped).toBe(false)
+      } finally {
+        await other.end()
+      }
+    } else {
+      const both = await Promise.all([maintainEvents(database, options()), maintainEvents(database, options())])
+      expect(both.map((r) => r.skipped).sort()).toEqual([false, true])
+    }
+  })
+
+  test('maintenance while events flood in over HTTP: no 5xx, no event lost, and the expired ones go', async () => {
+    const database = await testDatabase()
+    const flood = await business('Flood')
+    const short = await business('Short', 30)
+    const now = Date.now()
+    // Work for every step: 3,000 rows past a business's retention, an expired partition with rows.
+    await database.db.execute(sql`insert into analytics_events (id, business_id, key_id, event_type, occurred_at, received_at)
+      select gen_random_uuid(), ${short.id}::uuid, ${short.keyId}::uuid, 'page_view',
+             now() - interval '31 days' - g * interval '1 minute', now() - interval '31 days'
+      from generate_series(1, 3000) g`)
+    const expired = monthStart(now - 460 * DAY)
+    const expiredName = partitionName(expired)
+    await database.db.execute(sql`drop table if exists ${sql.identifier(expiredName)}`)
+    await database.db.execute(
+      sql`create table ${sql.identifier(expiredName)} partition of analytics_events for values from (${sql.raw(`'${expired.toISOString()}'`)}) to (${sql.raw(`'${new Date(Date.UTC(expired.getUTCFullYear(), expired.getUTCMonth() + 1, 1)).toISOString()}'`)})`,
+    )
+    await database.db.execute(sql`insert into analytics_events (id, business_id, key_id, event_type, occurred_at, received_at)
+      select gen_random_uuid(), ${short.id}::uuid, ${short.keyId}::uuid, 'page_view', ${expired.toISOString()}::timestamptz + g * interval '1 minute', now()
+      from generate_series(1, 200) g`)
+
+    flood.service.app.listen({ hostname: '127.0.0.1', port: 0, ...SERVER_OPTIONS })
+    const base = `http://127.0.0.1:${flood.service.app.server!.port}`
+    const statuses = new Map<number, number>()
+    const acknowledged = new Set<string>()
+    let running = true
+    let sent = 0
+    async function client(): Promise<void> {
+      while (running) {
+        // Ten events a request, their times spread over the last 20 days (several partitions).
+        const events = Array.from({ length: 10 }, () => ({
+          id: crypto.randomUUID(),
+          eventType: 'page_view',
+          timestamp: new Date(now - Math.floor(Math.random() * 20 * DAY)).toISOString(),
+        }))
+        sent++
+        const response = await fetch(`${base}/api/v0/analytics`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${flood.key}`, origin: ORIGIN, 'content-type': 'application/json' },
+          body: JSON.stringify({ events }),
+        })
+        await response.arrayBuffer()
+        statuses.set(response.status, (statuses.get(response.status) ?? 0) + 1)
+        if (response.status === 202) for (const event of events) acknowledged.add(event.id)
+      }
+    }
+    const clients = Array.from({ length: 8 }, client)
+    try {
+      await Bun.sleep(200)
+      // Two runs during the flood: the first does the work, the second finds little left.
+      const first = await maintainEvents(database, options({ batchRows: 500, pauseMs: 5 }))
+      const second = await maintainEvents(database, options({ batchRows: 500, pauseMs: 5, now: () => Date.now() + 40 * DAY }))
+      await Bun.sleep(200)
+      running = false
+      await Promise.all(clients)
+      expect(first.failed).toEqual([])
+      expect(second.failed).toEqual([])
+      expect(first.dropped).toContain(expiredName)
+      expect(first.deleted).toBe(3000)
+    } finally {
+      running = false
+      await Promise.all(clients)
+      flood.service.app.server?.stop(true)
+      await flood.service.drain()
+    }
+    expect([...statuses.keys()]).toEqual([202])
+    expect(sent).toBeGreaterThan(20)
+    const stored = await queryRows<{ id: string }>(
+      database.db,
+      sql`select id::text as id from analytics_events where business_id = ${flood.id}`,
+    )
+    expect(stored.length).toBe(acknowledged.size)
+    expect(new Set(stored.map((r) => r.id))).toEqual(acknowledged)
+    const left = await queryRows<{ n: number }>(
+      database.db,
+      sql`select count(*)::int as n from analytics_events where business_id = ${short.id}`,
+    )
+    expect(left[0]!.n).toBe(0)
+  }, 60_000)
+})
