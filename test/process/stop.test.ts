@@ -19,8 +19,6 @@ const ORIGIN = 'https://shop.example.com'
 afterEach(killStartedProcesses)
 
 async function serviceUnderLoad() {
-  // Opened before the service writes: the first open empties what earlier files left.
-  if (databaseUrl) await testDatabase()
   const dataDir = join(mkdtempSync(join(tmpdir(), 'kg-stop-')), 'data')
   const service = startProcess({
     ADMIN_TOKEN,

@@ -22,8 +22,6 @@ export function testDatabase(): Promise<Database> {
       const database = await openDatabase({ databaseUrl, dataDir: 'memory://' })
       await migrate(database)
       await ensureEventPartitions(database)
-      // Another file of this worker may have left rows behind.
-      await emptyAllTables(database)
       return database
     }
     const archive = await migratedArchive()

@@ -1,10 +1,12 @@
 import { afterAll, afterEach, beforeEach } from 'bun:test'
 import { flushBackgroundWrites, stopBackgroundWriters } from './background.ts'
-import { emptyAllTables, openedTestDatabase } from './database.ts'
+import { emptyAllTables, openedTestDatabase, testDatabase } from './database.ts'
 
-// Only what a file's tests opened is emptied: unit tests never open the database.
+// Every test starts on empty tables. On PGlite only what a file's tests opened is
+// emptied (unit tests never open it); a PostgreSQL database may hold rows of an earlier
+// run, so it is opened and emptied before the test, never after a service it starts wrote.
 beforeEach(async () => {
-  const opened = openedTestDatabase()
+  const opened = process.env.DATABASE_URL ? testDatabase() : openedTestDatabase()
   if (opened) await emptyAllTables(await opened)
 })
 
