@@ -1,9 +1,7 @@
 import { expect, test } from 'bun:test'
-import type { MigrationMeta } from 'drizzle-orm/migrator'
-import postgres from 'postgres'
-import { openDatabase, queryRows, sql, type Database } from '../../db/client.ts'
-import { applyMigrations, embeddedMigrations } from '../../db/migrate.ts'
-import { migrationJournal } from '../../db/migrations.ts'
+import { queryRows, sql } from '../../db/client.ts'
+import { applyMigrations } from '../../db/migrate.ts'
+import { migrateBefore, scratchDatabase } from '../support/scratch-database.ts'
 import { hashToken } from '../../src/access/secrets.ts'
 import { createSessionStore } from '../../src/dashboard/sessions.ts'
 import { createMemberService } from '../../src/members/service.ts'
@@ -14,42 +12,8 @@ import { createMemberService } from '../../src/members/service.ts'
 // embedded database takes long to start on a busy machine, hence the timeout.
 const TAG = '0006_accounts_and_memberships'
 
-async function freshDatabase(): Promise<{ database: Database; dispose: () => Promise<void> }> {
-  if (!process.env.DATABASE_URL) {
-    const database = await openDatabase({ dataDir: 'memory://' })
-    return { database, dispose: () => database.close() }
-  }
-  const base = new URL(process.env.DATABASE_URL)
-  const name = `keygate_accounts_${crypto.randomUUID().slice(0, 8)}`
-  const maintenanceUrl = new URL(base)
-  maintenanceUrl.pathname = '/postgres'
-  const maintenance = postgres(maintenanceUrl.toString(), { max: 1, onnotice: () => {} })
-  await maintenance.unsafe(`create database "${name}"`)
-  const url = new URL(base)
-  url.pathname = `/${name}`
-  const database = await openDatabase({ databaseUrl: url.toString(), dataDir: '' })
-  return {
-    database,
-    async dispose() {
-      await database.close()
-      await maintenance.unsafe(`drop database "${name}" with (force)`)
-      await maintenance.end()
-    },
-  }
-}
-
-/** Applies the committed migrations up to, not including, `tag`. */
-async function migrateBefore(database: Database, tag: string): Promise<void> {
-  const index = migrationJournal.entries.findIndex((entry) => entry.tag === tag)
-  const internals = database.db as unknown as {
-    dialect: { migrate(m: MigrationMeta[], session: unknown, config: object): Promise<void> }
-    session: unknown
-  }
-  await internals.dialect.migrate(embeddedMigrations().slice(0, index), internals.session, { migrationsFolder: '(embedded)' })
-}
-
 test('members, sessions and sign-in links of a database written before accounts keep working after it', async () => {
-  const { database, dispose } = await freshDatabase()
+  const { database, dispose } = await scratchDatabase('accounts')
   try {
     const { db } = database
     await migrateBefore(database, TAG)

@@ -1,49 +1,13 @@
 import { expect, test } from 'bun:test'
-import type { MigrationMeta } from 'drizzle-orm/migrator'
-import postgres from 'postgres'
-import { openDatabase, queryRows, sql, type Database } from '../../db/client.ts'
-import { applyMigrations, embeddedMigrations } from '../../db/migrate.ts'
-import { migrationJournal } from '../../db/migrations.ts'
+import { queryRows, sql } from '../../db/client.ts'
+import { applyMigrations } from '../../db/migrate.ts'
+import { migrateBefore, scratchDatabase } from '../support/scratch-database.ts'
 
-// Issue 31 item 1: migration 0008 turns analytics_events into a table partitioned by month
+// Issue 31 item 1: migration 0009 turns analytics_events into a table partitioned by month
 // and keeps every row of a database written before it, however old. A database of its own
 // (a fresh PGlite, or a scratch database on PostgreSQL named after DATABASE_URL's), migrated
 // in two steps around the change.
-const TAG = '0008_analytics_events_partitioned'
-
-async function freshDatabase(): Promise<{ database: Database; dispose: () => Promise<void> }> {
-  if (!process.env.DATABASE_URL) {
-    const database = await openDatabase({ dataDir: 'memory://' })
-    return { database, dispose: () => database.close() }
-  }
-  const base = new URL(process.env.DATABASE_URL)
-  const name = `${base.pathname.slice(1)}_migration_${crypto.randomUUID().slice(0, 8)}`
-  const maintenanceUrl = new URL(base)
-  maintenanceUrl.pathname = '/postgres'
-  const maintenance = postgres(maintenanceUrl.toString(), { max: 1, onnotice: () => {} })
-  await maintenance.unsafe(`create database "${name}"`)
-  const url = new URL(base)
-  url.pathname = `/${name}`
-  const database = await openDatabase({ databaseUrl: url.toString(), dataDir: '' })
-  return {
-    database,
-    async dispose() {
-      await database.close()
-      await maintenance.unsafe(`drop database "${name}" with (force)`)
-      await maintenance.end()
-    },
-  }
-}
-
-/** Applies the committed migrations up to, not including, `tag`. */
-async function migrateBefore(database: Database, tag: string): Promise<void> {
-  const index = migrationJournal.entries.findIndex((entry) => entry.tag === tag)
-  const internals = database.db as unknown as {
-    dialect: { migrate(m: MigrationMeta[], session: unknown, config: object): Promise<void> }
-    session: unknown
-  }
-  await internals.dialect.migrate(embeddedMigrations().slice(0, index), internals.session, { migrationsFolder: '(embedded)' })
-}
+const TAG = '0009_analytics_events_partitioned'
 
 /** Every row's every column, in one text: equal before and after means no row was lost or changed. */
 const everyRow = sql`select count(*)::int as rows, coalesce(md5(string_agg(e::text, '|' order by e.business_id, e.id)), '') as digest
@@ -51,7 +15,7 @@ const everyRow = sql`select count(*)::int as rows, coalesce(md5(string_agg(e::te
         from analytics_events) e`
 
 test('every event of a database written before partitions survives the migration, the oldest included', async () => {
-  const { database, dispose } = await freshDatabase()
+  const { database, dispose } = await scratchDatabase('partitions')
   try {
     const { db } = database
     await migrateBefore(database, TAG)

@@ -1,0 +1,44 @@
+import type { MigrationMeta } from 'drizzle-orm/migrator'
+import postgres from 'postgres'
+import { openDatabase, type Database } from '../../db/client.ts'
+import { embeddedMigrations } from '../../db/migrate.ts'
+import { migrationJournal } from '../../db/migrations.ts'
+
+/**
+ * A database of its own, for a test that migrates step by step: a fresh PGlite, or on
+ * PostgreSQL a scratch database beside DATABASE_URL's, dropped by `dispose`.
+ */
+export async function scratchDatabase(prefix: string): Promise<{ database: Database; dispose: () => Promise<void> }> {
+  if (!process.env.DATABASE_URL) {
+    const database = await openDatabase({ dataDir: 'memory://' })
+    return { database, dispose: () => database.close() }
+  }
+  const base = new URL(process.env.DATABASE_URL)
+  const name = `${base.pathname.slice(1)}_${prefix}_${crypto.randomUUID().slice(0, 8)}`
+  const maintenanceUrl = new URL(base)
+  maintenanceUrl.pathname = '/postgres'
+  const maintenance = postgres(maintenanceUrl.toString(), { max: 1, onnotice: () => {} })
+  await maintenance.unsafe(`create database "${name}"`)
+  const url = new URL(base)
+  url.pathname = `/${name}`
+  const database = await openDatabase({ databaseUrl: url.toString(), dataDir: '' })
+  return {
+    database,
+    async dispose() {
+      await database.close()
+      await maintenance.unsafe(`drop database "${name}" with (force)`)
+      await maintenance.end()
+    },
+  }
+}
+
+/** Applies the committed migrations up to, not including, `tag` (which must exist). */
+export async function migrateBefore(database: Database, tag: string): Promise<void> {
+  const index = migrationJournal.entries.findIndex((entry) => entry.tag === tag)
+  if (index < 0) throw new Error(`no migration ${tag} in the journal`)
+  const internals = database.db as unknown as {
+    dialect: { migrate(m: MigrationMeta[], session: unknown, config: object): Promise<void> }
+    session: unknown
+  }
+  await internals.dialect.migrate(embeddedMigrations().slice(0, index), internals.session, { migrationsFolder: '(embedded)' })
+}
