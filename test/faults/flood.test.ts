@@ -3,7 +3,7 @@ import { queryRows, sql } from '../../db/client.ts'
 import { REFUSALS_KEPT_PER_HOUR } from '../../src/usage/recorder.ts'
 import { addMember, PASSWORD } from '../dashboard/support.ts'
 import { testDatabase, testDatabaseUrl } from '../support/database.ts'
-import { killStartedProcesses, startProcess } from '../support/process.ts'
+import { adminPost, killStartedProcesses, startProcess } from '../support/process.ts'
 import { ADMIN_TOKEN } from '../support/service.ts'
 import { floodSignIns, signInForm, signInFrom } from '../support/sign-in-flood.ts'
 
@@ -38,15 +38,7 @@ async function floodedService() {
     TRUST_PROXY: '127.0.0.1',
   })
   const base = `http://127.0.0.1:${await service.listening()}`
-  const admin = async (path: string, body: unknown) => {
-    const response = await fetch(base + path, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
-      body: JSON.stringify(body),
-    })
-    expect(response.status).toBe(201)
-    return (await response.json()) as { id: string; key: string }
-  }
+  const admin = adminPost(base, ADMIN_TOKEN)
   const attacked = await admin('/admin/v0/businesses', { name: 'Attacked' })
   const site = await admin(`/admin/v0/businesses/${attacked.id}/keys`, {
     type: 'public',

@@ -5,7 +5,7 @@ import { join } from 'node:path'
 import { openDatabase, queryRows, sql } from '../../db/client.ts'
 import { testDatabase, testDatabaseUrl } from '../support/database.ts'
 import { sendPageViews } from '../support/load.ts'
-import { killStartedProcesses, PROCESS_TEST_TIMEOUT, startProcess } from '../support/process.ts'
+import { adminPost, killStartedProcesses, PROCESS_TEST_TIMEOUT, startProcess } from '../support/process.ts'
 import { ADMIN_TOKEN } from '../support/service.ts'
 import { waitUntil } from '../support/wait.ts'
 
@@ -27,15 +27,7 @@ async function serviceUnderLoad() {
     ...(databaseUrl ? { DATABASE_URL: databaseUrl } : { DATA_DIR: dataDir }),
   })
   const base = `http://127.0.0.1:${await service.listening()}`
-  const admin = async (path: string, body: unknown) => {
-    const response = await fetch(base + path, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
-      body: JSON.stringify(body),
-    })
-    expect(response.status).toBe(201)
-    return (await response.json()) as { id: string; key: string }
-  }
+  const admin = adminPost(base, ADMIN_TOKEN)
   const business = await admin('/admin/v0/businesses', { name: 'Stopped under load' })
   const { key } = await admin(`/admin/v0/businesses/${business.id}/keys`, {
     type: 'public',

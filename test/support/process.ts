@@ -1,3 +1,4 @@
+import { expect } from 'bun:test'
 import { join } from 'node:path'
 
 const bun = process.execPath
@@ -79,5 +80,18 @@ export function startProcess(env: Record<string, string>, options: { command?: s
       child.kill('SIGTERM')
       return this.exited()
     },
+  }
+}
+
+/** POSTs to the admin API of a started process with `token`; expects 201 and answers the record. */
+export function adminPost(base: string, token: string) {
+  return async (path: string, body: unknown): Promise<{ id: string; key: string }> => {
+    const response = await fetch(base + path, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    })
+    expect(response.status).toBe(201)
+    return (await response.json()) as { id: string; key: string }
   }
 }
