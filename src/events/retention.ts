@@ -16,13 +16,15 @@ export const DAY_MS = 86_400_000
 /**
  * A business's retention in days, as the hot path asks for it: a cached value is trusted for
  * `ttlMs` (default 10 s) and forgotten at once when this instance changes it. Another
- * instance's change reaches this one within the TTL: until then a `timestamp` near the old
- * bound is judged by it (reads and storage follow the new one at once).
+ * instance's change reaches this one within the TTL and one read: past it, the old value
+ * still answers while one read refreshes it, so no request waits on a refresh, and until
+ * then a `timestamp` near the old bound is judged by it (reads and storage follow the new
+ * one at once).
  */
 export interface Retention {
   /** EVENT_RETENTION_DAYS: the longest any business keeps events. */
   readonly operatorDays: number
-  /** The business's effective retention in days; synchronous on a cache hit. */
+  /** The business's effective retention in days; synchronous once this instance has read it. */
   daysFor(businessId: string): number | Promise<number>
   /** Forget the cached value (after a change). */
   forget(businessId: string): void
@@ -31,25 +33,54 @@ export interface Retention {
 export interface RetentionOptions {
   ttlMs?: number
   max?: number
+  /** Milliseconds for the TTL (default performance.now; tests move it). */
+  clock?: () => number
 }
 
 export function createRetention(db: Db, operatorDays: number, options: RetentionOptions = {}): Retention {
   const ttl = options.ttlMs ?? 10_000
+  const clock = options.clock ?? (() => performance.now())
   const cached = new BoundedMap<string, { days: number; until: number }>(options.max ?? 50_000)
-  async function load(businessId: string): Promise<number> {
-    const [row] = await db.select({ days: businesses.eventRetentionDays }).from(businesses).where(eq(businesses.id, businessId)).limit(1)
-    const days = effectiveDays(row?.days ?? null, operatorDays)
-    cached.set(businessId, { days, until: performance.now() + ttl })
-    return days
+  // One read per business at a time: a burst of a new business's requests would otherwise
+  // queue a query each in the pool, ahead of every other business's (issue 29's flood).
+  const reading = new Map<string, Promise<number>>()
+  // Bumped by every change: a read that began before it may hold the old row, so it answers
+  // its own callers but is not kept.
+  let generation = 0
+
+  function read(businessId: string): Promise<number> {
+    const pending = reading.get(businessId)
+    if (pending !== undefined) return pending
+    const startedAt = generation
+    const started = db
+      .select({ days: businesses.eventRetentionDays })
+      .from(businesses)
+      .where(eq(businesses.id, businessId))
+      .limit(1)
+      .then(([row]) => {
+        const days = effectiveDays(row?.days ?? null, operatorDays)
+        if (startedAt === generation) cached.set(businessId, { days, until: clock() + ttl })
+        return days
+      })
+      .finally(() => {
+        if (reading.get(businessId) === started) reading.delete(businessId)
+      })
+    reading.set(businessId, started)
+    return started
   }
+
   return {
     operatorDays,
     daysFor(businessId) {
       const hit = cached.get(businessId)
-      if (hit !== undefined && performance.now() < hit.until) return hit.days
-      return load(businessId)
+      if (hit === undefined) return read(businessId)
+      // A failed refresh keeps the old value; the next request past the TTL tries again.
+      if (clock() >= hit.until) read(businessId).catch(() => {})
+      return hit.days
     },
     forget(businessId) {
+      generation++
+      reading.delete(businessId)
       cached.delete(businessId)
     },
   }

@@ -1,0 +1,95 @@
+import { describe, expect, test } from 'bun:test'
+import { eq } from 'drizzle-orm'
+import type { Db } from '../../db/client.ts'
+import { businesses } from '../../db/schema/index.ts'
+import { createRetention } from '../../src/events/retention.ts'
+import { testDatabase } from '../support/database.ts'
+import { holdReads } from '../support/held-db.ts'
+
+// The retention the page-view route asks for on every request (contract section 16): read
+// once per business, never a query per request, and never a wait once it has been read.
+
+const OPERATOR_DAYS = 400
+
+/** The real database, with the reads of the businesses table counted. */
+function countingReads(db: Db) {
+  const counted = { reads: 0 }
+  const handle = new Proxy(db, {
+    get(target, property) {
+      const value = Reflect.get(target, property, target) as unknown
+      if (property !== 'select' || typeof value !== 'function') return value
+      return (...args: unknown[]) => {
+        counted.reads++
+        return (value as (...a: unknown[]) => unknown).apply(target, args)
+      }
+    },
+  })
+  return { db: handle, counted }
+}
+
+async function businessKeeping(days: number | null): Promise<string> {
+  const { db } = await testDatabase()
+  const [row] = await db.insert(businesses).values({ name: 'Shop', eventRetentionDays: days }).returning()
+  return row!.id
+}
+
+async function setDays(businessId: string, days: number | null): Promise<void> {
+  const { db } = await testDatabase()
+  await db.update(businesses).set({ eventRetentionDays: days }).where(eq(businesses.id, businessId))
+}
+
+describe('the retention cache', () => {
+  test("200 concurrent first requests of a business share one read of its row", async () => {
+    const businessId = await businessKeeping(30)
+    const { db, counted } = countingReads((await testDatabase()).db)
+    const retention = createRetention(db, OPERATOR_DAYS)
+    const answers = await Promise.all(Array.from({ length: 200 }, () => retention.daysFor(businessId)))
+    expect(new Set(answers)).toEqual(new Set([30]))
+    expect(counted.reads).toBe(1)
+    // Read, it answers at once, without a query.
+    expect(retention.daysFor(businessId)).toBe(30)
+    expect(counted.reads).toBe(1)
+  })
+
+  test('past its TTL the old value answers at once while one read refreshes it; the next answer is the new value', async () => {
+    const businessId = await businessKeeping(30)
+    const { db, counted } = countingReads((await testDatabase()).db)
+    let now = 0
+    const retention = createRetention(db, OPERATOR_DAYS, { ttlMs: 10_000, clock: () => now })
+    expect(await retention.daysFor(businessId)).toBe(30)
+    await setDays(businessId, 7)
+    now = 9_999
+    expect(retention.daysFor(businessId)).toBe(30)
+    expect(counted.reads).toBe(1)
+    now = 10_000
+    // Stale: answered synchronously, with one refresh for all of these requests.
+    const stale = Array.from({ length: 50 }, () => retention.daysFor(businessId))
+    expect(new Set(stale)).toEqual(new Set([30]))
+    expect(counted.reads).toBe(2)
+    await Bun.sleep(0)
+    for (let i = 0; i < 100 && retention.daysFor(businessId) !== 7; i++) await Bun.sleep(5)
+    expect(retention.daysFor(businessId)).toBe(7)
+    expect(counted.reads).toBe(2)
+  })
+
+  test('a change forgets the value at once, and a read begun before the change is not kept', async () => {
+    const businessId = await businessKeeping(null)
+    const held = holdReads((await testDatabase()).db)
+    const retention = createRetention(held.db, OPERATOR_DAYS)
+    // A read that has its row (null: the operator's 400) but has not answered when the change lands.
+    const before = retention.daysFor(businessId)
+    await held.read
+    await setDays(businessId, 5)
+    retention.forget(businessId)
+    held.release()
+    expect(await before).toBe(OPERATOR_DAYS)
+    // It answered its own caller; the next request reads the row again.
+    expect(await retention.daysFor(businessId)).toBe(5)
+  })
+
+  test("a business's own setting above the operator's is capped by it", async () => {
+    const businessId = await businessKeeping(OPERATOR_DAYS)
+    const retention = createRetention((await testDatabase()).db, 90)
+    expect(await retention.daysFor(businessId)).toBe(90)
+  })
+})
