@@ -16,7 +16,8 @@
  * Environment: DATABASE_URL (default postgres://postgres@127.0.0.1:5432/bench, created
  * when missing), BENCH_SECONDS (flood length, default 10), COMPARE_TREES (comma-separated
  * checkouts measured the same way in the same run, the trees and this one taking turns),
- * BENCH_REPETITIONS (rounds of turns, default 1).
+ * BENCH_REPETITIONS (rounds of turns, default 1), BENCH_SLOWEST=1 (also when the second
+ * business's eight slowest requests were sent: a stall shows as a run of neighbours).
  */
 import { readFileSync, writeFileSync, mkdtempSync, rmSync } from 'node:fs'
 import { cpus, loadavg, tmpdir } from 'node:os'
@@ -30,6 +31,7 @@ const WITH_LIMITER = process.env.BENCH_LIMITER === 'default'
 const TREES = [root, ...(process.env.COMPARE_TREES ?? '').split(',').filter((tree) => tree !== '')]
 const REPETITIONS = Number(process.env.BENCH_REPETITIONS || 1)
 const ORIGIN = 'https://www.example.com'
+const SHOW_SLOWEST = process.env.BENCH_SLOWEST === '1'
 
 const FLOOD_SCRIPT = `
 wrk.method = "POST"
@@ -73,6 +75,8 @@ interface FloodRun {
   stored: number
   accepted: number
   peakMiB: number
+  /** The second business's slowest requests: when each was sent (ms after the first) and how long it took. */
+  slowest: { sentAt: number; ms: number }[]
 }
 
 /** Each tree on a database of its own: an older tree must not meet a newer one's migrations. */
@@ -123,6 +127,8 @@ async function floodOnce(tree: string, batchFile: string, script: string): Promi
   // The second business: one event every 20 ms, each request timed on its own.
   await Bun.sleep(1_000) // let the flood build up first
   const latencies: number[] = []
+  const timeline: { sentAt: number; ms: number }[] = []
+  const firstSent = performance.now()
   const answers = new Map<number | string, number>()
   const pending: Promise<void>[] = []
   const until = performance.now() + (SECONDS - 2) * 1000
@@ -138,6 +144,7 @@ async function floodOnce(tree: string, batchFile: string, script: string): Promi
         .then(async (response) => {
           await response.arrayBuffer()
           latencies.push(performance.now() - started)
+          timeline.push({ sentAt: started - firstSent, ms: performance.now() - started })
           answers.set(response.status, (answers.get(response.status) ?? 0) + 1)
         })
         .catch((error: Error) => void answers.set(error.name, (answers.get(error.name) ?? 0) + 1)),
@@ -166,6 +173,7 @@ async function floodOnce(tree: string, batchFile: string, script: string): Promi
     stored: row!.n,
     accepted: answers.get(202) ?? 0,
     peakMiB,
+    slowest: timeline.sort((a, b) => b.ms - a.ms).slice(0, 8),
   }
 }
 
@@ -206,6 +214,9 @@ await runBenchmark(async () => {
         console.log(
           `${repetition}/${REPETITIONS} ${tree}: flood ${run.floodRequestsPerSecond.toFixed(0)} req/s (${run.floodAnswers}); second business ${run.sent} sent (${run.answers}), p50 ${run.p50.toFixed(1)} ms, p99 ${run.p99.toFixed(1)} ms, ${run.stored} stored; peak ${run.peakMiB.toFixed(0)} MiB`,
         )
+        if (SHOW_SLOWEST) {
+          console.log(`  slowest (sent at s: ms): ${run.slowest.map((s) => `${(s.sentAt / 1000).toFixed(2)}: ${s.ms.toFixed(0)}`).join(', ')}`)
+        }
       }
     }
   } finally {
