@@ -7,7 +7,8 @@ import type { ClientAddressOf, PeerSource } from '../shared/client-address.ts'
 import { accessDetail } from './access-plugin.ts'
 import { explainFailure } from './errors.ts'
 import { describeRequest } from './request-facts.ts'
-import { readApiBody } from './request-body.ts'
+import { parseJsonBody } from './json-body.ts'
+import { readApiText } from './request-body.ts'
 import { apiSuccessHeaders, nextRequestId, stampApiAnswer } from './request-context.ts'
 import { createTurnEnd } from './turn-end.ts'
 
@@ -76,9 +77,15 @@ export function directRoute(deps: DirectRouteDeps, route: DirectRoute): (request
       grant = await gate.check(describeRequest(request, spec.path, deps.server(), origin, clientAddressOf), rule)
       let body: unknown = null
       if (spec.body !== null) {
-        // A route without room (a full write queue) refuses before reading what it could not take.
+        // A route without room (a full write queue) refuses before reading what it could not
+        // take, and again before parsing it: the room may have gone while the body came.
         rule.checkRoom?.(grant.key.businessId)
-        body = await readApiBody(request)
+        const text = readApiText(request)
+        if (text !== null) {
+          const received = await text
+          rule.checkRoom?.(grant.key.businessId)
+          body = parseJsonBody(received)
+        }
       }
       const reply = await route.handler(grant, body, request)
       response = new Response(JSON.stringify(reply.body), { status: reply.status, headers: apiSuccessHeaders(origin) })

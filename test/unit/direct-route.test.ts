@@ -1,6 +1,7 @@
 import { expect, test } from 'bun:test'
 import type { Gate, Grant } from '../../src/access/gate.ts'
 import type { ActiveKey } from '../../src/access/key-store.ts'
+import { ApiError } from '../../src/errors.ts'
 import { createDirectRoutes } from '../../src/http/direct-route.ts'
 import { createLogger } from '../../src/observability/log.ts'
 
@@ -82,4 +83,59 @@ test('a route with a body is handled on arrival (its write must not wait a turn 
   expect(seen[0]!.handledAt).toBeGreaterThanOrEqual(before)
   expect(seen[0]!.handledAt).toBeLessThanOrEqual(returnedAt)
   expect(Number.isNaN(handlerBeforeTurnEnd)).toBe(false)
+})
+
+test('a body that arrives after its route ran out of room is refused with the room, not parsed', async () => {
+  const { direct } = routes()
+  let full = false
+  let handled = 0
+  const answer = direct.route(
+    {
+      method: 'POST',
+      path: '/api/v0/test',
+      access: {
+        scope: null,
+        public: true,
+        checkRoom: () => {
+          if (full) throw new ApiError('unavailable', 'Too many events are waiting to be written.', { 'retry-after': '1' })
+        },
+      },
+      body: { type: 'object' } as never,
+    },
+    () => {
+      handled++
+      return { status: 202, body: {} }
+    },
+  )
+  // A body still on its way (chunked): there was room when the request was granted.
+  async function sendSlowly(text: string) {
+    let finish!: (controller: ReadableStreamDefaultController<Uint8Array>) => void
+    const started = new Promise<ReadableStreamDefaultController<Uint8Array>>((resolve) => (finish = resolve))
+    const body = new ReadableStream<Uint8Array>({ start: (controller) => finish(controller) })
+    const answered = answer(new Request('http://localhost/api/v0/test', { method: 'POST', headers: { 'content-type': 'application/json' }, body }))
+    const controller = await started
+    return {
+      answered,
+      arrive() {
+        controller.enqueue(new TextEncoder().encode(text))
+        controller.close()
+      },
+    }
+  }
+
+  // With room, a malformed body is the client's 400: the body is parsed.
+  const withRoom = await sendSlowly('{not json')
+  withRoom.arrive()
+  expect((await withRoom.answered).status).toBe(400)
+
+  // The room goes while the body is on its way: 503 with Retry-After, and the body is not parsed (no 400).
+  const late = await sendSlowly('{not json')
+  for (let i = 0; i < 5; i++) await Promise.resolve()
+  full = true
+  late.arrive()
+  const refused = await late.answered
+  expect(refused.status).toBe(503)
+  expect(refused.headers.get('retry-after')).toBe('1')
+  expect(((await refused.json()) as { error: { code: string } }).error.code).toBe('unavailable')
+  expect(handled).toBe(0)
 })
