@@ -215,7 +215,9 @@ await runBenchmark(async () => {
           `${repetition}/${REPETITIONS} ${tree}: flood ${run.floodRequestsPerSecond.toFixed(0)} req/s (${run.floodAnswers}); second business ${run.sent} sent (${run.answers}), p50 ${run.p50.toFixed(1)} ms, p99 ${run.p99.toFixed(1)} ms, ${run.stored} stored; peak ${run.peakMiB.toFixed(0)} MiB`,
         )
         if (SHOW_SLOWEST) {
-          console.log(`  slowest (sent at s: ms): ${run.slowest.map((s) => `${(s.sentAt / 1000).toFixed(2)}: ${s.ms.toFixed(0)}`).join(', ')}`)
+          console.log(
+            `  slowest (sent at s: ms): ${run.slowest.map((s) => `${(s.sentAt / 1000).toFixed(2)}: ${s.ms.toFixed(0)}`).join(', ')}`,
+          )
         }
       }
     }

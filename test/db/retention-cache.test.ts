@@ -39,7 +39,7 @@ async function setDays(businessId: string, days: number | null): Promise<void> {
 }
 
 describe('the retention cache', () => {
-  test("200 concurrent first requests of a business share one read of its row", async () => {
+  test('200 concurrent first requests of a business share one read of its row', async () => {
     const businessId = await businessKeeping(30)
     const { db, counted } = countingReads((await testDatabase()).db)
     const retention = createRetention(db, OPERATOR_DAYS)

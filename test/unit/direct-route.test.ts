@@ -112,7 +112,9 @@ test('a body that arrives after its route ran out of room is refused with the ro
     let finish!: (controller: ReadableStreamDefaultController<Uint8Array>) => void
     const started = new Promise<ReadableStreamDefaultController<Uint8Array>>((resolve) => (finish = resolve))
     const body = new ReadableStream<Uint8Array>({ start: (controller) => finish(controller) })
-    const answered = answer(new Request('http://localhost/api/v0/test', { method: 'POST', headers: { 'content-type': 'application/json' }, body }))
+    const answered = answer(
+      new Request('http://localhost/api/v0/test', { method: 'POST', headers: { 'content-type': 'application/json' }, body }),
+    )
     const controller = await started
     return {
       answered,
