@@ -16,15 +16,13 @@ export const DAY_MS = 86_400_000
 /**
  * A business's retention in days, as the hot path asks for it: a cached value is trusted for
  * `ttlMs` (default 10 s) and forgotten at once when this instance changes it. Another
- * instance's change reaches this one within the TTL and one read: past it, the old value
- * still answers while one read refreshes it, so no request waits on a refresh, and until
- * then a `timestamp` near the old bound is judged by it (reads and storage follow the new
- * one at once).
+ * instance's change reaches this one within the TTL: until then a `timestamp` near the old
+ * bound is judged by it (reads and storage follow the new one at once).
  */
 export interface Retention {
   /** EVENT_RETENTION_DAYS: the longest any business keeps events. */
   readonly operatorDays: number
-  /** The business's effective retention in days; synchronous once this instance has read it. */
+  /** The business's effective retention in days; synchronous on a cache hit. */
   daysFor(businessId: string): number | Promise<number>
   /** Forget the cached value (after a change). */
   forget(businessId: string): void
@@ -73,10 +71,8 @@ export function createRetention(db: Db, operatorDays: number, options: Retention
     operatorDays,
     daysFor(businessId) {
       const hit = cached.get(businessId)
-      if (hit === undefined) return read(businessId)
-      // A failed refresh keeps the old value; the next request past the TTL tries again.
-      if (clock() >= hit.until) read(businessId).catch(() => {})
-      return hit.days
+      if (hit !== undefined && clock() < hit.until) return hit.days
+      return read(businessId)
     },
     forget(businessId) {
       generation++
