@@ -13,7 +13,23 @@ export async function scratchDatabase(prefix: string): Promise<{ database: Datab
     const database = await openDatabase({ dataDir: 'memory://' })
     return { database, dispose: () => database.close() }
   }
-  const base = new URL(process.env.DATABASE_URL)
+  const scratch = await scratchPostgres(prefix)
+  const database = await openDatabase({ databaseUrl: scratch.url, dataDir: '' })
+  return {
+    database,
+    async dispose() {
+      await database.close()
+      await scratch.drop()
+    },
+  }
+}
+
+/**
+ * An empty database beside DATABASE_URL's on the same PostgreSQL, for a test that opens its
+ * own connections to it; `drop` removes it (closing what is still connected).
+ */
+export async function scratchPostgres(prefix: string): Promise<{ url: string; drop: () => Promise<void> }> {
+  const base = new URL(process.env.DATABASE_URL!)
   const name = `${base.pathname.slice(1)}_${prefix}_${crypto.randomUUID().slice(0, 8)}`
   const maintenanceUrl = new URL(base)
   maintenanceUrl.pathname = '/postgres'
@@ -21,11 +37,9 @@ export async function scratchDatabase(prefix: string): Promise<{ database: Datab
   await maintenance.unsafe(`create database "${name}"`)
   const url = new URL(base)
   url.pathname = `/${name}`
-  const database = await openDatabase({ databaseUrl: url.toString(), dataDir: '' })
   return {
-    database,
-    async dispose() {
-      await database.close()
+    url: url.toString(),
+    async drop() {
       await maintenance.unsafe(`drop database "${name}" with (force)`)
       await maintenance.end()
     },
