@@ -119,6 +119,18 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
         },
       })
     const raw = pool(options.maxConnections ?? 10, queryTimeoutMs)
+    /** `work` on a connection of its own, ended after it whatever it did: that releases its session locks. */
+    const ownSession = async <T>(
+      connection: NonNullable<Parameters<typeof postgres>[1]>['connection'],
+      work: (single: postgres.Sql) => Promise<T>,
+    ): Promise<T> => {
+      const single = postgres(options.databaseUrl!, { max: 1, onnotice: () => {}, connect_timeout: 5, connection })
+      try {
+        return await work(single)
+      } finally {
+        await single.end({ timeout: 5 })
+      }
+    }
     const rawBackground = pool(options.backgroundConnections ?? BACKGROUND_CONNECTIONS, backgroundTimeoutMs)
     const ping = () => probe(raw, PROBE_TIMEOUT_MS)
     const availability = watchAvailability(ping)
@@ -140,37 +152,25 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
       engine: 'postgres',
       ping,
       availability,
-      exclusively: async (task) => {
-        const single = postgres(options.databaseUrl!, { max: 1, onnotice: () => {}, connect_timeout: 5 })
-        try {
+      exclusively: (task) =>
+        ownSession({}, async (single) => {
           await single`select pg_advisory_lock(hashtext('keygate:exclusive'))`
-          return await task(drizzlePostgres(single, { schema }) as unknown as Db)
-        } finally {
-          // Ending the session releases the lock, whatever `task` did.
-          await single.end({ timeout: 5 })
-        }
-      },
-      tryExclusively: async (lock, task, limits) => {
-        const single = postgres(options.databaseUrl!, {
-          max: 1,
-          onnotice: () => {},
-          connect_timeout: 5,
-          connection: {
+          return task(drizzlePostgres(single, { schema }) as unknown as Db)
+        }),
+      tryExclusively: (lock, task, limits) =>
+        ownSession(
+          {
             application_name: applicationName,
             statement_timeout: limits.statementTimeoutMs,
             lock_timeout: limits.lockTimeoutMs,
             idle_in_transaction_session_timeout: limits.statementTimeoutMs * 2,
           },
-        })
-        try {
-          const [row] = await single`select pg_try_advisory_lock(hashtext(${lock})) as locked`
-          if (!row?.locked) return { ran: false }
-          return { ran: true, result: await task(drizzlePostgres(single, { schema }) as unknown as Db) }
-        } finally {
-          // Ending the session releases the lock, whatever `task` did.
-          await single.end({ timeout: 5 })
-        }
-      },
+          async (single) => {
+            const [row] = await single`select pg_try_advisory_lock(hashtext(${lock})) as locked`
+            if (!row?.locked) return { ran: false as const }
+            return { ran: true as const, result: await task(drizzlePostgres(single, { schema }) as unknown as Db) }
+          },
+        ),
       listen: (channel, handlers, listenOptions) => listenForever(options.databaseUrl!, channel, handlers, listenOptions),
       copyIn: boundedCopy(raw, queryTimeoutMs, availability),
       close: async () => {
