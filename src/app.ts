@@ -98,7 +98,9 @@ export function createApp(options: AppOptions) {
   const { db } = options.database
   const logger = options.logger ?? createLogger()
   const metrics = options.metrics ?? createMetrics()
-  const keyStore = createKeyStore(db, options.keyCache)
+  const retention = createRetention(db, options.eventRetentionDays ?? DEFAULT_EVENT_RETENTION_DAYS)
+  // A key's load reads its business's retention in the same query (one round trip, not two).
+  const keyStore = createKeyStore(db, { beforeBusinessRead: retention.beforeOutsideRead, ...options.keyCache })
   metrics.readKeyCache(() => keyStore.stats)
   const keyFeed = options.keyChanges
     ? feedKeyChanges(options.database, keyStore, logger, options.keyChanges === true ? {} : options.keyChanges)
@@ -128,7 +130,6 @@ export function createApp(options: AppOptions) {
   })
   metrics.readBackgroundWrites(() => ({ usage: usage.stats.writes, last_used: lastUsed.stats }))
   const keys = createKeyService(db, (hash) => keyStore.invalidate(hash))
-  const retention = createRetention(db, options.eventRetentionDays ?? DEFAULT_EVENT_RETENTION_DAYS)
   const erasures = createErasures(db, background, {
     ...options.erasure,
     onError: (e) => logger.error('erasure failed; retried later', errorFields(e)),

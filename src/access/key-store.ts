@@ -2,7 +2,7 @@ import { eq } from 'drizzle-orm'
 import type { Db } from '../../db/client.ts'
 import type { KeyCacheStats } from '../observability/metrics.ts'
 import type { Budget } from '../config.ts'
-import { apiKeys } from '../../db/schema/index.ts'
+import { apiKeys, businesses } from '../../db/schema/index.ts'
 import type { KeyType } from './key-format.ts'
 import { compileIpMatcher, type IpMatcher } from './allowed-ips.ts'
 import { compileOriginMatcher, type OriginMatcher } from './origin.ts'
@@ -73,6 +73,11 @@ export interface KeyStoreOptions {
   /** Unknown digests are remembered (bounded, briefly) so floods of a bad key stay off the database. */
   unknownMax?: number
   unknownTtlMs?: number
+  /**
+   * Called before each load; its answer is told the key's business row as read with the key
+   * (the retention cache seeds itself from it: src/events/retention.ts, `beforeOutsideRead`).
+   */
+  beforeBusinessRead?: () => (businessId: string, eventRetentionDays: number | null) => void
 }
 
 export function createKeyStore(db: Db, options: KeyStoreOptions = {}): KeyStore {
@@ -93,8 +98,15 @@ export function createKeyStore(db: Db, options: KeyStoreOptions = {}): KeyStore 
 
   async function load(hash: string): Promise<ActiveKey | null> {
     const startedAt = generation
-    const [row] = await db.select().from(apiKeys).where(eq(apiKeys.keyHash, hash)).limit(1)
-    const key = row ? toActiveKey(row) : null
+    const businessRead = options.beforeBusinessRead?.()
+    const [row] = await db
+      .select({ key: apiKeys, eventRetentionDays: businesses.eventRetentionDays })
+      .from(apiKeys)
+      .innerJoin(businesses, eq(businesses.id, apiKeys.businessId))
+      .where(eq(apiKeys.keyHash, hash))
+      .limit(1)
+    const key = row ? toActiveKey(row.key) : null
+    if (row) businessRead?.(row.key.businessId, row.eventRetentionDays)
     if (startedAt === generation) {
       const now = performance.now()
       if (key) known.set(hash, { key, until: now + (mode === 'live' ? liveTtl : fallbackTtl) })

@@ -26,6 +26,13 @@ export interface Retention {
   daysFor(businessId: string): number | Promise<number>
   /** Forget the cached value (after a change). */
   forget(businessId: string): void
+  /**
+   * For a read of the business row made elsewhere (the key store reads it with the key, in
+   * one query, so a business's first request waits for one round trip, not two): call before
+   * the read, then the answer with the row's own days. A change in between makes it do
+   * nothing, as for the cache's own reads.
+   */
+  beforeOutsideRead(): (businessId: string, ownDays: number | null) => void
 }
 
 export interface RetentionOptions {
@@ -78,6 +85,12 @@ export function createRetention(db: Db, operatorDays: number, options: Retention
       generation++
       reading.delete(businessId)
       cached.delete(businessId)
+    },
+    beforeOutsideRead() {
+      const startedAt = generation
+      return (businessId, ownDays) => {
+        if (startedAt === generation) cached.set(businessId, { days: effectiveDays(ownDays, operatorDays), until: clock() + ttl })
+      }
     },
   }
 }

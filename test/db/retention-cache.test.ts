@@ -1,7 +1,8 @@
 import { describe, expect, test } from 'bun:test'
 import { eq } from 'drizzle-orm'
 import type { Db } from '../../db/client.ts'
-import { businesses } from '../../db/schema/index.ts'
+import { apiKeys, businesses } from '../../db/schema/index.ts'
+import { createKeyStore } from '../../src/access/key-store.ts'
 import { createRetention } from '../../src/events/retention.ts'
 import { testDatabase } from '../support/database.ts'
 import { holdReads } from '../support/held-db.ts'
@@ -31,6 +32,14 @@ async function businessKeeping(days: number | null): Promise<string> {
   const { db } = await testDatabase()
   const [row] = await db.insert(businesses).values({ name: 'Shop', eventRetentionDays: days }).returning()
   return row!.id
+}
+
+/** A key of that business, stored under a digest of our own: the key store finds it by it. */
+async function keyOf(businessId: string): Promise<string> {
+  const { db } = await testDatabase()
+  const hash = `digest-${crypto.randomUUID()}`
+  await db.insert(apiKeys).values({ businessId, type: 'private', name: 'k', keyHash: hash, keyHint: 'sk_…', scopes: [], createdBy: 'test' })
+  return hash
 }
 
 async function setDays(businessId: string, days: number | null): Promise<void> {
@@ -87,5 +96,44 @@ describe('the retention cache', () => {
     const businessId = await businessKeeping(OPERATOR_DAYS)
     const retention = createRetention((await testDatabase()).db, 90)
     expect(await retention.daysFor(businessId)).toBe(90)
+  })
+
+  test("a key's load reads its business's retention in the same query: the first request waits for no second read", async () => {
+    const businessId = await businessKeeping(30)
+    const hash = await keyOf(businessId)
+    const { db, counted } = countingReads((await testDatabase()).db)
+    const retention = createRetention(db, OPERATOR_DAYS)
+    const keys = createKeyStore(db, { beforeBusinessRead: retention.beforeOutsideRead })
+    expect((await keys.resolve(hash))?.businessId).toBe(businessId)
+    expect(counted.reads).toBe(1)
+    // Answered at once, from what the key's query read.
+    expect(retention.daysFor(businessId)).toBe(30)
+    expect(counted.reads).toBe(1)
+  })
+
+  test('a key load begun before a retention change does not leave the old retention cached', async () => {
+    const businessId = await businessKeeping(null)
+    const hash = await keyOf(businessId)
+    const held = holdReads((await testDatabase()).db)
+    const retention = createRetention((await testDatabase()).db, OPERATOR_DAYS)
+    const keys = createKeyStore(held.db, { beforeBusinessRead: retention.beforeOutsideRead })
+    // The key's query has read the business row (null: the operator's 400), not yet answered.
+    const loading = keys.resolve(hash)
+    await held.read
+    await setDays(businessId, 5)
+    retention.forget(businessId)
+    held.release()
+    expect((await loading)?.businessId).toBe(businessId)
+    // The retention comes from the row as it is now, not from the key's earlier read.
+    expect(await retention.daysFor(businessId)).toBe(5)
+  })
+
+  test("what the key's query read is capped by the operator's retention too", async () => {
+    const businessId = await businessKeeping(OPERATOR_DAYS)
+    const hash = await keyOf(businessId)
+    const retention = createRetention((await testDatabase()).db, 90)
+    const keys = createKeyStore((await testDatabase()).db, { beforeBusinessRead: retention.beforeOutsideRead })
+    await keys.resolve(hash)
+    expect(retention.daysFor(businessId)).toBe(90)
   })
 })
