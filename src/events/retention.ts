@@ -53,6 +53,13 @@ export function createRetention(db: Db, operatorDays: number, options: Retention
   // its own callers but is not kept.
   let generation = 0
 
+  /** The business's days from its row as read, kept unless a change came after `startedAt`. */
+  function keep(startedAt: number, businessId: string, ownDays: number | null): number {
+    const days = effectiveDays(ownDays, operatorDays)
+    if (startedAt === generation) cached.set(businessId, { days, until: clock() + ttl })
+    return days
+  }
+
   function read(businessId: string): Promise<number> {
     const pending = reading.get(businessId)
     if (pending !== undefined) return pending
@@ -62,11 +69,7 @@ export function createRetention(db: Db, operatorDays: number, options: Retention
       .from(businesses)
       .where(eq(businesses.id, businessId))
       .limit(1)
-      .then(([row]) => {
-        const days = effectiveDays(row?.days ?? null, operatorDays)
-        if (startedAt === generation) cached.set(businessId, { days, until: clock() + ttl })
-        return days
-      })
+      .then(([row]) => keep(startedAt, businessId, row?.days ?? null))
       .finally(() => {
         if (reading.get(businessId) === started) reading.delete(businessId)
       })
@@ -88,9 +91,7 @@ export function createRetention(db: Db, operatorDays: number, options: Retention
     },
     beforeOutsideRead() {
       const startedAt = generation
-      return (businessId, ownDays) => {
-        if (startedAt === generation) cached.set(businessId, { days: effectiveDays(ownDays, operatorDays), until: clock() + ttl })
-      }
+      return (businessId, ownDays) => void keep(startedAt, businessId, ownDays)
     },
   }
 }

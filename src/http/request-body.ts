@@ -20,9 +20,8 @@ export function readApiBody(request: Request): null | Promise<unknown> {
 }
 
 /**
- * readApiBody's checks and the body's text, not yet parsed: for a caller that awaits the
- * text in an async frame of its own and parses it there (src/http/direct-route.ts), one
- * promise and turn fewer than awaiting readApiBody's.
+ * readApiBody's checks and the body's text, not yet parsed: for a caller with work between
+ * the two (src/http/direct-route.ts checks the route's room again before parsing).
  */
 export function readApiText(request: Request): null | Promise<string> {
   const length = request.headers.get('content-length')
