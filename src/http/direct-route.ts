@@ -6,6 +6,7 @@ import type { Logger } from '../observability/log.ts'
 import type { ClientAddressOf, PeerSource } from '../shared/client-address.ts'
 import { accessDetail } from './access-plugin.ts'
 import { explainFailure } from './errors.ts'
+import { CauseLog } from '../observability/cause-log.ts'
 import { describeRequest } from './request-facts.ts'
 import { parseJsonBody } from './json-body.ts'
 import { readApiText } from './request-body.ts'
@@ -63,7 +64,8 @@ export interface DirectRouteDeps {
  * and metrics counted under the final status.
  */
 export function directRoute(deps: DirectRouteDeps, route: DirectRoute): (request: Request, arrivedAt?: number) => Promise<Response> {
-  const { gate, logger, observe, clientAddressOf } = deps
+  const { gate, observe, clientAddressOf } = deps
+  const failureLog = new CauseLog(deps.logger)
   const { spec } = route
   const rule = spec.access
 
@@ -92,7 +94,7 @@ export function directRoute(deps: DirectRouteDeps, route: DirectRoute): (request
       response.headers.set('x-request-id', requestId)
       addHeaders(response.headers, grant.rateLimitHeaders)
     } catch (error) {
-      const failure = explainFailure(logger, error, { method: request.method, path: spec.path, route: spec.path, requestId })
+      const failure = explainFailure(failureLog, error, { method: request.method, path: spec.path, route: spec.path, requestId })
       errorCode = failure.code
       const headers: Record<string, string> = { 'x-request-id': requestId }
       stampApiAnswer({ headers }, origin)

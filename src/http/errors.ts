@@ -2,6 +2,7 @@ import { Elysia, ValidationError } from 'elysia'
 import { isDatabaseUnavailable } from '../../db/faults.ts'
 import type { ValueError } from '@sinclair/typebox/errors'
 import { ApiError, errorBody, type ErrorCode } from '../errors.ts'
+import { CauseLog } from '../observability/cause-log.ts'
 import { errorFields, type Logger } from '../observability/log.ts'
 import { methodLabel, UNMATCHED_ROUTE } from '../observability/metrics.ts'
 import { API_PREFIX, stampApiAnswer, stampRequestId } from './request-context.ts'
@@ -29,6 +30,7 @@ export function errorHandling(
   } = {},
 ) {
   const { pagesPrefix, pageFailure } = options
+  const failureLog = new CauseLog(logger)
   return new Elysia({ name: 'error-handling' }).onError({ as: 'global' }, function renderError({ code, error, set, request, path, route }) {
     // Server-rendered pages answer a bad id or form with a page of their own (src/dashboard/failures.ts).
     if ((code === 'VALIDATION' || code === 'PARSE') && pagesPrefix !== undefined && path.startsWith(pagesPrefix)) return
@@ -37,7 +39,7 @@ export function errorHandling(
     else stampRequestId({ set })
     const headers = set.headers as Record<string, string>
     const requestId = headers['x-request-id']!
-    const failure = explainFailure(logger, error, { code, method: request.method, path, route, requestId }, methodsOf)
+    const failure = explainFailure(failureLog, error, { code, method: request.method, path, route, requestId }, methodsOf)
     // A browser on the dashboard gets a page it can read and leave, not the API's JSON.
     if (pageFailure && code === 'NOT_FOUND' && pagesPrefix !== undefined && path.startsWith(pagesPrefix) && !(error instanceof ApiError)) {
       return pageFailure(request, failure).then((page) => {
@@ -68,19 +70,34 @@ export interface FailureSite {
 /**
  * The answer to a failure; a fault of ours is logged under the request id with the route
  * as declared (not the path a client wrote, which may hold anything) and the error without
- * driver messages (which may quote SQL parameters).
+ * driver messages (which may quote SQL parameters). One line a minute per cause: a flood
+ * of one failure (or of clients hanging up mid-body) is one line, not one per client.
  */
-export function explainFailure(logger: Logger, error: unknown, site: FailureSite, methodsOf: MethodTable = () => []): Failure {
+export function explainFailure(log: CauseLog, error: unknown, site: FailureSite, methodsOf: MethodTable = () => []): Failure {
   const failure = describe(site.code ?? 'UNKNOWN', error, site.method, site.path, methodsOf)
+  const route = site.route || UNMATCHED_ROUTE
+  const method = methodLabel(site.method)
   if (failure.code === 'internal_error') {
-    logger.error('request failed', {
+    const why = errorFields(error)
+    log.write('error', `${method} ${route} ${why.error} ${why.code} ${why.at}`, 'request failed', {
       requestId: site.requestId,
-      method: methodLabel(site.method),
-      route: site.route || UNMATCHED_ROUTE,
-      ...errorFields(error),
+      method,
+      route,
+      ...why,
+    })
+  } else if (isClientGone(error)) {
+    log.write('warn', `${method} ${route} client gone`, 'a client closed the connection before its body arrived', {
+      requestId: site.requestId,
+      method,
+      route,
     })
   }
   return failure
+}
+
+/** The client hung up while its body was being read: Bun rejects the read with an AbortError. */
+function isClientGone(error: unknown): boolean {
+  return error instanceof Error && error.name === 'AbortError'
 }
 
 export interface Failure {
@@ -123,6 +140,14 @@ function describe(code: string | number, error: unknown, method: string, path: s
   // An answer that fails its own schema is our fault: a 500, logged, never a 400.
   if (error instanceof ValidationError && error.type !== 'response') {
     return { code: 'invalid_request', status: 400, message: validationFailure(error) }
+  }
+  // Nobody reads this answer; it is counted as the client's, never as a fault of ours.
+  if (isClientGone(error)) {
+    return {
+      code: 'invalid_request',
+      status: 400,
+      message: 'The connection closed before the whole body arrived. Send the body in full.',
+    }
   }
   if (isDatabaseUnavailable(error)) {
     return {

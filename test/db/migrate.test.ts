@@ -3,7 +3,7 @@ import { openDatabase, queryRows, sql } from '../../db/client.ts'
 import { migrate, migrationsApplied } from '../../db/migrate.ts'
 import { migrationJournal } from '../../db/migrations.ts'
 import { testDatabase } from '../support/database.ts'
-import { scratchPostgres } from '../support/scratch-database.ts'
+import { OWN_DATABASE_TEST_TIMEOUT, scratchPostgres } from '../support/scratch-database.ts'
 
 async function appliedMigrations(database: Awaited<ReturnType<typeof testDatabase>>) {
   const [row] = await queryRows<{ n: number }>(database.db, sql`select count(*)::int as n from drizzle.__drizzle_migrations`)
@@ -31,21 +31,25 @@ test('a start on an up-to-date database takes no lock and opens no connection of
   expect(await appliedMigrations(database)).toBe(migrationJournal.entries.length)
 })
 
-test("the migrator is skipped only when the journal's last migration is recorded", async () => {
-  // A database of its own: the test removes a record of the migrations table.
-  const database = await openDatabase({ dataDir: 'memory://' })
-  try {
-    expect(await migrationsApplied(database.db)).toBe(false)
-    await migrate(database)
-    expect(await migrationsApplied(database.db)).toBe(true)
-    await database.db.execute(
-      sql`delete from drizzle.__drizzle_migrations where created_at = (select max(created_at) from drizzle.__drizzle_migrations)`,
-    )
-    expect(await migrationsApplied(database.db)).toBe(false)
-  } finally {
-    await database.close()
-  }
-})
+test(
+  "the migrator is skipped only when the journal's last migration is recorded",
+  async () => {
+    // A database of its own: the test removes a record of the migrations table.
+    const database = await openDatabase({ dataDir: 'memory://' })
+    try {
+      expect(await migrationsApplied(database.db)).toBe(false)
+      await migrate(database)
+      expect(await migrationsApplied(database.db)).toBe(true)
+      await database.db.execute(
+        sql`delete from drizzle.__drizzle_migrations where created_at = (select max(created_at) from drizzle.__drizzle_migrations)`,
+      )
+      expect(await migrationsApplied(database.db)).toBe(false)
+    } finally {
+      await database.close()
+    }
+  },
+  OWN_DATABASE_TEST_TIMEOUT,
+)
 
 // Several instances behind a load balancer start together against one PostgreSQL; without
 // the advisory lock two of three crashed on duplicate catalog rows. PGlite has a single
