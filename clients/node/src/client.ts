@@ -34,9 +34,17 @@ export interface KeygateClient extends ApiMethods {
    * and then reported to `onError`.
    */
   track(event: TrackEvent): string
-  /** Resolves once every queued event is committed or reported to `onError`. */
-  flush(): Promise<void>
-  /** Stops taking events and flushes for at most `timeoutMs` (default 10,000); call it on SIGTERM. */
+  /**
+   * Resolves once every queued event is committed or reported to `onError`, or once
+   * `timeoutMs` has passed (what is left stays queued); a timeout spends its time as
+   * `shutdown(timeoutMs)` does. Answers `stats()`.
+   */
+  flush(timeoutMs?: number): Promise<DeliveryStats>
+  /**
+   * Stops taking events and flushes for at most `timeoutMs` (default 10,000); call it on
+   * SIGTERM. It sends at once, retries more often as the deadline nears, and makes its
+   * last attempt early enough to be answered before it.
+   */
   shutdown(timeoutMs?: number): Promise<DeliveryStats>
   /** Events held now, committed and dropped so far. */
   stats(): DeliveryStats
@@ -58,7 +66,12 @@ export function createClient(options: ClientOptions): KeygateClient {
     timeoutMs: options.timeoutMs ?? 10_000,
     headers: options.headers ?? {},
   }
-  const delivery = new Delivery((json, signal) => call(transport, 'POST /api/v0/analytics', { json, options: { signal } }), clock, options)
+  const delivery = new Delivery(
+    (json, signal) => call(transport, 'POST /api/v0/analytics', { json, options: { signal } }),
+    clock,
+    options,
+    transport.timeoutMs,
+  )
 
   const methods: Record<string, unknown> = {}
   for (const [name, route] of Object.entries(operations) as [MethodName, Route][]) {
@@ -76,7 +89,7 @@ export function createClient(options: ClientOptions): KeygateClient {
   return {
     ...(methods as ApiMethods),
     track: (event) => delivery.track(event),
-    flush: () => delivery.flush(),
+    flush: (timeoutMs) => delivery.flush(timeoutMs),
     shutdown: (timeoutMs) => delivery.shutdown(timeoutMs),
     stats: () => delivery.stats(),
   }

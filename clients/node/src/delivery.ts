@@ -61,6 +61,22 @@ function defaultOnError(failure: DeliveryFailure): void {
   console.error(`keygate: ${failure.events.length} event(s) dropped, ${failure.reason}${cause}`)
 }
 
+/** Time kept at the end of a deadline for the last attempt's answer (less when the request timeout or the window is shorter). */
+const ANSWER_ROOM_MS = 1000
+/** Shortest wait between two attempts while a deadline nears (a shorter backoff is kept). */
+const MIN_DEADLINE_GAP_MS = 250
+
+/** A `flush(t)` or `shutdown(t)` waiting; `lastAttemptAt` is Infinity for a `flush()` without a timeout. */
+interface Waiter {
+  resolve: () => void
+  startedAt: number
+  lastAttemptAt: number
+}
+
+function checkTimeout(timeoutMs: number): void {
+  if (!(timeoutMs >= 0)) throw new RangeError(`the timeout must be 0 or more milliseconds, not ${timeoutMs}`)
+}
+
 /**
  * The event queue behind `track()` (contract section 18): events are serialized at the call,
  * with their id and timestamp, so that every retry sends the same bytes; one batch is in
@@ -82,11 +98,14 @@ export class Delivery {
   private sending: AbortController | null = null
   private firstWaitingAt = 0
   private failures = 0
-  private retryAt = 0
+  /** When the held batch's last attempt failed, its backoff wait then, and the end of the answer's `Retry-After`. */
+  private failedAt = 0
+  private backoff = 0
+  private retryAfterUntil = 0
   private timer: unknown = null
   private timerAt = 0
   private closed = false
-  private idleWaiters: (() => void)[] = []
+  private waiters: Waiter[] = []
   private overflow: string[] = []
   private committed = 0
   private dropped = 0
@@ -97,6 +116,8 @@ export class Delivery {
     private readonly send: SendBatch,
     private readonly clock: Clock,
     options: TrackOptions = {},
+    /** The transport's timeout of one request: the last attempt before a deadline leaves it room, up to ANSWER_ROOM_MS. */
+    private readonly requestTimeoutMs = 10_000,
   ) {
     this.batchSize = options.batchSize ?? 100
     this.flushInterval = options.flushInterval ?? 1000
@@ -143,13 +164,14 @@ export class Delivery {
     return id
   }
 
-  /** Resolves once nothing is held: every event committed or reported to `onError`. Never sends before a `Retry-After`. */
-  flush(): Promise<void> {
-    if (this.held() === 0) return Promise.resolve()
-    return new Promise((resolve) => {
-      this.idleWaiters.push(resolve)
-      this.pump()
-    })
+  /**
+   * Resolves once nothing is held (every event committed or reported to `onError`), or
+   * once `timeoutMs` has passed: what is left then stays queued and is retried as before.
+   * With a timeout, its time is spent as `shutdown(t)` spends it (see `retryAt`).
+   */
+  async flush(timeoutMs?: number): Promise<DeliveryStats> {
+    await this.drain(timeoutMs ?? Number.POSITIVE_INFINITY)
+    return this.stats()
   }
 
   /**
@@ -157,14 +179,9 @@ export class Delivery {
    * request in flight and reports what is left (`shutdown`). What a process calls on SIGTERM.
    */
   async shutdown(timeoutMs = 10_000): Promise<DeliveryStats> {
+    checkTimeout(timeoutMs)
     this.closed = true
-    let timer: unknown
-    const timedOut = new Promise<'timeout'>((resolve) => {
-      timer = this.clock.setTimeout(() => resolve('timeout'), timeoutMs)
-    })
-    const outcome = await Promise.race([this.flush(), timedOut])
-    this.clock.clearTimeout(timer)
-    if (outcome === 'timeout') this.giveUp()
+    if (!(await this.drain(timeoutMs))) this.giveUp()
     return this.stats()
   }
 
@@ -174,6 +191,35 @@ export class Delivery {
 
   private held(): number {
     return this.waiting.length + (this.batch?.length ?? 0)
+  }
+
+  /** Sends what is held at once and resolves true when nothing is, or false when `timeoutMs` passed first. */
+  private drain(timeoutMs: number): Promise<boolean> {
+    checkTimeout(timeoutMs)
+    if (this.held() === 0) return Promise.resolve(true)
+    const startedAt = this.clock.now()
+    const room = Math.min(ANSWER_ROOM_MS, this.requestTimeoutMs, timeoutMs / 2)
+    return new Promise((resolve) => {
+      let timer: unknown = null
+      const waiter: Waiter = {
+        startedAt,
+        lastAttemptAt: startedAt + timeoutMs - room,
+        resolve: () => {
+          if (timer !== null) this.clock.clearTimeout(timer)
+          resolve(true)
+        },
+      }
+      this.waiters.push(waiter)
+      if (Number.isFinite(timeoutMs)) {
+        timer = this.clock.setTimeout(() => {
+          this.waiters = this.waiters.filter((other) => other !== waiter)
+          resolve(false)
+          // Its deadline no longer shortens the waits: what is left goes back to the backoff.
+          this.pump()
+        }, timeoutMs)
+      }
+      this.pump()
+    })
   }
 
   /** Sends when a batch is due and no request is in flight; otherwise sets the timer for when one will be. */
@@ -186,15 +232,40 @@ export class Delivery {
         return
       }
       const due = this.firstWaitingAt + this.flushInterval
-      const draining = this.closed || this.idleWaiters.length > 0
+      const draining = this.closed || this.waiters.length > 0
       if (this.waiting.length < this.batchSize && !draining && now < due) {
         this.wakeAt(due)
         return
       }
       this.batch = this.takeBatch(now)
     }
-    if (now < this.retryAt) this.wakeAt(this.retryAt)
-    else void this.sendBatch(this.batch)
+    const retryAt = this.retryAt()
+    if (now >= retryAt) void this.sendBatch(this.batch)
+    // No attempt left that could be answered in time: the deadline's timer ends the wait.
+    else if (Number.isFinite(retryAt)) this.wakeAt(retryAt)
+    else this.clearTimer()
+  }
+
+  /**
+   * When the held batch may be sent again: after its backoff, never before `Retry-After`.
+   * While a `shutdown(t)` or `flush(t)` waits, its deadline rules instead (the nearest, if
+   * several): a backoff wait begun before the call is not kept; later ones are cut to a
+   * quarter of the time left before the last attempt, so attempts come closer together as
+   * the deadline nears, and none is made after the last attempt, which leaves the answer
+   * room before the deadline. A `Retry-After` ending after it is kept: the deadline comes first.
+   */
+  private retryAt(): number {
+    if (this.failures === 0) return Number.NEGATIVE_INFINITY
+    let deadline: Waiter | undefined
+    for (const waiter of this.waiters) if (waiter.lastAttemptAt < (deadline?.lastAttemptAt ?? Number.POSITIVE_INFINITY)) deadline = waiter
+    if (deadline === undefined) return Math.max(this.failedAt + this.backoff, this.retryAfterUntil)
+    const last = deadline.lastAttemptAt
+    if (this.retryAfterUntil > last) return this.retryAfterUntil
+    if (this.failedAt < deadline.startedAt) return Math.max(deadline.startedAt, this.retryAfterUntil)
+    const gap = Math.min(this.backoff, Math.max(MIN_DEADLINE_GAP_MS, (last - this.failedAt) / 4))
+    const at = Math.max(this.failedAt + gap, this.retryAfterUntil)
+    if (at <= last) return at
+    return this.failedAt < last ? last : Number.POSITIVE_INFINITY
   }
 
   private takeBatch(now: number): string[] {
@@ -235,13 +306,14 @@ export class Delivery {
       this.committed += batch.length
       this.batch = null
       this.failures = 0
-      this.retryAt = 0
       return
     }
     const error = result?.error ?? null
     if (error === null || error.retryable) {
       this.failures++
-      this.retryAt = this.clock.now() + this.retryDelay(error?.retryAfter ?? null)
+      this.failedAt = this.clock.now()
+      this.backoff = this.backoffDelay()
+      this.retryAfterUntil = this.failedAt + (error?.retryAfter ?? 0) * 1000
       return
     }
     if (error.status === 413 && batch.length > 1) {
@@ -260,17 +332,16 @@ export class Delivery {
     this.report('refused', batch, error)
   }
 
-  /** Jittered exponential backoff between the two bounds, and never before `Retry-After`. */
-  private retryDelay(retryAfterSeconds: number | null): number {
+  /** Jittered exponential backoff between the two bounds (`Retry-After` is kept apart, in `retryAfterUntil`). */
+  private backoffDelay(): number {
     const ceiling = Math.min(this.maxRetryDelay, this.minRetryDelay * 2 ** (this.failures - 1))
-    const jittered = Math.max(this.minRetryDelay, ceiling * (0.5 + this.random() / 2))
-    return Math.max(jittered, (retryAfterSeconds ?? 0) * 1000)
+    return Math.max(this.minRetryDelay, ceiling * (0.5 + this.random() / 2))
   }
 
   private giveUp(): void {
     const left = [...(this.batch ?? []), ...this.waiting.take(this.waiting.length)]
     this.batch = null
-    this.retryAt = 0
+    this.failures = 0
     this.sending?.abort()
     if (left.length > 0) this.report('shutdown', left, null)
     this.settle()
@@ -279,7 +350,7 @@ export class Delivery {
   private settle(): void {
     this.clearTimer()
     if (this.held() > 0) return
-    for (const resolve of this.idleWaiters.splice(0)) resolve()
+    for (const waiter of this.waiters.splice(0)) waiter.resolve()
   }
 
   private wakeAt(at: number): void {

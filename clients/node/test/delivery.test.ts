@@ -334,3 +334,128 @@ describe('flush and shutdown', () => {
     expect(requests.map((r) => eventsOf(r).length)).toEqual([100, 50])
   })
 })
+
+describe('a deadline: shutdown(t) and flush(t) spend their time on attempts that can be answered', () => {
+  const down = () => new TypeError('connection refused')
+  /** The service unreachable from `from` to `to` (clock times), accepting otherwise. */
+  const outage = (from: number, to: number) => (request: SeenRequest) =>
+    request.at >= from && request.at < to ? down() : accepted(request)
+  /** Jitter draws in turn, then 0.5. */
+  const draws = (...values: number[]) => {
+    let next = 0
+    return () => values[next++] ?? 0.5
+  }
+
+  test('the README worker: 1,000 events/s, the service away from 1.5 s to 7.5 s, shutdown(10_000) at 5 s: all 5,000 committed', async () => {
+    const start = Date.parse('2026-11-27T10:00:00.000Z')
+    // These draws put the backoff's retry 7.9 s after a failure at 7.2 s, past the deadline (15 s) without the deadline's schedule.
+    const { clock, requests, client, failures } = setup(outage(start + 1500, start + 7500), { random: draws(0.5, 0.9, 0.4, 0.99) })
+    for (let ms = 0; ms < 5000; ms += 10) {
+      for (let i = 0; i < 10; i++) client.track({ eventType: 'order_paid', properties: { i: ms + i } })
+      await clock.advance(10)
+    }
+    const calledAt = clock.now()
+    const deadline = calledAt + 10_000
+    let stats: unknown
+    void client.shutdown(10_000).then((s) => (stats = s))
+    await clock.advance(10_000)
+
+    expect(stats).toEqual({ queued: 0, committed: 5000, dropped: 0 })
+    expect(failures).toEqual([])
+    const after = requests.filter((r) => r.at >= calledAt).map((r) => r.at)
+    expect(after[0]).toBe(calledAt) // at once: the wait left from before the call is not kept
+    expect(Math.max(...after)).toBeLessThanOrEqual(deadline - 1000)
+    expect(requests.flatMap(eventsOf)).toHaveLength(5000 + 100 * requests.filter((r) => r.at >= start + 1500 && r.at < start + 7500).length)
+  })
+
+  test('a service that never comes back: attempts at once, then closer together, the last one 1 s before the deadline; then what is left is reported', async () => {
+    const { clock, requests, client, failures } = setup(down)
+    client.track({ eventType: 'a' })
+    await clock.advance(4000) // tried at 1 s, 2 s and 3.5 s; the backoff's next try is at 6.5 s
+    expect(requests.map((r) => r.at - requests[0]!.at)).toEqual([0, 1000, 2500])
+    const deadline = clock.now() + 10_000
+    const stopping = client.shutdown(10_000)
+    await clock.advance(10_000)
+    expect(await stopping).toEqual({ queued: 0, committed: 0, dropped: 1 })
+    expect(failures.map((f) => f.reason)).toEqual(['shutdown'])
+    // A quarter of the time left before the last attempt (the backoff's 6 s and 12 s are longer), at least 250 ms.
+    expect(requests.slice(3).map((r) => Math.round(r.at - deadline))).toEqual([
+      -10_000, -7750, -6062, -4797, -3848, -3136, -2602, -2201, -1901, -1651, -1401, -1151, -1000,
+    ])
+  })
+
+  test('the last attempt leaves a shorter request timeout, or half a short window, for its answer', async () => {
+    for (const [options, timeout, expected] of [
+      [{ timeoutMs: 400 }, 2000, [0, 400, 700, 950, 1200, 1450, 1600]],
+      [{}, 1000, [0, 250, 500]],
+    ] as const) {
+      const { clock, requests, client } = setup(down, { ...options, minRetryDelay: 1000 })
+      client.track({ eventType: 'a' })
+      const start = clock.now()
+      const stopping = client.shutdown(timeout)
+      await clock.advance(timeout)
+      expect((await stopping).dropped).toBe(1)
+      expect(requests.map((r) => r.at - start)).toEqual([...expected])
+    }
+  })
+
+  test('a Retry-After that ends before the last attempt is waited for; one that ends after it is never cut short', async () => {
+    const first = setup((request, index) =>
+      index < 3 ? down() : index === 3 ? refusal(503, 'unavailable', 'failing over', { 'retry-after': '5' }) : accepted(request),
+    )
+    first.client.track({ eventType: 'a' })
+    await first.clock.advance(4000)
+    const calledAt = first.clock.now()
+    const stopping = first.client.shutdown(10_000)
+    await first.clock.advance(10_000)
+    expect(await stopping).toEqual({ queued: 0, committed: 1, dropped: 0 })
+    expect(first.requests.slice(3).map((r) => r.at - calledAt)).toEqual([0, 5000])
+
+    const second = setup(() => refusal(429, 'rate_limited', 'over the budget', { 'retry-after': '20' }))
+    second.client.track({ eventType: 'a' })
+    await second.clock.advance(2000)
+    const stopped = second.client.shutdown(10_000)
+    await second.clock.advance(10_000)
+    expect(await stopped).toEqual({ queued: 0, committed: 0, dropped: 1 })
+    expect(second.requests).toHaveLength(1)
+  })
+
+  test('flush(t) in an outage sends at once and retries as the deadline nears: the service back before it gets everything', async () => {
+    const start = Date.parse('2026-11-27T10:00:00.000Z')
+    const { clock, requests, client, failures } = setup(outage(start, start + 6000))
+    client.track({ eventType: 'a' })
+    await clock.advance(4000) // tried at 1 s, 2 s and 3.5 s; the backoff's next try is at 6.5 s
+    let stats: unknown
+    void client.flush(5000).then((s) => (stats = s))
+    await clock.advance(2500)
+    expect(stats).toEqual({ queued: 0, committed: 1, dropped: 0 })
+    expect(failures).toEqual([])
+    // Last attempt at 8 s: waits of a quarter of the time left before it.
+    expect(requests.map((r) => r.at - start)).toEqual([1000, 2000, 3500, 4000, 5000, 5750, 6312.5])
+  })
+
+  test('what flush(t) could not deliver in time stays queued, not dropped, and goes with the backoff once the service is back', async () => {
+    let serviceUp = false
+    const { clock, client, failures } = setup((request) => (serviceUp ? accepted(request) : down()))
+    client.track({ eventType: 'a' })
+    let stats: unknown
+    void client.flush(2000).then((s) => (stats = s))
+    await clock.advance(1999)
+    expect(stats).toBeUndefined()
+    await clock.advance(1)
+    expect(stats).toEqual({ queued: 1, committed: 0, dropped: 0 })
+    serviceUp = true
+    await clock.advance(60_000)
+    expect(client.stats()).toEqual({ queued: 0, committed: 1, dropped: 0 })
+    expect(failures).toEqual([])
+  })
+
+  test('a timeout that is not 0 or more milliseconds is refused, and shutdown then takes events still', async () => {
+    const { client } = setup(accepted)
+    client.track({ eventType: 'a' })
+    await expect(client.shutdown(Number.NaN)).rejects.toThrow(RangeError)
+    await expect(client.flush(-1)).rejects.toThrow(/0 or more milliseconds/)
+    client.track({ eventType: 'b' })
+    expect(client.stats().queued).toBe(2)
+  })
+})
