@@ -71,6 +71,61 @@ async function storedTimes(businessId: string): Promise<number[]> {
   return rows.map((r) => Number(r.at))
 }
 
+/**
+ * Runs `work` while eight clients post events of `flood` over HTTP, each request ten events
+ * dated over the last 20 days; then checks that every request was answered 202 and that
+ * every acknowledged event, and nothing else, is stored.
+ */
+async function duringFlood<T>(flood: Awaited<ReturnType<typeof business>>, work: () => Promise<T>): Promise<T> {
+  const database = await testDatabase()
+  const now = Date.now()
+  flood.service.app.listen({ hostname: '127.0.0.1', port: 0, ...SERVER_OPTIONS })
+  const base = `http://127.0.0.1:${flood.service.app.server!.port}`
+  const statuses = new Map<number, number>()
+  const acknowledged = new Set<string>()
+  let running = true
+  let sent = 0
+  async function client(): Promise<void> {
+    while (running) {
+      const events = Array.from({ length: 10 }, () => ({
+        id: crypto.randomUUID(),
+        eventType: 'page_view',
+        timestamp: new Date(now - Math.floor(Math.random() * 20 * DAY)).toISOString(),
+      }))
+      sent++
+      const response = await fetch(`${base}/api/v0/analytics`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${flood.key}`, origin: ORIGIN, 'content-type': 'application/json' },
+        body: JSON.stringify({ events }),
+      })
+      await response.arrayBuffer()
+      statuses.set(response.status, (statuses.get(response.status) ?? 0) + 1)
+      if (response.status === 202) for (const event of events) acknowledged.add(event.id)
+    }
+  }
+  const clients = Array.from({ length: 8 }, client)
+  let result: T
+  try {
+    await Bun.sleep(200)
+    result = await work()
+    await Bun.sleep(200)
+  } finally {
+    running = false
+    await Promise.all(clients)
+    flood.service.app.server?.stop(true)
+    await flood.service.drain()
+  }
+  expect([...statuses.keys()]).toEqual([202])
+  expect(sent).toBeGreaterThan(20)
+  const stored = await queryRows<{ id: string }>(
+    database.db,
+    sql`select id::text as id from analytics_events where business_id = ${flood.id}`,
+  )
+  expect(stored.length).toBe(acknowledged.size)
+  expect(new Set(stored.map((r) => r.id))).toEqual(acknowledged)
+  return result
+}
+
 describe('event maintenance', () => {
   const options = (more: Partial<EventMaintenanceOptions> = {}): EventMaintenanceOptions => ({ retentionDays: 400, pauseMs: 0, ...more })
 
@@ -137,6 +192,57 @@ describe('event maintenance', () => {
     expect(await storedTimes(long.id)).toEqual(times)
   })
 
+  test("a month partly past the operator's retention loses its expired rows in batches, during a flood; the rest stays", async () => {
+    const database = await testDatabase()
+    const flood = await business('Flood')
+    const old = await business('Old events')
+    const other = await business('Other')
+    // An operator retention whose cutoff falls mid-month: that month is partly expired and
+    // kept as a partition, and what is older in it must go row by row.
+    const now = Date.now()
+    const day = new Date(now - 60 * DAY).getUTCDate()
+    const retentionDays = 60 + (day - 15)
+    const cutoff = now - retentionDays * DAY
+    const month = partitionName(monthStart(cutoff))
+    // 20,000 expired rows over the ten days before the cutoff; 5,000 kept ones an hour and
+    // more after it, and 2,000 of another business: the same month, all three.
+    await database.db.execute(sql`insert into analytics_events (id, business_id, key_id, event_type, occurred_at, received_at)
+      select gen_random_uuid(), ${old.id}::uuid, ${old.keyId}::uuid, 'page_view', t, t
+      from (select ${new Date(cutoff).toISOString()}::timestamptz - g * interval '43 seconds' as t from generate_series(1, 20000) g) s`)
+    await database.db.execute(sql`insert into analytics_events (id, business_id, key_id, event_type, occurred_at, received_at)
+      select gen_random_uuid(), ${old.id}::uuid, ${old.keyId}::uuid, 'page_view', t, t
+      from (select ${new Date(cutoff).toISOString()}::timestamptz + interval '1 hour' + g * interval '1 minute' as t from generate_series(1, 5000) g) s`)
+    await database.db.execute(sql`insert into analytics_events (id, business_id, key_id, event_type, occurred_at, received_at)
+      select gen_random_uuid(), ${other.id}::uuid, ${other.keyId}::uuid, 'page_view', t, t
+      from (select ${new Date(cutoff).toISOString()}::timestamptz + interval '1 hour' + g * interval '2 minutes' as t from generate_series(1, 2000) g) s`)
+    const counts = async (businessId: string) =>
+      (
+        await queryRows<{ total: number; expired: number }>(
+          database.db,
+          sql`select count(*)::int as total, (count(*) filter (where occurred_at < ${new Date(cutoff).toISOString()}::timestamptz))::int as expired
+              from analytics_events where business_id = ${businessId}`,
+        )
+      )[0]!
+    const otherBefore = await queryRows<{ id: string }>(
+      database.db,
+      sql`select id::text as id from analytics_events where business_id = ${other.id} order by id`,
+    )
+    expect(await counts(old.id)).toEqual({ total: 25_000, expired: 20_000 })
+
+    const report = await duringFlood(flood, () => maintainEvents(database, options({ retentionDays, batchRows: 1_000, pauseMs: 5 })))
+    expect(report.failed).toEqual([])
+    expect(report.dropped).not.toContain(month)
+    expect(await partitionNames()).toContain(month)
+    expect(report.deleted).toBeGreaterThanOrEqual(20_000)
+    expect(await counts(old.id)).toEqual({ total: 5_000, expired: 0 })
+    const otherAfter = await queryRows<{ id: string }>(
+      database.db,
+      sql`select id::text as id from analytics_events where business_id = ${other.id} order by id`,
+    )
+    expect(otherAfter).toEqual(otherBefore)
+    expect(otherAfter.length).toBe(2_000)
+  }, 60_000)
+
   test('an id sent without timestamp is remembered 24 hours, then forgotten', async () => {
     const database = await testDatabase()
     const b = await business('Untimed')
@@ -190,58 +296,16 @@ describe('event maintenance', () => {
       select gen_random_uuid(), ${short.id}::uuid, ${short.keyId}::uuid, 'page_view', ${expired.toISOString()}::timestamptz + g * interval '1 minute', now()
       from generate_series(1, 200) g`)
 
-    flood.service.app.listen({ hostname: '127.0.0.1', port: 0, ...SERVER_OPTIONS })
-    const base = `http://127.0.0.1:${flood.service.app.server!.port}`
-    const statuses = new Map<number, number>()
-    const acknowledged = new Set<string>()
-    let running = true
-    let sent = 0
-    async function client(): Promise<void> {
-      while (running) {
-        // Ten events a request, their times spread over the last 20 days (several partitions).
-        const events = Array.from({ length: 10 }, () => ({
-          id: crypto.randomUUID(),
-          eventType: 'page_view',
-          timestamp: new Date(now - Math.floor(Math.random() * 20 * DAY)).toISOString(),
-        }))
-        sent++
-        const response = await fetch(`${base}/api/v0/analytics`, {
-          method: 'POST',
-          headers: { authorization: `Bearer ${flood.key}`, origin: ORIGIN, 'content-type': 'application/json' },
-          body: JSON.stringify({ events }),
-        })
-        await response.arrayBuffer()
-        statuses.set(response.status, (statuses.get(response.status) ?? 0) + 1)
-        if (response.status === 202) for (const event of events) acknowledged.add(event.id)
-      }
-    }
-    const clients = Array.from({ length: 8 }, client)
-    try {
-      await Bun.sleep(200)
+    const { first, second } = await duringFlood(flood, async () => {
       // Two runs during the flood: the first does the work, the second finds little left.
       const first = await maintainEvents(database, options({ batchRows: 500, pauseMs: 5 }))
       const second = await maintainEvents(database, options({ batchRows: 500, pauseMs: 5, now: () => Date.now() + 40 * DAY }))
-      await Bun.sleep(200)
-      running = false
-      await Promise.all(clients)
-      expect(first.failed).toEqual([])
-      expect(second.failed).toEqual([])
-      expect(first.dropped).toContain(expiredName)
-      expect(first.deleted).toBe(3000)
-    } finally {
-      running = false
-      await Promise.all(clients)
-      flood.service.app.server?.stop(true)
-      await flood.service.drain()
-    }
-    expect([...statuses.keys()]).toEqual([202])
-    expect(sent).toBeGreaterThan(20)
-    const stored = await queryRows<{ id: string }>(
-      database.db,
-      sql`select id::text as id from analytics_events where business_id = ${flood.id}`,
-    )
-    expect(stored.length).toBe(acknowledged.size)
-    expect(new Set(stored.map((r) => r.id))).toEqual(acknowledged)
+      return { first, second }
+    })
+    expect(first.failed).toEqual([])
+    expect(second.failed).toEqual([])
+    expect(first.dropped).toContain(expiredName)
+    expect(first.deleted).toBe(3000)
     const left = await queryRows<{ n: number }>(
       database.db,
       sql`select count(*)::int as n from analytics_events where business_id = ${short.id}`,
