@@ -1,12 +1,14 @@
 import { queryRows, sql, type Database, type Db } from '../../db/client.ts'
+import { keptSince, type Kept } from './retention.ts'
 
 // The event store's upkeep (contract section 16, docs/decisions.md "Event partitions"):
 // monthly partitions of analytics_events ahead of need, whole partitions dropped past the
 // operator's retention, the rows past a retention (the business's or the operator's) in
 // the months still kept deleted in bounded batches, and analytics_untimed_ids kept to its
-// 24 hours. At start-up and hourly; with several instances, one at a time (an advisory lock, skipped by the others). Every step
-// fails alone: it is logged and tried again at the next run, and nothing here ever marks
-// the database unavailable (that is the probe's call, db/availability.ts).
+// 24 hours. At start-up and hourly; with several instances, one at a time (an advisory
+// lock, skipped by the others). Every step fails alone: it is logged and tried again at the
+// next run, and nothing here ever marks the database unavailable (that is the probe's
+// call, db/availability.ts).
 
 const HOUR = 3_600_000
 const DAY = 24 * HOUR
@@ -224,10 +226,11 @@ export async function deleteExpiredRows(db: Db, now: number, options: EventMaint
   // Businesses a page at a time, in id order: memory stays bounded whatever their number.
   let after = '00000000-0000-0000-0000-000000000000'
   for (;;) {
-    const page = await queryRows<{ id: string; days: number }>(
+    const page = await queryRows<ExpiringBusiness>(
       db,
-      sql`select id, least(coalesce(event_retention_days, ${days}::int), ${days}::int) as days from businesses
-          where id > ${after}::uuid order by id limit ${BUSINESS_PAGE}::int`,
+      sql`select id, least(coalesce(event_retention_days, ${days}::int), ${days}::int) as days,
+            (extract(epoch from events_expired_before) * 1000)::float8 as "expiredBefore"
+          from businesses where id > ${after}::uuid order by id limit ${BUSINESS_PAGE}::int`,
     )
     for (const business of page) deleted += await deleteExpiredRowsOf(db, business, now, options)
     if (page.length < BUSINESS_PAGE) return deleted
@@ -235,13 +238,16 @@ export async function deleteExpiredRows(db: Db, now: number, options: EventMaint
   }
 }
 
+type ExpiringBusiness = { id: string } & Kept
+
 async function deleteExpiredRowsOf(
   db: Db,
-  business: { id: string; days: number },
+  business: ExpiringBusiness,
   now: number,
   options: Pick<EventMaintenanceOptions, 'batchRows' | 'pauseMs'>,
 ): Promise<number> {
-  const cutoff = new Date(now - business.days * DAY).toISOString()
+  // The bound reads use (./retention.ts): a lowered retention's expiry holds after a raise.
+  const cutoff = new Date(keptSince(business, now)).toISOString()
   // A batch is a range of the key (business_id, occurred_at, id): its edge is the time of
   // the batch's last row, found by the index, and the delete takes the range up to it, an
   // index range scan in the partitions it touches. (`where (key) in (select ... limit n)`
