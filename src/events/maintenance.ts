@@ -1,14 +1,15 @@
 import { queryRows, sql, type Database, type Db } from '../../db/client.ts'
+import { expiredUsage } from '../usage/retention.ts'
 import { keptSince, type Kept } from './retention.ts'
 
 // The event store's upkeep (contract section 16, docs/decisions.md "Event partitions"):
 // monthly partitions of analytics_events ahead of need, whole partitions dropped past the
 // operator's retention, the rows past a retention (the business's or the operator's) in
-// the months still kept deleted in bounded batches, and analytics_untimed_ids kept to its
-// 24 hours. At start-up and hourly; with several instances, one at a time (an advisory
-// lock, skipped by the others). Every step fails alone: it is logged and tried again at the
-// next run, and nothing here ever marks the database unavailable (that is the probe's
-// call, db/availability.ts).
+// the months still kept deleted in bounded batches, analytics_untimed_ids kept to its 24
+// hours, and the usage tables to theirs (src/usage/retention.ts). At start-up and hourly;
+// with several instances, one at a time (an advisory lock, skipped by the others). Every
+// step fails alone: it is logged and tried again at the next run, and nothing here ever
+// marks the database unavailable (that is the probe's call, db/availability.ts).
 
 const HOUR = 3_600_000
 const DAY = 24 * HOUR
@@ -39,7 +40,7 @@ export interface EventMaintenanceOptions {
   onError?: (step: MaintenanceStep, error: unknown) => void
 }
 
-export type MaintenanceStep = 'partitions' | 'drop' | 'retention' | 'untimed'
+export type MaintenanceStep = 'partitions' | 'drop' | 'retention' | 'untimed' | 'usage'
 
 /** What one run did; `skipped` when another instance ran it at the time. */
 export interface MaintenanceReport {
@@ -50,6 +51,8 @@ export interface MaintenanceReport {
   deleted: number
   /** Untimed ids forgotten. */
   forgotten: number
+  /** Usage rows past their retention deleted (src/usage/retention.ts). */
+  pruned: number
   failed: MaintenanceStep[]
 }
 
@@ -86,7 +89,7 @@ export function startEventMaintenance(database: Database, options: EventMaintena
 
 /** One maintenance run, unless another instance is running one. Never rejects. */
 export async function maintainEvents(database: Database, options: EventMaintenanceOptions): Promise<MaintenanceReport> {
-  const report: MaintenanceReport = { skipped: false, created: [], dropped: [], deleted: 0, forgotten: 0, failed: [] }
+  const report: MaintenanceReport = { skipped: false, created: [], dropped: [], deleted: 0, forgotten: 0, pruned: 0, failed: [] }
   const step = async (name: MaintenanceStep, task: () => Promise<void>) => {
     try {
       await task()
@@ -111,6 +114,9 @@ export async function maintainEvents(database: Database, options: EventMaintenan
         })
         await step('untimed', async () => {
           report.forgotten += await forgetUntimedIds(db, now, options)
+        })
+        await step('usage', async () => {
+          report.pruned += await pruneUsage(db, now, options)
         })
       },
       limits,
@@ -276,13 +282,33 @@ export async function forgetUntimedIds(
   now: number,
   options: Pick<EventMaintenanceOptions, 'batchRows' | 'pauseMs'>,
 ): Promise<number> {
-  const cutoff = new Date(now - UNTIMED_ID_MS).toISOString()
+  return deleteOlderThan(db, { table: 'analytics_untimed_ids', column: 'occurred_at', before: new Date(now - UNTIMED_ID_MS) }, options)
+}
+
+/** Usage rows past their retention (src/usage/retention.ts), table by table, in batches. */
+export async function pruneUsage(db: Db, now: number, options: Pick<EventMaintenanceOptions, 'batchRows' | 'pauseMs'>): Promise<number> {
+  let pruned = 0
+  for (const expired of expiredUsage(now)) pruned += await deleteOlderThan(db, expired, options)
+  return pruned
+}
+
+/**
+ * The rows of a table (not analytics_events) whose `column` is before `before`, about
+ * `batchRows` a statement, picked by the column's index (a `ctid` is unique in a plain table).
+ */
+function deleteOlderThan(
+  db: Db,
+  { table, column, before }: { table: string; column: string; before: Date },
+  options: Pick<EventMaintenanceOptions, 'batchRows' | 'pauseMs'>,
+): Promise<number> {
+  const t = sql.identifier(table)
+  const c = sql.identifier(column)
   return inBatches(options, (batchRows) =>
     queryRows<{ n: number }>(
       db,
       sql`with gone as (
-            delete from analytics_untimed_ids where ctid = any(array(
-              select ctid from analytics_untimed_ids where occurred_at < ${cutoff}::timestamptz limit ${batchRows}::int))
+            delete from ${t} where ctid = any(array(
+              select ctid from ${t} where ${c} < ${before.toISOString()}::timestamptz limit ${batchRows}::int))
             returning 1)
           select count(*)::int as n from gone`,
     ),

@@ -256,6 +256,82 @@ describe('event maintenance', () => {
     expect(await count()).toBe(0)
   })
 
+  test('usage rows past their retention go in batches, by the run that holds the maintenance lock only; newer ones stay', async () => {
+    const database = await testDatabase()
+    const b = await business('Usage')
+    const now = Date.now()
+    const at = (days: number) => new Date(now - days * DAY).toISOString()
+    // Each table: a row just past its retention, and one just inside it.
+    for (const [table, old, kept] of [
+      ['key_usage_minutes', 3, 1],
+      ['key_usage_hours', 36, 34],
+      ['key_usage_days', 401, 399],
+    ] as const) {
+      for (const days of [old, kept]) {
+        await database.db.execute(
+          sql`insert into ${sql.identifier(table)} (key_id, at, outcome, count) values (${b.keyId}, ${at(days)}::timestamptz, 'accepted', 1)`,
+        )
+      }
+    }
+    for (const days of [36, 34]) {
+      await database.db.execute(sql`insert into key_refused_origins (key_id, origin, hour, reported, count, last_seen_at)
+        values (${b.keyId}, 'https://other.example', ${at(days)}::timestamptz, false, 1, ${at(days)}::timestamptz)`)
+      await database.db.execute(sql`insert into key_refused_ips (key_id, ip, hour, reported, count, last_seen_at)
+        values (${b.keyId}, '192.0.2.1', ${at(days)}::timestamptz, false, 1, ${at(days)}::timestamptz)`)
+      await database.db.execute(
+        sql`insert into key_refused_others (key_id, hour, kind, count) values (${b.keyId}, ${at(days)}::timestamptz, 'origin', 1)`,
+      )
+    }
+    // Each row left, as its table and its age in whole days.
+    const left = async () =>
+      (
+        await queryRows<{ row: string }>(
+          database.db,
+          sql`select t || ' ' || round(extract(epoch from ${new Date(now).toISOString()}::timestamptz - at) / 86400)::int as row from (
+                select 'minutes' as t, at from key_usage_minutes where key_id = ${b.keyId}
+                union all select 'hours', at from key_usage_hours where key_id = ${b.keyId}
+                union all select 'days', at from key_usage_days where key_id = ${b.keyId}
+                union all select 'origins', hour from key_refused_origins where key_id = ${b.keyId}
+                union all select 'ips', hour from key_refused_ips where key_id = ${b.keyId}
+                union all select 'others', hour from key_refused_others where key_id = ${b.keyId}) u
+              order by 1`,
+        )
+      ).map((r) => r.row)
+    const all = [
+      'days 399',
+      'days 401',
+      'hours 34',
+      'hours 36',
+      'ips 34',
+      'ips 36',
+      'minutes 1',
+      'minutes 3',
+      'origins 34',
+      'origins 36',
+      'others 34',
+      'others 36',
+    ]
+    expect(await left()).toEqual(all)
+    if (database.engine === 'postgres') {
+      // Another instance holds the maintenance: this one deletes nothing.
+      const other = postgres((await testDatabaseUrl())!, { max: 1, onnotice: () => {} })
+      try {
+        const session = await other.reserve()
+        await session`select pg_advisory_lock(hashtext('keygate:event-maintenance'))`
+        expect((await maintainEvents(database, options({ batchRows: 1 }))).skipped).toBe(true)
+        expect(await left()).toEqual(all)
+        await session`select pg_advisory_unlock(hashtext('keygate:event-maintenance'))`
+        session.release()
+      } finally {
+        await other.end()
+      }
+    }
+    const report = await maintainEvents(database, options({ batchRows: 1 }))
+    expect(report.failed).toEqual([])
+    expect(report.pruned).toBeGreaterThanOrEqual(6)
+    expect(await left()).toEqual(['days 399', 'hours 34', 'ips 34', 'minutes 1', 'origins 34', 'others 34'])
+  })
+
   test('one instance at a time: a run while another holds the maintenance runs nothing', async () => {
     const database = await testDatabase()
     if (database.engine === 'postgres') {
