@@ -34,7 +34,7 @@ export function trackRoutes({ db, direct, onShutdown, reportIngest, ingest, rete
   const handle = direct.route(spec, async (grant, body, request) => {
     TrackBody.check({ body })
     const track = body as Static<typeof TrackBody.schema>
-    // A cached number on all but the first request of a business in 10 s (src/events/retention.ts).
+    // A cached value on all but the first request of a business in 10 s (src/events/retention.ts).
     const keeping = retention.keptFor(grant.key.businessId)
     const kept = keeping instanceof Promise ? await keeping : keeping
     const rows = 'events' in track ? toEventRows(track.events, 'events', grant, kept) : toEventRows([track], null, grant, kept)
@@ -98,8 +98,7 @@ function toEventRows(
 ): EventRow[] {
   const receivedAt = Date.now()
   const received = new Date(receivedAt).toISOString()
-  const since = keptSince(kept, receivedAt)
-  const earliest = Math.max(EARLIEST_TIMESTAMP, since)
+  const earliest = Math.max(EARLIEST_TIMESTAMP, keptSince(kept, receivedAt))
   return events.map((event, index) => {
     const path = recordPath(batchKey, index)
     if (event.properties !== undefined) assertStorableJson(event.properties, fieldPath(path, 'properties'))
