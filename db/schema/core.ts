@@ -7,6 +7,9 @@ import { check, foreignKey, index, integer, pgTable, text, timestamp, uuid } fro
  * section 12). Shown once when set; null: public-key people writes are create-only.
  * `eventRetentionDays`: how long the business's events are kept (contract section 16),
  * 1 to the operator's EVENT_RETENTION_DAYS; null: the operator's value.
+ * `eventsExpiredBefore`: events that happened before it are gone for good, whatever the
+ * retention says later (docs/decisions.md, "A lowered retention is final"). Set by each
+ * change of the retention to where the old one reached, it only moves forward; null: never changed.
  */
 export const businesses = pgTable('businesses', {
   id: uuid('id').primaryKey().defaultRandom(),
@@ -14,6 +17,7 @@ export const businesses = pgTable('businesses', {
   createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
   identitySecret: text('identity_secret'),
   eventRetentionDays: integer('event_retention_days'),
+  eventsExpiredBefore: timestamp('events_expired_before', { withTimezone: true, precision: 3 }),
 })
 
 /**

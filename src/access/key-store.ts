@@ -77,7 +77,10 @@ export interface KeyStoreOptions {
    * Called before each load; its answer is told the key's business row as read with the key
    * (the retention cache seeds itself from it: src/events/retention.ts, `beforeOutsideRead`).
    */
-  beforeBusinessRead?: () => (businessId: string, eventRetentionDays: number | null) => void
+  beforeBusinessRead?: () => (
+    businessId: string,
+    retention: Pick<typeof businesses.$inferSelect, 'eventRetentionDays' | 'eventsExpiredBefore'>,
+  ) => void
 }
 
 export function createKeyStore(db: Db, options: KeyStoreOptions = {}): KeyStore {
@@ -100,13 +103,16 @@ export function createKeyStore(db: Db, options: KeyStoreOptions = {}): KeyStore 
     const startedAt = generation
     const businessRead = options.beforeBusinessRead?.()
     const [row] = await db
-      .select({ key: apiKeys, eventRetentionDays: businesses.eventRetentionDays })
+      .select({
+        key: apiKeys,
+        retention: { eventRetentionDays: businesses.eventRetentionDays, eventsExpiredBefore: businesses.eventsExpiredBefore },
+      })
       .from(apiKeys)
       .innerJoin(businesses, eq(businesses.id, apiKeys.businessId))
       .where(eq(apiKeys.keyHash, hash))
       .limit(1)
     const key = row ? toActiveKey(row.key) : null
-    if (row) businessRead?.(row.key.businessId, row.eventRetentionDays)
+    if (row) businessRead?.(row.key.businessId, row.retention)
     if (startedAt === generation) {
       const now = performance.now()
       if (key) known.set(hash, { key, until: now + (mode === 'live' ? liveTtl : fallbackTtl) })

@@ -105,7 +105,7 @@ export function adminRoutes(deps: {
         detail: {
           summary: 'Change a business: its name, or how many days its events are kept',
           description:
-            "eventRetentionDays: 1 to the operator's EVENT_RETENTION_DAYS, or null for the operator's value. Reads stop answering older events at once. Audited as business.updated.",
+            "eventRetentionDays: 1 to the operator's EVENT_RETENTION_DAYS, or null for the operator's value. Reads stop answering older events at once, and lowering it is final: raising it again never brings back the events it expired. Audited as business.updated.",
         },
       },
     )

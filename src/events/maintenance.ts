@@ -1,12 +1,15 @@
 import { queryRows, sql, type Database, type Db } from '../../db/client.ts'
+import { expiredUsage } from '../usage/retention.ts'
+import { keptSince, type Kept } from './retention.ts'
 
 // The event store's upkeep (contract section 16, docs/decisions.md "Event partitions"):
 // monthly partitions of analytics_events ahead of need, whole partitions dropped past the
-// operator's retention, a shorter per-business retention's rows deleted in bounded
-// batches, and analytics_untimed_ids kept to its 24 hours. At start-up and hourly; with
-// several instances, one at a time (an advisory lock, skipped by the others). Every step
-// fails alone: it is logged and tried again at the next run, and nothing here ever marks
-// the database unavailable (that is the probe's call, db/availability.ts).
+// operator's retention, the rows past a retention (the business's or the operator's) in
+// the months still kept deleted in bounded batches, analytics_untimed_ids kept to its 24
+// hours, and the usage tables to theirs (src/usage/retention.ts). At start-up and hourly;
+// with several instances, one at a time (an advisory lock, skipped by the others). Every
+// step fails alone: it is logged and tried again at the next run, and nothing here ever
+// marks the database unavailable (that is the probe's call, db/availability.ts).
 
 const HOUR = 3_600_000
 const DAY = 24 * HOUR
@@ -16,6 +19,8 @@ const FUTURE_MS = DAY
 export const UNTIMED_ID_MS = DAY
 const LOCK = 'keygate:event-maintenance'
 const MAX_PAUSE_MS = 1_000
+/** Businesses read at a time by the retention step. */
+const BUSINESS_PAGE = 1_000
 
 export interface EventMaintenanceOptions {
   /** EVENT_RETENTION_DAYS: the longest any business keeps an event. */
@@ -35,17 +40,19 @@ export interface EventMaintenanceOptions {
   onError?: (step: MaintenanceStep, error: unknown) => void
 }
 
-export type MaintenanceStep = 'partitions' | 'drop' | 'retention' | 'untimed'
+export type MaintenanceStep = 'partitions' | 'drop' | 'retention' | 'untimed' | 'usage'
 
 /** What one run did; `skipped` when another instance ran it at the time. */
 export interface MaintenanceReport {
   skipped: boolean
   created: string[]
   dropped: string[]
-  /** Rows deleted by per-business retention. */
+  /** Rows past a retention deleted one by one (in months not dropped whole). */
   deleted: number
   /** Untimed ids forgotten. */
   forgotten: number
+  /** Usage rows past their retention deleted (src/usage/retention.ts). */
+  pruned: number
   failed: MaintenanceStep[]
 }
 
@@ -82,7 +89,7 @@ export function startEventMaintenance(database: Database, options: EventMaintena
 
 /** One maintenance run, unless another instance is running one. Never rejects. */
 export async function maintainEvents(database: Database, options: EventMaintenanceOptions): Promise<MaintenanceReport> {
-  const report: MaintenanceReport = { skipped: false, created: [], dropped: [], deleted: 0, forgotten: 0, failed: [] }
+  const report: MaintenanceReport = { skipped: false, created: [], dropped: [], deleted: 0, forgotten: 0, pruned: 0, failed: [] }
   const step = async (name: MaintenanceStep, task: () => Promise<void>) => {
     try {
       await task()
@@ -107,6 +114,9 @@ export async function maintainEvents(database: Database, options: EventMaintenan
         })
         await step('untimed', async () => {
           report.forgotten += await forgetUntimedIds(db, now, options)
+        })
+        await step('usage', async () => {
+          report.pruned += await pruneUsage(db, now, options)
         })
       },
       limits,
@@ -210,42 +220,60 @@ export async function dropExpiredPartitions(db: Db, engine: Database['engine'], 
 }
 
 /**
- * A business that keeps its events fewer days than the operator loses the older ones in
- * statements of about `batchRows` rows, each its own transaction, with a pause after it:
- * row locks only, never one held for long, and ingestion's inserts pass in between.
+ * Every business loses the events past its retention (its own, or the operator's: a month
+ * only partly past EVENT_RETENTION_DAYS is not dropped, and its older rows would otherwise
+ * stay on disk for up to a month) in statements of about `batchRows` rows, each its own
+ * transaction, with a pause after it: row locks only, never one held for long, and
+ * ingestion's inserts pass in between. A business with nothing expired costs one index probe.
  */
 export async function deleteExpiredRows(db: Db, now: number, options: EventMaintenanceOptions): Promise<number> {
   const days = options.retentionDays
-  const shorter = await queryRows<{ id: string; days: number }>(
-    db,
-    sql`select id, coalesce(event_retention_days, ${days}::int) as days from businesses
-        where coalesce(event_retention_days, ${days}::int) < ${days}::int`,
-  )
   let deleted = 0
-  for (const business of shorter) {
-    const cutoff = new Date(now - business.days * DAY).toISOString()
-    // A batch is a range of the key (business_id, occurred_at, id): its edge is the time of
-    // the batch's last row, found by the index, and the delete takes the range up to it, an
-    // index range scan in the partitions it touches. (`where (key) in (select ... limit n)`
-    // was planned as a hash join over a sequential scan of every partition, each batch.)
-    // Rows sharing the edge's millisecond go in the same batch: a batch is about `batchRows`.
-    deleted += await inBatches(options, (batchRows) =>
-      queryRows<{ n: number }>(
-        db,
-        sql`with edge as (
-              select occurred_at from analytics_events
-              where business_id = ${business.id}::uuid and occurred_at < ${cutoff}::timestamptz
-              order by occurred_at limit 1 offset ${batchRows - 1}::int),
-            gone as (
-              delete from analytics_events
-              where business_id = ${business.id}::uuid and occurred_at < ${cutoff}::timestamptz
-                and occurred_at <= coalesce((select occurred_at from edge), ${cutoff}::timestamptz)
-              returning 1)
-            select count(*)::int as n from gone`,
-      ),
+  // Businesses a page at a time, in id order: memory stays bounded whatever their number.
+  let after = '00000000-0000-0000-0000-000000000000'
+  for (;;) {
+    const page = await queryRows<ExpiringBusiness>(
+      db,
+      sql`select id, least(coalesce(event_retention_days, ${days}::int), ${days}::int) as days,
+            (extract(epoch from events_expired_before) * 1000)::float8 as "expiredBefore"
+          from businesses where id > ${after}::uuid order by id limit ${BUSINESS_PAGE}::int`,
     )
+    for (const business of page) deleted += await deleteExpiredRowsOf(db, business, now, options)
+    if (page.length < BUSINESS_PAGE) return deleted
+    after = page[page.length - 1]!.id
   }
-  return deleted
+}
+
+type ExpiringBusiness = { id: string } & Kept
+
+async function deleteExpiredRowsOf(
+  db: Db,
+  business: ExpiringBusiness,
+  now: number,
+  options: Pick<EventMaintenanceOptions, 'batchRows' | 'pauseMs'>,
+): Promise<number> {
+  // The bound reads use (./retention.ts): a lowered retention's expiry holds after a raise.
+  const cutoff = new Date(keptSince(business, now)).toISOString()
+  // A batch is a range of the key (business_id, occurred_at, id): its edge is the time of
+  // the batch's last row, found by the index, and the delete takes the range up to it, an
+  // index range scan in the partitions it touches. (`where (key) in (select ... limit n)`
+  // was planned as a hash join over a sequential scan of every partition, each batch.)
+  // Rows sharing the edge's millisecond go in the same batch: a batch is about `batchRows`.
+  return inBatches(options, (batchRows) =>
+    queryRows<{ n: number }>(
+      db,
+      sql`with edge as (
+            select occurred_at from analytics_events
+            where business_id = ${business.id}::uuid and occurred_at < ${cutoff}::timestamptz
+            order by occurred_at limit 1 offset ${batchRows - 1}::int),
+          gone as (
+            delete from analytics_events
+            where business_id = ${business.id}::uuid and occurred_at < ${cutoff}::timestamptz
+              and occurred_at <= coalesce((select occurred_at from edge), ${cutoff}::timestamptz)
+            returning 1)
+          select count(*)::int as n from gone`,
+    ),
+  )
 }
 
 /** Ids sent without timestamp are remembered 24 hours (contract section 16), then forgotten in batches. */
@@ -254,13 +282,33 @@ export async function forgetUntimedIds(
   now: number,
   options: Pick<EventMaintenanceOptions, 'batchRows' | 'pauseMs'>,
 ): Promise<number> {
-  const cutoff = new Date(now - UNTIMED_ID_MS).toISOString()
+  return deleteOlderThan(db, { table: 'analytics_untimed_ids', column: 'occurred_at', before: new Date(now - UNTIMED_ID_MS) }, options)
+}
+
+/** Usage rows past their retention (src/usage/retention.ts), table by table, in batches. */
+export async function pruneUsage(db: Db, now: number, options: Pick<EventMaintenanceOptions, 'batchRows' | 'pauseMs'>): Promise<number> {
+  let pruned = 0
+  for (const expired of expiredUsage(now)) pruned += await deleteOlderThan(db, expired, options)
+  return pruned
+}
+
+/**
+ * The rows of a table (not analytics_events) whose `column` is before `before`, about
+ * `batchRows` a statement, picked by the column's index (a `ctid` is unique in a plain table).
+ */
+function deleteOlderThan(
+  db: Db,
+  { table, column, before }: { table: string; column: string; before: Date },
+  options: Pick<EventMaintenanceOptions, 'batchRows' | 'pauseMs'>,
+): Promise<number> {
+  const t = sql.identifier(table)
+  const c = sql.identifier(column)
   return inBatches(options, (batchRows) =>
     queryRows<{ n: number }>(
       db,
       sql`with gone as (
-            delete from analytics_untimed_ids where ctid = any(array(
-              select ctid from analytics_untimed_ids where occurred_at < ${cutoff}::timestamptz limit ${batchRows}::int))
+            delete from ${t} where ctid = any(array(
+              select ctid from ${t} where ${c} < ${before.toISOString()}::timestamptz limit ${batchRows}::int))
             returning 1)
           select count(*)::int as n from gone`,
     ),

@@ -7,11 +7,30 @@ import { BoundedMap } from '../shared/bounded-map.ts'
 import { invalidField } from '../shared/validation.ts'
 
 // How long a business's events are kept (contract section 16): the operator's
-// EVENT_RETENTION_DAYS, or less where the business says so. Reads compute the bound in SQL
-// from the business row (./read.ts), so a change holds for them at once on every instance;
-// ingestion checks `timestamp` against a cached value (below), as cheap as a Map lookup.
+// EVENT_RETENTION_DAYS, or less where the business says so; and never from before
+// `eventsExpiredBefore`, where a change of the retention left it (docs/decisions.md, "A
+// lowered retention is final"). Reads compute the bound in SQL from the business row
+// (./read.ts), so a change holds for them at once on every instance; maintenance deletes
+// by the same bound (./maintenance.ts); ingestion checks `timestamp` against a cached value
+// (below), as cheap as a Map lookup.
 
 export const DAY_MS = 86_400_000
+
+/** What the business keeps: its effective days, and the instant before which its events are gone for good. */
+export interface Kept {
+  days: number
+  /** Milliseconds since the epoch; null: nothing expired beyond what `days` says. */
+  expiredBefore: number | null
+}
+
+/** The business row's columns its retention is made of. */
+export type RetentionColumns = Pick<typeof businesses.$inferSelect, 'eventRetentionDays' | 'eventsExpiredBefore'>
+
+/** The earliest time an event of the business may have at `now`: the later of the two bounds. */
+export function keptSince(kept: Kept, now: number): number {
+  const byDays = now - kept.days * DAY_MS
+  return kept.expiredBefore === null ? byDays : Math.max(byDays, kept.expiredBefore)
+}
 
 /**
  * A business's retention in days, as the hot path asks for it: a cached value is trusted for
@@ -22,17 +41,17 @@ export const DAY_MS = 86_400_000
 export interface Retention {
   /** EVENT_RETENTION_DAYS: the longest any business keeps events. */
   readonly operatorDays: number
-  /** The business's effective retention in days; synchronous on a cache hit. */
-  daysFor(businessId: string): number | Promise<number>
+  /** What the business keeps; synchronous on a cache hit. */
+  keptFor(businessId: string): Kept | Promise<Kept>
   /** Forget the cached value (after a change). */
   forget(businessId: string): void
   /**
    * For a read of the business row made elsewhere (the key store reads it with the key, in
    * one query, so a business's first request waits for one round trip, not two): call before
-   * the read, then the answer with the row's own days. A change in between makes it do
+   * the read, then the answer with the row's columns. A change in between makes it do
    * nothing, as for the cache's own reads.
    */
-  beforeOutsideRead(): (businessId: string, ownDays: number | null) => void
+  beforeOutsideRead(): (businessId: string, row: RetentionColumns) => void
 }
 
 export interface RetentionOptions {
@@ -45,31 +64,34 @@ export interface RetentionOptions {
 export function createRetention(db: Db, operatorDays: number, options: RetentionOptions = {}): Retention {
   const ttl = options.ttlMs ?? 10_000
   const clock = options.clock ?? (() => performance.now())
-  const cached = new BoundedMap<string, { days: number; until: number }>(options.max ?? 50_000)
+  const cached = new BoundedMap<string, { kept: Kept; until: number }>(options.max ?? 50_000)
   // One read per business at a time: a burst of a new business's requests would otherwise
   // queue a query each in the pool, ahead of every other business's (issue 29's flood).
-  const reading = new Map<string, Promise<number>>()
+  const reading = new Map<string, Promise<Kept>>()
   // Bumped by every change: a read that began before it may hold the old row, so it answers
   // its own callers but is not kept.
   let generation = 0
 
-  /** The business's days from its row as read, kept unless a change came after `startedAt`. */
-  function keep(startedAt: number, businessId: string, ownDays: number | null): number {
-    const days = effectiveDays(ownDays, operatorDays)
-    if (startedAt === generation) cached.set(businessId, { days, until: clock() + ttl })
-    return days
+  /** What the business keeps, from its row as read; cached unless a change came after `startedAt`. */
+  function keep(startedAt: number, businessId: string, row: RetentionColumns | undefined): Kept {
+    const kept = {
+      days: effectiveDays(row?.eventRetentionDays ?? null, operatorDays),
+      expiredBefore: row?.eventsExpiredBefore?.getTime() ?? null,
+    }
+    if (startedAt === generation) cached.set(businessId, { kept, until: clock() + ttl })
+    return kept
   }
 
-  function read(businessId: string): Promise<number> {
+  function read(businessId: string): Promise<Kept> {
     const pending = reading.get(businessId)
     if (pending !== undefined) return pending
     const startedAt = generation
     const started = db
-      .select({ days: businesses.eventRetentionDays })
+      .select({ eventRetentionDays: businesses.eventRetentionDays, eventsExpiredBefore: businesses.eventsExpiredBefore })
       .from(businesses)
       .where(eq(businesses.id, businessId))
       .limit(1)
-      .then(([row]) => keep(startedAt, businessId, row?.days ?? null))
+      .then(([row]) => keep(startedAt, businessId, row))
       .finally(() => {
         if (reading.get(businessId) === started) reading.delete(businessId)
       })
@@ -79,9 +101,9 @@ export function createRetention(db: Db, operatorDays: number, options: Retention
 
   return {
     operatorDays,
-    daysFor(businessId) {
+    keptFor(businessId) {
       const hit = cached.get(businessId)
-      if (hit !== undefined && clock() < hit.until) return hit.days
+      if (hit !== undefined && clock() < hit.until) return hit.kept
       return read(businessId)
     },
     forget(businessId) {
@@ -91,7 +113,7 @@ export function createRetention(db: Db, operatorDays: number, options: Retention
     },
     beforeOutsideRead() {
       const startedAt = generation
-      return (businessId, ownDays) => void keep(startedAt, businessId, ownDays)
+      return (businessId, row) => void keep(startedAt, businessId, row)
     },
   }
 }
@@ -104,9 +126,12 @@ export function effectiveDays(own: number | null, operatorDays: number): number 
 /**
  * The earliest `occurred_at` a read may answer for the business whose row is `businessId`,
  * computed in the statement itself: a change is seen at once, whichever instance made it.
+ * (`greatest` skips a null `events_expired_before`.)
  */
 export function retentionStart(businessId: string, operatorDays: number): SQL {
-  return sql`(now() - make_interval(days => least(coalesce((select ${businesses.eventRetentionDays} from ${businesses} where ${businesses.id} = ${businessId}), ${operatorDays}), ${operatorDays})))`
+  const b = businesses
+  return sql`coalesce((select greatest(now() - make_interval(days => least(coalesce(${b.eventRetentionDays}, ${operatorDays}), ${operatorDays})), ${b.eventsExpiredBefore})
+    from ${b} where ${b.id} = ${businessId}), now() - make_interval(days => ${operatorDays}))`
 }
 
 /** Checks a requested `eventRetentionDays` (1 to the operator's value, or null), naming the field. */
@@ -129,6 +154,9 @@ export interface BusinessSettings {
 /**
  * Changes a business's settings and records `business.updated` with each changed field, in
  * one transaction; then forgets the cached retention. A 404 for an unknown business.
+ * A change of the retention moves `eventsExpiredBefore` up to where the old one reached
+ * (the database's clock, as reads use): what it had expired stays expired, whatever the
+ * new value, until maintenance deletes it.
  */
 export async function updateBusiness(
   db: Db,
@@ -146,7 +174,16 @@ export async function updateBusiness(
     }
     const changed = changedFields(before, { ...before, ...next }, ['name', 'eventRetentionDays'])
     if (Object.keys(changed).length === 0) return before
-    const [after] = await tx.update(businesses).set(next).where(eq(businesses.id, businessId)).returning()
+    const oldDays = effectiveDays(before.eventRetentionDays, retention.operatorDays)
+    const expired =
+      'eventRetentionDays' in changed
+        ? { eventsExpiredBefore: sql`greatest(${businesses.eventsExpiredBefore}, now() - make_interval(days => ${oldDays}::int))` }
+        : {}
+    const [after] = await tx
+      .update(businesses)
+      .set({ ...next, ...expired })
+      .where(eq(businesses.id, businessId))
+      .returning()
     await recordChange(tx, { businessId, action: 'business.updated', by, changes: changed })
     return after!
   })

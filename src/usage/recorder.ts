@@ -75,7 +75,7 @@ export const NO_ORIGIN = '(no Origin header)'
  */
 export const REFUSALS_KEPT_PER_HOUR = 100
 
-/** How long each resolution is kept (docs/decisions.md): the retention job deletes older rows. */
+/** How long each resolution is kept (docs/decisions.md): the event maintenance deletes older rows (./retention.ts). */
 export const USAGE_RETENTION = { minutes: 2 * DAY, hours: 35 * DAY, days: 400 * DAY, origins: 35 * DAY } as const
 
 /** One key's counts for one minute: the request path increments fields of this, nothing more. */
@@ -140,8 +140,6 @@ export function createUsageRecorder(db: Db, options: UsageRecorderOptions = {}):
   })
   const stats: UsageStats = { dropped: 0, flushes: 0, writes: writer.stats }
   let flushing: Promise<void> = Promise.resolve()
-  let lastPrune = 0
-  let closed = false
 
   /** The key's counter for the minute of `at`, or null when the bound is reached. */
   function counterOf(keyId: string, at: number): KeyMinute | null {
@@ -256,27 +254,11 @@ export function createUsageRecorder(db: Db, options: UsageRecorderOptions = {}):
     })
   }
 
-  async function prune(): Promise<void> {
-    const at = now()
-    const before = (ms: number) => new Date(at - ms).toISOString()
-    await db.execute(sql`delete from key_usage_minutes where at < ${before(USAGE_RETENTION.minutes)}::timestamptz`)
-    await db.execute(sql`delete from key_usage_hours where at < ${before(USAGE_RETENTION.hours)}::timestamptz`)
-    await db.execute(sql`delete from key_usage_days where at < ${before(USAGE_RETENTION.days)}::timestamptz`)
-    await db.execute(sql`delete from key_refused_origins where hour < ${before(USAGE_RETENTION.origins)}::timestamptz`)
-    await db.execute(sql`delete from key_refused_ips where hour < ${before(USAGE_RETENTION.origins)}::timestamptz`)
-    await db.execute(sql`delete from key_refused_others where hour < ${before(USAGE_RETENTION.origins)}::timestamptz`)
-  }
-
   /** A flush: what is counted, then the retries that are due (all of them when `everything`). */
   function round(everything: boolean): Promise<void> {
     flushing = flushing.then(async () => {
       await writer.run(take(), { everything })
       stats.flushes++
-      // Retention, at most hourly per instance, off the request path like the rest.
-      if (!closed && now() - lastPrune >= HOUR) {
-        lastPrune = now()
-        await prune().catch((error: unknown) => options.onError?.(error))
-      }
     })
     return flushing
   }
@@ -302,7 +284,6 @@ export function createUsageRecorder(db: Db, options: UsageRecorderOptions = {}):
     },
     flush: () => round(true),
     async close() {
-      closed = true
       clearInterval(timer)
       await round(true)
       writer.abandon()

@@ -2,6 +2,7 @@ import { describe, expect, test } from 'bun:test'
 import { eq } from 'drizzle-orm'
 import { analyticsEvents, auditEntries, businesses } from '../../db/schema/index.ts'
 import { loadConfig } from '../../src/config.ts'
+import { maintainEvents } from '../../src/events/maintenance.ts'
 import { testDatabase } from '../support/database.ts'
 import { loopback } from '../support/loopback.ts'
 import { seedBusiness, seedKey, testService } from '../support/service.ts'
@@ -136,8 +137,38 @@ describe('reads follow the retention at once', () => {
     expect((await listedTypes(s)).sort()).toEqual(['aged_1', 'aged_10', 'aged_29'])
     await patch(s, { eventRetentionDays: 5 })
     expect(await listedTypes(s)).toEqual(['aged_1'])
+    // Back to the operator's value: what the shorter one expired stays expired.
     await patch(s, { eventRetentionDays: null })
-    expect((await listedTypes(s)).sort()).toEqual(['aged_1', 'aged_10', 'aged_29'])
+    expect(await listedTypes(s)).toEqual(['aged_1'])
+  })
+
+  test('lowering is final: events it expired never come back when the retention is raised, and maintenance deletes them', async () => {
+    const s = await setup()
+    await storeEventsAged(s, [1, 5, 20, 25])
+    // A change that expires nothing hides nothing.
+    expect((await patch(s, { eventRetentionDays: OPERATOR_DAYS })).status).toBe(200)
+    expect((await listedTypes(s)).sort()).toEqual(['aged_1', 'aged_20', 'aged_25', 'aged_5'])
+    expect((await patch(s, { eventRetentionDays: 10 })).status).toBe(200)
+    expect((await listedTypes(s)).sort()).toEqual(['aged_1', 'aged_5'])
+    const raised = await patch(s, { eventRetentionDays: 30 })
+    expect(await raised.json()).toMatchObject({ eventRetentionDays: 30, effectiveEventRetentionDays: 30 })
+    expect((await listedTypes(s)).sort()).toEqual(['aged_1', 'aged_5'])
+    // Nor by another way back (the operator's value), nor on the dashboard's query with a range.
+    await patch(s, { eventRetentionDays: null })
+    expect((await listedTypes(s)).sort()).toEqual(['aged_1', 'aged_5'])
+    const ranged = await s.http.api(`/analytics?from=${new Date(Date.now() - 29 * DAY).toISOString()}`, s.sk)
+    expect(((await ranged.json()) as { data: { eventType: string }[] }).data.map((e) => e.eventType).sort()).toEqual(['aged_1', 'aged_5'])
+    // Still on disk until maintenance, which deletes them though the retention is 30 days again.
+    const stored = async () =>
+      (await (await testDatabase()).db.select().from(analyticsEvents).where(eq(analyticsEvents.businessId, s.businessId)))
+        .map((e) => e.eventType)
+        .sort()
+    expect(await stored()).toEqual(['aged_1', 'aged_20', 'aged_25', 'aged_5'])
+    // (Maintenance as an operator keeping 400 days runs it: no other test's partition or row goes.)
+    const report = await maintainEvents(await testDatabase(), { retentionDays: 400, pauseMs: 0 })
+    expect(report.failed).toEqual([])
+    expect(await stored()).toEqual(['aged_1', 'aged_5'])
+    expect((await listedTypes(s)).sort()).toEqual(['aged_1', 'aged_5'])
   })
 
   test("one business's retention never hides another's events", async () => {
@@ -182,5 +213,19 @@ describe('POST /api/v0/analytics: timestamp within [now - retention, now + 24 h]
     expect((await track(s, { eventType: 'recent', timestamp: new Date(Date.now() - 4 * DAY).toISOString() })).status).toBe(202)
     // The six-day-old event stored before is now past the retention: reads no longer answer it.
     expect(await listedTypes(s)).toEqual(['recent'])
+  })
+
+  test('after a lowered retention is raised again, a timestamp it expired is still refused, naming why; a later one is taken', async () => {
+    const s = await setup()
+    await patch(s, { eventRetentionDays: 10 })
+    await patch(s, { eventRetentionDays: 30 })
+    const expired = await track(s, { eventType: 'late', timestamp: new Date(Date.now() - 20 * DAY).toISOString() })
+    const { error } = (await expired.json()) as { error: { code: string; message: string } }
+    expect([expired.status, error.code]).toEqual([400, 'invalid_request'])
+    expect(error.message).toMatch(
+      /"timestamp".*not before \d{4}-\d\d-\d\dT.*keeps events 30 days, and a change of its retention expired those before this time/,
+    )
+    expect((await track(s, { eventType: 'kept', timestamp: new Date(Date.now() - 9 * DAY).toISOString() })).status).toBe(202)
+    expect(await listedTypes(s)).toEqual(['kept'])
   })
 })

@@ -10,7 +10,7 @@ import { parseTime } from '../../shared/time.ts'
 import { createGroupCommitter } from './group-commit.ts'
 import { Accepted, EARLIEST_TIMESTAMP, EventPage, EventQuery, MAX_FUTURE_MS, TrackBody, type TrackedEvent } from './model.ts'
 import { listEvents } from '../../events/read.ts'
-import { DAY_MS } from '../../events/retention.ts'
+import { DAY_MS, keptSince, type Kept } from '../../events/retention.ts'
 import { eventWriter, toEventRow, type EventRow } from './service.ts'
 
 /**
@@ -34,10 +34,10 @@ export function trackRoutes({ db, direct, onShutdown, reportIngest, ingest, rete
   const handle = direct.route(spec, async (grant, body, request) => {
     TrackBody.check({ body })
     const track = body as Static<typeof TrackBody.schema>
-    // A cached number on all but the first request of a business in 10 s (src/events/retention.ts).
-    const kept = retention.daysFor(grant.key.businessId)
-    const days = typeof kept === 'number' ? kept : await kept
-    const rows = 'events' in track ? toEventRows(track.events, 'events', grant, days) : toEventRows([track], null, grant, days)
+    // A cached value on all but the first request of a business in 10 s (src/events/retention.ts).
+    const keeping = retention.keptFor(grant.key.businessId)
+    const kept = keeping instanceof Promise ? await keeping : keeping
+    const rows = 'events' in track ? toEventRows(track.events, 'events', grant, kept) : toEventRows([track], null, grant, kept)
     await writer.write(grant.key.businessId, rows, request)
     return { status: 202, body: { accepted: rows.length } }
   })
@@ -94,11 +94,11 @@ function toEventRows(
   events: readonly Static<typeof TrackedEvent>[],
   batchKey: string | null,
   { key, origin }: Grant,
-  retentionDays: number,
+  kept: Kept,
 ): EventRow[] {
   const receivedAt = Date.now()
   const received = new Date(receivedAt).toISOString()
-  const earliest = Math.max(EARLIEST_TIMESTAMP, receivedAt - retentionDays * DAY_MS)
+  const earliest = Math.max(EARLIEST_TIMESTAMP, keptSince(kept, receivedAt))
   return events.map((event, index) => {
     const path = recordPath(batchKey, index)
     if (event.properties !== undefined) assertStorableJson(event.properties, fieldPath(path, 'properties'))
@@ -110,7 +110,7 @@ function toEventRows(
         const bound =
           time.getTime() > receivedAt
             ? `at most 24 hours after the request: ${new Date(receivedAt + MAX_FUTURE_MS).toISOString()}`
-            : `not before ${new Date(earliest).toISOString()}${earliest === EARLIEST_TIMESTAMP ? '' : ` (this business keeps events ${retentionDays} days)`}`
+            : `not before ${new Date(earliest).toISOString()}${earliest === EARLIEST_TIMESTAMP ? '' : ` (${retentionReason(kept, receivedAt)})`}`
         throw invalidField(
           field,
           `${event.timestamp} is outside the accepted range: ${bound} (now ${received}). Send the time the event happened, or leave timestamp out to use the receive time`,
@@ -120,4 +120,11 @@ function toEventRows(
     }
     return toEventRow(event, key, origin, occurred, received)
   })
+}
+
+/** Why the earliest accepted time is where it is: the business's days, or a change of its retention. */
+function retentionReason(kept: Kept, now: number): string {
+  return kept.expiredBefore !== null && kept.expiredBefore > now - kept.days * DAY_MS
+    ? `this business keeps events ${kept.days} days, and a change of its retention expired those before this time for good`
+    : `this business keeps events ${kept.days} days`
 }

@@ -1,0 +1,1 @@
+ALTER TABLE "businesses" ADD COLUMN "events_expired_before" timestamp (3) with time zone;
