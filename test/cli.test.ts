@@ -2,7 +2,9 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { join } from 'node:path'
 import type { Service } from '../src/app.ts'
 import { TEST_AUTHOR, ADMIN_TOKEN, admin, seedBusiness, seedKey, testService } from './support/service.ts'
-import { addMember, cookieFrom, getPage, KEYS, PASSWORD, signIn, trySignIn } from './dashboard/support.ts'
+import { addMember, cookieFrom, getPage, KEYS, PASSWORD, postForm, signIn, trySignIn } from './dashboard/support.ts'
+import { createMemberService } from '../src/members/service.ts'
+import { testDatabase } from './support/database.ts'
 import type { KeyRecord } from '../src/keys/service.ts'
 
 // The CLI runs as operators run it: a separate process talking HTTP to a real server.
@@ -779,6 +781,25 @@ describe('cli members link', () => {
     expect(status).toBe(200)
     expect(page).toContain('Choose a password')
     expect(page).toContain('ada@example.com')
+  })
+
+  test("is an operator's recovery: the link sets a new password over hers, ending every session and other link of the account", async () => {
+    const businessId = await seedBusiness(service, 'Acme')
+    const ada = await addMember(businessId, { email: 'ada@example.com' })
+    const session = await signIn(service, 'ada@example.com')
+    const pendingElsewhere = await createMemberService((await testDatabase()).db).create(
+      await seedBusiness(service, 'Other'),
+      { email: 'ada@example.com', role: 'member' },
+      TEST_AUTHOR,
+      'member',
+    )
+    const token = new URL(linkIn((await cli(['members', 'link', ada.id])).stdout)).searchParams.get('token')!
+    const chosen = await postForm(service, '/dashboard/sign-in/link', { token, password: `${PASSWORD} 2`, confirm: `${PASSWORD} 2` })
+    expect(chosen.status).toBe(303)
+    expect((await getPage(service, KEYS, session)).status).toBe(303)
+    expect((await openLink(`${baseUrl}/dashboard/sign-in/link?token=${pendingElsewhere.signInLink!.token}`)).status).toBe(410)
+    expect((await trySignIn(service, 'ada@example.com', PASSWORD)).status).toBe(401)
+    expect((await trySignIn(service, 'ada@example.com', `${PASSWORD} 2`)).status).toBe(303)
   })
 
   test('--json answers the link', async () => {
