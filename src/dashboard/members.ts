@@ -6,7 +6,6 @@ import { publicOrigin } from '../http/public-origin.ts'
 import { Uuid } from '../shared/uuid.ts'
 import {
   emailProblem,
-  linkAsks,
   normalizeEmail,
   signInLinkUrl,
   toMemberRecord,
@@ -46,8 +45,7 @@ export function membersPlugin(deps: { members: MemberService; member: ReturnType
         email: invited.email,
         url: signInLinkUrl(publicOrigin(request), link.token),
         expiresAt: link.expiresAt,
-        // A member's link sets no password for an account that has one: its person types theirs.
-        asks: linkAsks('member', invited.passwordSet ? 'set' : null),
+        asks: link.asks,
       },
     })
   }

@@ -67,6 +67,8 @@ export function passwordProblem(password: string): string | null {
 export interface SignInLink {
   token: string
   expiresAt: Date
+  /** What its page asks for now (the account may get a password before it is used). */
+  asks: LinkAsks
 }
 
 /**
@@ -104,11 +106,11 @@ export function createMemberService(db: Db, passwords: Passwords = argon2idPassw
   // time as a wrong password and response times do not tell which addresses are members.
   let decoyHash: Promise<string> | undefined
 
-  async function issueLink(memberId: string, issuedBy: LinkIssuer, now: Date): Promise<SignInLink> {
+  async function issueLink(member: MemberRow, issuedBy: LinkIssuer, now: Date): Promise<SignInLink> {
     const token = randomToken()
     const expiresAt = new Date(now.getTime() + SIGN_IN_LINK_TTL_MS)
-    await db.insert(memberSignInLinks).values({ memberId, tokenHash: hashToken(token), createdAt: now, expiresAt, issuedBy })
-    return { token, expiresAt }
+    await db.insert(memberSignInLinks).values({ memberId: member.id, tokenHash: hashToken(token), createdAt: now, expiresAt, issuedBy })
+    return { token, expiresAt, asks: linkAsks(issuedBy, member.passwordHash) }
   }
 
   /**
@@ -238,7 +240,7 @@ export function createMemberService(db: Db, passwords: Passwords = argon2idPassw
         )
       }
       const { row, newAccount } = outcome
-      const signInLink = row.acceptedAt === null ? await issueLink(row.id, issuedBy, now) : null
+      const signInLink = row.acceptedAt === null ? await issueLink(row, issuedBy, now) : null
       return { member: toMemberRecord(row), signInLink, newAccount }
     },
 
@@ -320,7 +322,7 @@ export function createMemberService(db: Db, passwords: Passwords = argon2idPassw
           `${member.email} has joined already and signs in with their password; an operator can send them a link to reset it.`,
         )
       }
-      return issueLink(memberId, issuedBy, now)
+      return issueLink(member, issuedBy, now)
     },
 
     findByLink,

@@ -196,6 +196,20 @@ describe('every way a link or a membership is made', () => {
     expect((await membership(businessId, 'rex@example.com')).acceptedAt).not.toBeNull()
   })
 
+  test("a link that asks for the account's password is under the sign-in throttle: no way to guess it", async () => {
+    const service = await testService()
+    const { businessId, session } = await memberOf(service)
+    await addMember(await seedBusiness(service, 'Other'), { email: 'rex@example.com' })
+    const token = await addInDashboard(service, session, 'rex@example.com')
+    for (let guess = 1; guess <= 5; guess++) {
+      expect((await postForm(service, LINK, { token, password: `guess number ${guess}` })).status).toBe(401)
+    }
+    const blocked = await postForm(service, LINK, { token, password: PASSWORD })
+    expect(blocked.status).toBe(429)
+    expect(blocked.headers.get('retry-after')).toMatch(/^\d+$/)
+    expect((await membership(businessId, 'rex@example.com')).acceptedAt).toBeNull()
+  })
+
   test('dashboard, an email invited elsewhere without a password: the link sets it and joins this business only', async () => {
     const service = await testService()
     const { businessId, session } = await memberOf(service)
