@@ -192,8 +192,15 @@ describe('every way a link or a membership is made', () => {
     expect(before.acceptedAt).toBeNull()
     expect((await choose(service, token, 'a password of the owner')).status).toBe(401)
     expect((await membership(businessId, 'rex@example.com')).passwordHash).toBe(before.passwordHash)
+    // Another business's link for him is outstanding too; joining with this one kills it.
+    const third = await admin(service, `/businesses/${await seedBusiness(service, 'Third')}/members`, {
+      body: { email: 'rex@example.com', role: 'member' },
+    })
+    const thirdLink = new URL(((await third.json()) as { signInLink: { url: string } }).signInLink.url).searchParams.get('token')!
     expect((await postForm(service, LINK, { token, password: PASSWORD })).status).toBe(303)
     expect((await membership(businessId, 'rex@example.com')).acceptedAt).not.toBeNull()
+    expect((await choose(service, thirdLink, CARL)).status).toBe(410)
+    expect((await trySignIn(service, 'rex@example.com', PASSWORD)).status).toBe(303)
   })
 
   test("a link that asks for the account's password is under the sign-in throttle: no way to guess it", async () => {
