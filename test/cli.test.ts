@@ -2,7 +2,9 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { join } from 'node:path'
 import type { Service } from '../src/app.ts'
 import { TEST_AUTHOR, ADMIN_TOKEN, admin, seedBusiness, seedKey, testService } from './support/service.ts'
-import { addMember, cookieFrom, getPage, KEYS, PASSWORD, trySignIn } from './dashboard/support.ts'
+import { addMember, cookieFrom, getPage, KEYS, PASSWORD, postForm, signIn, trySignIn } from './dashboard/support.ts'
+import { createMemberService } from '../src/members/service.ts'
+import { testDatabase } from './support/database.ts'
 import type { KeyRecord } from '../src/keys/service.ts'
 
 // The CLI runs as operators run it: a separate process talking HTTP to a real server.
@@ -548,6 +550,7 @@ interface MemberJson {
   email: string
   role: string
   passwordSet: boolean
+  pending: boolean
   createdAt: string
   signInLink?: { url: string; expiresAt: string }
 }
@@ -630,7 +633,8 @@ describe('cli members create', () => {
     expect(result.stdout).not.toContain(PASSWORD)
     const created = JSON.parse(result.stdout) as MemberJson
     expect(created).toMatchObject({ email: 'ada@example.com', passwordSet: true })
-    expect(Object.keys(created).sort()).toEqual(['businessId', 'createdAt', 'email', 'id', 'passwordSet', 'role'])
+    expect(Object.keys(created).sort()).toEqual(['businessId', 'createdAt', 'email', 'id', 'passwordSet', 'pending', 'role'])
+    expect(created.pending).toBe(false)
   })
 
   test('a password given as an argument is refused (exit 2) without echoing it, and nothing is created', async () => {
@@ -689,18 +693,24 @@ describe('cli members create', () => {
     expect(await storedMembers(businessId)).toHaveLength(1)
   })
 
-  test('a member of another business becomes a member here: no link printed, their own password stays', async () => {
+  test("a member of another business gets a pending membership here and an operator's link, which resets the password", async () => {
     const acme = await seedBusiness(service)
     const rival = await seedBusiness(service, 'Rival')
     await addMember(acme, { email: 'ada@example.com' })
     const result = await cli(['members', 'create', '--business', rival, '--email', 'ada@example.com', '--role', 'owner'])
     expect(result.code).toBe(0)
     expect(result.stdout).toContain('Created owner ada@example.com.')
-    expect(result.stdout).toContain(
-      'ada@example.com already has an account: they sign in with their own password and switch to this business',
-    )
-    expect(result.stdout).not.toContain('SIGN-IN LINK')
-    expect(await storedMembers(rival)).toEqual([expect.objectContaining({ email: 'ada@example.com', role: 'owner', passwordSet: true })])
+    expect(result.stdout).toMatch(/^status\s+pending: joins by the sign-in link$/m)
+    expect(await storedMembers(rival)).toEqual([
+      expect.objectContaining({ email: 'ada@example.com', role: 'owner', passwordSet: true, pending: true }),
+    ])
+    // Pending: her password still opens Acme only.
+    const session = await signIn(service, 'ada@example.com')
+    expect(await (await getPage(service, KEYS, session)).text()).not.toContain('Rival')
+    // An operator's link may set a new password (recovery): the page asks for one, not for hers.
+    const { status, page } = await openLink(linkIn(result.stdout))
+    expect(status).toBe(200)
+    expect(page).toContain('Choose a password')
   })
 
   test('a missing --email is a usage error naming it', async () => {
@@ -735,7 +745,17 @@ describe('cli members list', () => {
     const ada = await addMember(businessId, { email: 'ada@example.com' })
     const listed = await cliJson<unknown>(['members', 'list', '--business', businessId])
     expect(listed).toEqual({
-      data: [{ id: ada.id, businessId, email: 'ada@example.com', role: 'owner', passwordSet: true, createdAt: expect.any(String) }],
+      data: [
+        {
+          id: ada.id,
+          businessId,
+          email: 'ada@example.com',
+          role: 'owner',
+          passwordSet: true,
+          pending: false,
+          createdAt: expect.any(String),
+        },
+      ],
       nextCursor: null,
     })
   })
@@ -761,6 +781,25 @@ describe('cli members link', () => {
     expect(status).toBe(200)
     expect(page).toContain('Choose a password')
     expect(page).toContain('ada@example.com')
+  })
+
+  test("is an operator's recovery: the link sets a new password over hers, ending every session and other link of the account", async () => {
+    const businessId = await seedBusiness(service, 'Acme')
+    const ada = await addMember(businessId, { email: 'ada@example.com' })
+    const session = await signIn(service, 'ada@example.com')
+    const pendingElsewhere = await createMemberService((await testDatabase()).db).create(
+      await seedBusiness(service, 'Other'),
+      { email: 'ada@example.com', role: 'member' },
+      TEST_AUTHOR,
+      'member',
+    )
+    const token = new URL(linkIn((await cli(['members', 'link', ada.id])).stdout)).searchParams.get('token')!
+    const chosen = await postForm(service, '/dashboard/sign-in/link', { token, password: `${PASSWORD} 2`, confirm: `${PASSWORD} 2` })
+    expect(chosen.status).toBe(303)
+    expect((await getPage(service, KEYS, session)).status).toBe(303)
+    expect((await openLink(`${baseUrl}/dashboard/sign-in/link?token=${pendingElsewhere.signInLink!.token}`)).status).toBe(410)
+    expect((await trySignIn(service, 'ada@example.com', PASSWORD)).status).toBe(401)
+    expect((await trySignIn(service, 'ada@example.com', `${PASSWORD} 2`)).status).toBe(303)
   })
 
   test('--json answers the link', async () => {

@@ -34,6 +34,12 @@ export const members = pgTable(
       .references(() => accounts.id, { onDelete: 'cascade' }),
     role: text('role', { enum: ['owner', 'member'] }).notNull(),
     createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+    /**
+     * Null while the membership is pending: made for an account by someone else than its
+     * person, it shows nothing to the account's sessions until the person uses the sign-in
+     * link issued for it (docs/dashboard.md, "Members and sign-in links").
+     */
+    acceptedAt: timestamp('accepted_at', { withTimezone: true }),
   },
   (table) => [
     index('members_business_idx').on(table.businessId),
@@ -67,7 +73,10 @@ export const memberSessions = pgTable(
 /**
  * One-time sign-in links (first start, members created without a password, password
  * resets by operators). Only the token's SHA-256 is stored; `usedAt` is set once, by a
- * guarded UPDATE, so a link signs in at most one browser.
+ * guarded UPDATE, so a link signs in at most one browser, and using any link of an account
+ * sets it on every other. `issuedBy` is who made it: an `operator`'s link (admin API, CLI,
+ * first start) may set or reset the password; a `member`'s (dashboard) sets one only for
+ * an account without, and otherwise asks for the account's password.
  */
 export const memberSignInLinks = pgTable(
   'member_sign_in_links',
@@ -80,8 +89,12 @@ export const memberSignInLinks = pgTable(
     createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
     expiresAt: timestamp('expires_at', { withTimezone: true }).notNull(),
     usedAt: timestamp('used_at', { withTimezone: true }),
+    issuedBy: text('issued_by', { enum: ['member', 'operator'] }).notNull(),
   },
-  (table) => [index('member_sign_in_links_member_idx').on(table.memberId)],
+  (table) => [
+    index('member_sign_in_links_member_idx').on(table.memberId),
+    check('member_sign_in_links_issued_by_check', sql`${table.issuedBy} in ('member', 'operator')`),
+  ],
 )
 
 /**

@@ -46,7 +46,7 @@ export function memberRoutes(deps: { db: Db; requireAdmin: AdminGuard; passwords
     .post(
       '/businesses/:id/members',
       async ({ params, body, request, set }) => {
-        const created = await members.create(params.id, body, byAdmin(set))
+        const created = await members.create(params.id, body, byAdmin(set), 'operator')
         set.status = 201
         return { ...created.member, ...(created.signInLink ? { signInLink: linkOf(request, created.signInLink) } : {}) }
       },
@@ -58,7 +58,7 @@ export function memberRoutes(deps: { db: Db; requireAdmin: AdminGuard; passwords
         response: { 201: t.Composite([MemberSchema, t.Object({ signInLink: t.Optional(SignInLinkSchema) })]) },
         detail: {
           summary:
-            'Add a dashboard member: a new account (without a password, the answer carries a one-time sign-in link), or a membership of the account the email already has (its password stays theirs; 409 with a password, or when already a member of this business)',
+            "Add a dashboard member. With a password: a new account, joined at once (409 when the email has an account already: its password is its person's). Without: a pending membership and a one-time sign-in link, on which the person chooses a password (replacing the one of an existing account, whose other sessions and links end) and joins; until then the business is invisible to them. 409 when already a member of this business.",
           ...alsoAnswers('conflict'),
         },
       },
@@ -72,14 +72,17 @@ export function memberRoutes(deps: { db: Db; requireAdmin: AdminGuard; passwords
     .post(
       '/members/:id/sign-in-link',
       async ({ params, request, set }) => {
-        const link = await members.issueSignInLink(params.id)
+        const link = await members.issueSignInLink(params.id, 'operator')
         set.status = 201
         return { signInLink: linkOf(request, link) }
       },
       {
         params: IdParams,
         response: { 201: t.Object({ signInLink: SignInLinkSchema }) },
-        detail: { summary: 'Issue a new one-time sign-in link, e.g. for a forgotten password (it ends their sessions when used)' },
+        detail: {
+          summary:
+            "Issue a new one-time sign-in link, e.g. for a forgotten password: on it the person chooses a new password and joins this membership's business; using it ends every other session and link of the account",
+        },
       },
     )
     .delete(

@@ -1,11 +1,11 @@
 import { listAnswer, PAGE_USAGE, pageOf, pageOptions, text, UsageError, type Command } from './command.ts'
-import { CLI, memberDetails, memberTable, signInLinkLines } from './output.ts'
+import { memberDetails, memberTable, signInLinkLines } from './output.ts'
 
 export const membersCreate: Command = {
   name: 'members create',
   usage: '--business ID --email EMAIL [--role owner|member] [--password-stdin]',
   summary:
-    'Add a dashboard member; without a password, print a one-time sign-in link. An email that already has an account (a member of another business) gets a membership and keeps its password.',
+    'Add a dashboard member; without a password, print a one-time sign-in link, on which they choose a password and join (pending until then). An email that already has an account (a member of another business) takes no --password.',
   // `password` exists only to refuse it with advice instead of "Unknown option".
   options: {
     business: { type: 'string' },
@@ -43,14 +43,7 @@ export const membersCreate: Command = {
         `Created ${member.role} ${member.email}.`,
         memberDetails(member),
         '',
-        signInLink
-          ? signInLinkLines(signInLink)
-          : password !== undefined
-            ? 'They sign in with their email and the password given.'
-            : `${member.email} already has an account: they sign in with their own password and switch to this business in the dashboard.` +
-              (member.passwordSet
-                ? ''
-                : ` They have not chosen a password yet: ${CLI} members link ${member.id} prints a new sign-in link.`),
+        signInLink ? signInLinkLines(signInLink) : 'They sign in with their email and the password given.',
       ].join('\n'),
     }
   },
@@ -72,7 +65,8 @@ export const membersList: Command = {
 export const membersLink: Command = {
   name: 'members link',
   usage: 'MEMBER_ID',
-  summary: 'Print a new one-time sign-in link, e.g. for a forgotten password.',
+  summary:
+    'Print a new one-time sign-in link, e.g. for a forgotten password: on it they choose a new one; every other session and link of their account ends.',
   target: 'MEMBER_ID',
   options: {},
   required: [],

@@ -136,6 +136,7 @@ export function memberDetails(member: Member): string {
     ['email', member.email],
     ['role', member.role],
     ['password', member.passwordSet ? 'set' : 'not set yet (chosen on a sign-in link)'],
+    ['status', member.pending ? 'pending: joins by the sign-in link' : 'joined'],
     ['created', time(member.createdAt)],
   ])
 }
@@ -157,7 +158,8 @@ export function signInLinkLines(link: SignInLink): string {
     ]),
     '',
     `Send this link to the member now: it is shown once, works once, and expires at ${time(link.expiresAt)}.`,
-    `On it they choose their password. Lost or expired? Issue another: ${CLI} members link MEMBER_ID`,
+    `On it they choose a password (an account that has one gets the new one: its other sessions and links end) and join the business.`,
+    `Lost or expired? Issue another: ${CLI} members link MEMBER_ID`,
   ].join('\n')
 }
 

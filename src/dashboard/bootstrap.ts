@@ -56,6 +56,8 @@ export async function bootstrapFirstOwner(db: Db, options: BootstrapOptions): Pr
       tokenHash: hashToken(token),
       createdAt: now,
       expiresAt,
+      // Whoever starts the service is its operator; the membership is pending until the link is used.
+      issuedBy: 'operator',
     })
     return { business: business! }
   })

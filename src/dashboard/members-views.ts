@@ -1,4 +1,4 @@
-import type { MemberRecord, MemberRole } from '../members/service.ts'
+import type { LinkAsks, MemberRecord, MemberRole } from '../members/service.ts'
 import { formatDate, formatDateTime } from './format.ts'
 import { html, type Html } from './html.ts'
 import type { SignedIn } from './sessions.ts'
@@ -10,11 +10,16 @@ export interface AddMemberForm {
   error?: string
 }
 
-/** The business's members; owners add (with a one-time sign-in link) and remove them. */
-export function membersPage(
-  who: SignedIn,
-  view: { members: MemberRecord[]; form?: AddMemberForm; link?: { email: string; url: string; expiresAt: Date }; flash?: Html },
-): Html {
+/** A sign-in link just made, shown once to the owner who made it. */
+export interface ShownLink {
+  email: string
+  url: string
+  expiresAt: Date
+  asks: LinkAsks
+}
+
+/** The business's members; owners add them (each with a one-time sign-in link), send new links to pending ones, remove them. */
+export function membersPage(who: SignedIn, view: { members: MemberRecord[]; form?: AddMemberForm; link?: ShownLink; flash?: Html }): Html {
   const owner = who.role === 'owner'
   const form = view.form ?? { email: '', role: 'member' }
   return layout({
@@ -29,8 +34,12 @@ ${
   view.link
     ? html`<section class="panel warning" aria-labelledby="link-heading" id="new-link">
   <h2 id="link-heading">Send ${view.link.email} their sign-in link</h2>
-  <p><strong>Copy it now: it is shown only this once.</strong> It works once, until ${formatDateTime(view.link.expiresAt)};
-  on it they choose a password. Send it by a channel you trust.</p>
+  <p><strong>Copy it now: it is shown only this once.</strong> It works once, until ${formatDateTime(view.link.expiresAt)}.
+  ${
+    view.link.asks === 'confirm'
+      ? html`${view.link.email} already has a keygate account: on the link they type its password to join ${who.businessName}.`
+      : html`On it they choose a password and join ${who.businessName}.`
+  } Until then they are pending and see nothing of ${who.businessName}. Send it by a channel you trust.</p>
   <label for="link-value" class="visually-hidden">Sign-in link</label>
   <div class="copy-row">
     <input id="link-value" type="text" readonly value="${view.link.url}" spellcheck="false" autocomplete="off">
@@ -43,19 +52,26 @@ ${
 <div class="table-wrap" role="region" aria-labelledby="members-caption" tabindex="0">
 <table class="keys">
   <caption id="members-caption" class="visually-hidden">Members of ${who.businessName}</caption>
-  <thead><tr><th scope="col">Email</th><th scope="col">Role</th><th scope="col">Password</th><th scope="col">Added</th>${owner ? html`<th scope="col"><span class="visually-hidden">Action</span></th>` : null}</tr></thead>
+  <thead><tr><th scope="col">Email</th><th scope="col">Role</th><th scope="col">Status</th><th scope="col">Added</th>${owner ? html`<th scope="col"><span class="visually-hidden">Action</span></th>` : null}</tr></thead>
   <tbody>${view.members.map(
     (m) => html`<tr data-member-id="${m.id}">
     <th scope="row">${m.email}${m.id === who.memberId ? html` <span class="muted small">(you)</span>` : null}</th>
     <td><span class="badge ${m.role === 'owner' ? 'private' : 'public'}">${m.role}</span></td>
-    <td>${m.passwordSet ? 'set' : html`<span class="muted">not yet: invited</span>`}</td>
+    <td>${m.pending ? html`<span class="muted">pending: invited</span>` : 'joined'}</td>
     <td class="dates"><time datetime="${m.createdAt}">${formatDate(new Date(m.createdAt))}</time></td>
     ${
       owner
         ? html`<td>${
             m.id === who.memberId
               ? html`<span class="muted small">Another owner can remove you.</span>`
-              : html`<details class="allow">
+              : html`${
+                  m.pending
+                    ? html`<form method="post" action="${MEMBERS_PATH}/${m.id}/link" class="inline-form">
+      ${csrfField(who)}
+      <button type="submit" class="button small">New link<span class="visually-hidden"> for ${m.email}</span></button>
+    </form>`
+                    : null
+                }<details class="allow">
       <summary class="button small">Remove<span class="visually-hidden"> ${m.email}</span></summary>
       <div class="allow-preview">
         <p>${m.email} is signed out of ${who.businessName} at once and can no longer open it. Their keys' changes stay in the audit trail.</p>
@@ -89,8 +105,9 @@ ${
     <div class="checkbox"><input type="radio" id="role-owner" name="role" value="owner"${form.role === 'owner' ? html` checked` : null}>
       <label for="role-owner">Owner <span class="muted">— also manages members and the identity secret</span></label></div>
   </fieldset>
-  <p class="hint">Someone new gets a one-time sign-in link, shown here once, on which they choose a password. Someone who
-  already has a keygate account (a member of another business) signs in with their own password and finds ${who.businessName} in their business switcher.</p>
+  <p class="hint">You get a one-time sign-in link, shown here once, to send them. Someone new chooses a password on it;
+  someone who already has a keygate account (a member of another business) types their own. Until they use it, they are
+  pending and see nothing of ${who.businessName}.</p>
   <div class="button-row"><button type="submit" class="button primary">Add member</button></div>
 </form>`
     : html`<p class="muted">Only owners add and remove members.</p>`

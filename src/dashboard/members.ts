@@ -4,7 +4,16 @@ import { byMember } from '../audit/trail.ts'
 import { ApiError } from '../errors.ts'
 import { publicOrigin } from '../http/public-origin.ts'
 import { Uuid } from '../shared/uuid.ts'
-import { emailProblem, normalizeEmail, signInLinkUrl, type MemberRecord, type MemberRole, type MemberService } from '../members/service.ts'
+import {
+  emailProblem,
+  normalizeEmail,
+  signInLinkUrl,
+  toMemberRecord,
+  type MemberRecord,
+  type MemberRole,
+  type MemberService,
+  type SignInLink,
+} from '../members/service.ts'
 import { renderFailures, type Missing } from './failures.ts'
 import { FormField, TokenOnlyForm } from './forms.ts'
 import { html } from './html.ts'
@@ -26,6 +35,19 @@ export function membersPlugin(deps: { members: MemberService; member: ReturnType
 
   async function businessMembers(member: SignedIn): Promise<MemberRecord[]> {
     return (await members.list(member.businessId, { limit: 1000, after: null, order: 'oldest' })).data
+  }
+
+  /** The members page showing, once, the link just made for `invited` (a pending membership). */
+  async function withLink(member: SignedIn, request: Request, invited: MemberRecord, link: SignInLink) {
+    return membersPage(member, {
+      members: await businessMembers(member),
+      link: {
+        email: invited.email,
+        url: signInLinkUrl(publicOrigin(request), link.token),
+        expiresAt: link.expiresAt,
+        asks: link.asks,
+      },
+    })
   }
 
   const memberGone = (member: SignedIn) =>
@@ -59,20 +81,8 @@ export function membersPlugin(deps: { members: MemberService; member: ReturnType
         const problem = isStorableText(email) ? emailProblem(email) : 'That email address holds a character no address has.'
         if (problem) return again(400, problem)
         try {
-          const created = await members.create(member.businessId, { email, role }, byMember(member.email))
-          const link = created.signInLink
-          return htmlPage(
-            201,
-            membersPage(member, {
-              members: await businessMembers(member),
-              ...(link
-                ? { link: { email, url: signInLinkUrl(publicOrigin(request), link.token), expiresAt: link.expiresAt } }
-                : {
-                    flash: html`<div class="alert success" role="status">${email} already has a keygate account: ${member.businessName} now
-  appears in their business switcher. They sign in with their own password${created.member.passwordSet ? '' : ' (they have not chosen it yet: an operator can send them a new sign-in link)'}.</div>`,
-                  }),
-            }),
-          )
+          const created = await members.create(member.businessId, { email, role }, byMember(member.email), 'member')
+          return htmlPage(201, await withLink(member, request, created.member, created.signInLink!))
         } catch (error) {
           if (error instanceof ApiError && error.code === 'conflict')
             return again(409, `${email} is already a member of ${member.businessName}.`)
@@ -80,6 +90,27 @@ export function membersPlugin(deps: { members: MemberService; member: ReturnType
         }
       },
       { member: { ownersTo: 'add members' }, parse: 'urlencoded', body: t.Object({ csrf: FormField, email: FormField, role: FormField }) },
+    )
+    .post(
+      '/settings/members/:id/link',
+      async ({ member, params, request }) => {
+        try {
+          const link = await members.issueSignInLink(params.id, 'member', new Date(), member.businessId)
+          return htmlPage(201, await withLink(member, request, toMemberRecord(await members.get(params.id)), link))
+        } catch (error) {
+          if (error instanceof ApiError && error.code === 'not_found') return memberGone(member)
+          if (error instanceof ApiError && error.code === 'conflict') {
+            return htmlPage(409, messagePage({ title: 'No link made', who: member, message: error.message }))
+          }
+          throw error
+        }
+      },
+      {
+        member: { ownersTo: 'send sign-in links' },
+        parse: 'urlencoded',
+        params: t.Object({ id: Uuid }),
+        body: TokenOnlyForm,
+      },
     )
     .post(
       '/settings/members/:id/remove',

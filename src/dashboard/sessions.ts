@@ -1,4 +1,4 @@
-import { and, asc, eq, exists, gt, lt } from 'drizzle-orm'
+import { and, asc, eq, exists, gt, isNotNull, lt } from 'drizzle-orm'
 import { alias } from 'drizzle-orm/pg-core'
 import type { Db } from '../../db/client.ts'
 import { accounts, businesses, members, memberSessions } from '../../db/schema/index.ts'
@@ -72,10 +72,11 @@ export function createSessionStore(db: Db) {
           membership: { memberId: any.id, businessId: anyBusiness.id, businessName: anyBusiness.name, role: any.role },
         })
         .from(memberSessions)
-        .innerJoin(members, eq(members.id, memberSessions.memberId))
+        // Pending memberships are invisible: no session shows one, none lists one.
+        .innerJoin(members, and(eq(members.id, memberSessions.memberId), isNotNull(members.acceptedAt)))
         .innerJoin(accounts, eq(accounts.id, members.accountId))
         .innerJoin(businesses, eq(businesses.id, members.businessId))
-        .innerJoin(any, eq(any.accountId, accounts.id))
+        .innerJoin(any, and(eq(any.accountId, accounts.id), isNotNull(any.acceptedAt)))
         .innerJoin(anyBusiness, eq(anyBusiness.id, any.businessId))
         .where(and(eq(memberSessions.tokenHash, hashToken(token)), gt(memberSessions.expiresAt, now)))
         .orderBy(asc(anyBusiness.name), asc(anyBusiness.id))
@@ -94,8 +95,8 @@ export function createSessionStore(db: Db) {
     },
 
     /**
-     * Shows another business in this session: `memberId` must be a membership of the same
-     * account (a guarded UPDATE, so nothing else can be reached). False when it is not.
+     * Shows another business in this session: `memberId` must be an accepted membership of
+     * the same account (a guarded UPDATE, so nothing else can be reached). False when it is not.
      */
     async switchTo(session: SignedIn, memberId: string): Promise<boolean> {
       if (!session.memberships.some((m) => m.memberId === memberId)) return false
@@ -109,7 +110,7 @@ export function createSessionStore(db: Db) {
               db
                 .select({ id: members.id })
                 .from(members)
-                .where(and(eq(members.id, memberId), eq(members.accountId, session.accountId))),
+                .where(and(eq(members.id, memberId), eq(members.accountId, session.accountId), isNotNull(members.acceptedAt))),
             ),
           ),
         )

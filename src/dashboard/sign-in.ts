@@ -20,7 +20,16 @@ import type { memberMacro } from './member.ts'
 import { SESSION_MAX_MS, type SessionStore } from './sessions.ts'
 import { createPasswordChecks } from './password-checks.ts'
 import type { SignInThrottle, ThrottleDecision } from './throttle.ts'
-import { choosePasswordPage, KEYS_PATH, messagePage, PASSWORDS_DIFFER, SECTION_PATHS, SIGN_IN_PATH, signInPage } from './views.ts'
+import {
+  choosePasswordPage,
+  joinWithPasswordPage,
+  KEYS_PATH,
+  messagePage,
+  PASSWORDS_DIFFER,
+  SECTION_PATHS,
+  SIGN_IN_PATH,
+  signInPage,
+} from './views.ts'
 
 const SignInForm = t.Object({ csrf: FormField, email: FormField, password: FormField, next: FormField })
 const ChoosePasswordForm = t.Object({ token: FormField, password: FormField, confirm: FormField })
@@ -52,6 +61,63 @@ export function signInPlugin(deps: {
     const response = htmlPage(status, signInPage({ csrf, ...state }), [setCookie(request, SIGN_IN_CSRF_COOKIE, csrf, 3600)])
     for (const [name, value] of Object.entries(headers ?? {})) response.headers.set(name, value)
     return response
+  }
+
+  /**
+   * Checks a password under the sign-in throttle (per email and client address) and the
+   * bound on concurrent hashes: a link that asks for the account's password is no way
+   * around either. `check` answers null for a wrong password, which counts as a failure.
+   */
+  async function throttledCheck<T>(
+    email: string,
+    address: string,
+    check: () => Promise<T | null>,
+  ): Promise<{ value: T | null } | { throttled: ThrottleDecision & { ok: false } }> {
+    const throttled = await throttle.reserve(email, address)
+    if (!throttled.ok) return { throttled }
+    const slot = await passwordChecks.acquire()
+    if (slot === null) {
+      // No password was checked: the attempt is not counted against anyone.
+      await throttle.release(throttled.id)
+      return { throttled: { ok: false, by: 'busy', counted: 'attempts', retryAfterSeconds: 1 } }
+    }
+    let value: T | null
+    try {
+      value = await check()
+    } catch (error) {
+      // The service failed, not the password: the attempt is not counted against anyone.
+      await throttle.release(throttled.id).catch(() => {})
+      throw error
+    } finally {
+      slot()
+    }
+    if (value === null) await throttle.settleFailure()
+    else await throttle.settleSuccess(throttled.id, email, address)
+    return { value }
+  }
+
+  /** A member's link to an account that has a password: its person joins the link's business with it. */
+  async function joinWithPassword(
+    request: Request,
+    address: string,
+    page: { token: string; email: string; businessName: string },
+    password: string,
+  ): Promise<Response> {
+    const checked = await throttledCheck(page.email, address, async () => {
+      if (!password) return null
+      const outcome = await members.acceptLink(page.token, password)
+      return outcome === 'wrong password' ? null : outcome
+    })
+    if ('throttled' in checked) {
+      const response = htmlPage(429, joinWithPasswordPage({ ...page, error: throttledMessage(checked.throttled) }))
+      response.headers.set('retry-after', String(checked.throttled.retryAfterSeconds))
+      return response
+    }
+    if (checked.value === null) {
+      return htmlPage(401, joinWithPasswordPage({ ...page, error: `That is not the password of ${page.email}. Check it and try again.` }))
+    }
+    if (typeof checked.value === 'string') return linkGone()
+    return startSession(request, checked.value.id, KEYS_PATH)
   }
 
   async function startSession(request: Request, memberId: string, location: string): Promise<Response> {
@@ -94,51 +160,25 @@ export function signInPlugin(deps: {
         if (!isStorableText(email)) {
           return signInForm(request, 400, { next, error: 'That email address holds a character no address has. Check it and try again.' })
         }
-        const address = clientAddress(request, server)
-        const throttled = await throttle.reserve(email, address)
-        if (!throttled.ok) {
+        const checked = await throttledCheck(email, clientAddress(request, server), async () =>
+          email && password ? await members.verifyPassword(email, password) : null,
+        )
+        if ('throttled' in checked) {
           return signInForm(
             request,
             429,
-            { email, next, error: throttledMessage(throttled) },
-            {
-              'retry-after': String(throttled.retryAfterSeconds),
-            },
+            { email, next, error: throttledMessage(checked.throttled) },
+            { 'retry-after': String(checked.throttled.retryAfterSeconds) },
           )
         }
-        const slot = await passwordChecks.acquire()
-        if (slot === null) {
-          // No password was checked: the attempt is not counted against anyone.
-          await throttle.release(throttled.id)
-          return signInForm(
-            request,
-            429,
-            { email, next, error: throttledMessage({ ok: false, by: 'busy', counted: 'attempts', retryAfterSeconds: 1 }) },
-            {
-              'retry-after': '1',
-            },
-          )
-        }
-        let member: Awaited<ReturnType<MemberService['verifyPassword']>> = null
-        try {
-          member = email && password ? await members.verifyPassword(email, password) : null
-        } catch (error) {
-          // The service failed, not the password: the attempt is not counted against anyone.
-          await throttle.release(throttled.id).catch(() => {})
-          throw error
-        } finally {
-          slot()
-        }
-        if (!member) {
-          await throttle.settleFailure()
+        if (checked.value === null) {
           return signInForm(request, 401, {
             email,
             next,
             error: 'That email and password do not match a member. Check both and try again.',
           })
         }
-        await throttle.settleSuccess(throttled.id, email, address)
-        return startSession(request, member.memberId, next ?? KEYS_PATH)
+        return startSession(request, checked.value.memberId, next ?? KEYS_PATH)
       },
       { parse: 'urlencoded', body: SignInForm },
     )
@@ -169,15 +209,16 @@ export function signInPlugin(deps: {
       '/sign-in/link',
       async ({ query }) => {
         const token = query.token ?? ''
-        const member = token ? await members.findByLink(token) : null
-        if (!member) return linkGone()
-        return htmlPage(200, choosePasswordPage({ token, email: member.email, businessName: member.businessName }))
+        const link = token ? await members.findByLink(token) : null
+        if (!link) return linkGone()
+        const page = link.asks === 'confirm' ? joinWithPasswordPage : choosePasswordPage
+        return htmlPage(200, page({ token, email: link.email, businessName: link.businessName }))
       },
       { query: t.Object({ token: FormField }) },
     )
     .post(
       '/sign-in/link',
-      async ({ request, body }) => {
+      async ({ request, server, body }) => {
         // No session yet: the link's token is the secret, and the origin checks still apply.
         if (crossSiteReason(request)) {
           return htmlPage(
@@ -186,23 +227,24 @@ export function signInPlugin(deps: {
           )
         }
         const token = body.token ?? ''
-        const member = token ? await members.findByLink(token) : null
-        if (!member) return linkGone()
-        const password = body.password ?? ''
+        const link = token ? await members.findByLink(token) : null
+        if (!link) return linkGone()
+        const password = (body.password ?? '').slice(0, PASSWORD_MAX_LENGTH + 1)
+        const page = { token, email: link.email, businessName: link.businessName }
+        if (link.asks === 'confirm') return joinWithPassword(request, clientAddress(request, server), page, password)
         const problem = passwordProblem(password) ?? (password === body.confirm ? null : PASSWORDS_DIFFER)
-        if (problem) {
-          return htmlPage(
-            400,
-            choosePasswordPage({ token, email: member.email, businessName: member.businessName, error: problem, password }),
-          )
-        }
+        if (problem) return htmlPage(400, choosePasswordPage({ ...page, error: problem, password }))
         const redeemed = await members.redeemLink(token, password)
-        if (!redeemed) return linkGone()
+        // The account got a password meanwhile (another of its links): this one now asks for it.
+        if (redeemed === 'asks password') return htmlPage(409, joinWithPasswordPage({ ...page, error: PASSWORD_SET_MEANWHILE }))
+        if (typeof redeemed === 'string') return linkGone()
         return startSession(request, redeemed.id, KEYS_PATH)
       },
       { parse: 'urlencoded', body: ChoosePasswordForm },
     )
 }
+
+const PASSWORD_SET_MEANWHILE = 'This account has had a password set meanwhile: type it to join.'
 
 /** What a throttled sign-in is told: who is limited, and how long to wait. */
 function throttledMessage({ by, counted, retryAfterSeconds }: ThrottleDecision & { ok: false }): string {

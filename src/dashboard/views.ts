@@ -220,6 +220,32 @@ export function choosePasswordPage(state: {
   })
 }
 
+/**
+ * A member's link to an account that has a password: the person joins the link's business
+ * by typing the password they have; the link cannot set one (docs/dashboard.md).
+ */
+export function joinWithPasswordPage(state: { token: string; email: string; businessName: string; error?: string }): Html {
+  return layout({
+    title: `Join ${state.businessName}`,
+    content: html`<div class="narrow">
+  <h1>Join ${state.businessName}</h1>
+  <p class="lead">You were added to <strong>${state.businessName}</strong> as <strong>${state.email}</strong>, which already has a
+  keygate account. Type its password to join; until you do, ${state.businessName} sees nothing of your account and you nothing of it.
+  This link works once. Not yours, or you do not know the password? Close this page: nothing changes.</p>
+  ${state.error ? html`<div class="alert error" role="alert" id="password-error">${state.error}</div>` : null}
+  <form method="post" action="/dashboard/sign-in/link" class="stack">
+    <input type="hidden" name="token" value="${state.token}">
+    <input type="text" name="email" value="${state.email}" autocomplete="username" hidden>
+    <div class="field${state.error ? ' has-error' : ''}">
+      <label for="password">Your password</label>
+      <input id="password" name="password" type="password" autocomplete="current-password" required autofocus${state.error ? html` aria-invalid="true" aria-describedby="password-error"` : null}>
+    </div>
+    <button type="submit" class="button primary">Join and sign in</button>
+  </form>
+</div>`,
+  })
+}
+
 export function messagePage(page: { title: string; who?: SignedIn; message: Html | string; crumbs?: Crumb[] }): Html {
   return layout({
     title: page.title,

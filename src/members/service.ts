@@ -1,14 +1,14 @@
-import { and, asc, eq, gt, inArray, isNull, sql } from 'drizzle-orm'
+import { and, asc, eq, gt, inArray, isNotNull, isNull, sql } from 'drizzle-orm'
 import type { Db } from '../../db/client.ts'
 import { accounts, businesses, members, memberSessions, memberSignInLinks } from '../../db/schema/index.ts'
 import { hashToken, randomToken } from '../access/secrets.ts'
 import { ApiError } from '../errors.ts'
 import { recordChange, type ChangeAuthor } from '../audit/trail.ts'
 import { listAdminPage, type AdminPage, type Page } from '../shared/paging.ts'
-import type { MemberRecord, MemberRole } from './model.ts'
+import type { LinkIssuer, MemberRecord, MemberRole } from './model.ts'
 import { argon2idPasswords, type Passwords } from './passwords.ts'
 
-export type { MemberRecord, MemberRole }
+export type { LinkIssuer, MemberRecord, MemberRole }
 /** A membership with its account's email and password hash, as the queries below read it. */
 export type MemberRow = typeof members.$inferSelect & { email: string; passwordHash: string | null }
 
@@ -25,6 +25,7 @@ const memberColumns = {
   accountId: members.accountId,
   role: members.role,
   createdAt: members.createdAt,
+  acceptedAt: members.acceptedAt,
   email: accounts.email,
   passwordHash: accounts.passwordHash,
 }
@@ -36,6 +37,7 @@ export function toMemberRecord(row: MemberRow): MemberRecord {
     email: row.email,
     role: row.role,
     passwordSet: row.passwordHash !== null,
+    pending: row.acceptedAt === null,
     createdAt: row.createdAt.toISOString(),
   }
 }
@@ -65,7 +67,27 @@ export function passwordProblem(password: string): string | null {
 export interface SignInLink {
   token: string
   expiresAt: Date
+  /** What its page asks for now (the account may get a password before it is used). */
+  asks: LinkAsks
 }
+
+/**
+ * What a link lets its holder do: `choose` a password (an operator's link, or any link of
+ * an account without one), or `confirm` the account's password to join the link's business.
+ */
+export type LinkAsks = 'choose' | 'confirm'
+
+export function linkAsks(issuedBy: LinkIssuer, passwordHash: string | null): LinkAsks {
+  return issuedBy === 'operator' || passwordHash === null ? 'choose' : 'confirm'
+}
+
+/** A valid link as its page needs it: its membership, business and what it asks. */
+export type LinkRow = MemberRow & { businessName: string; issuedBy: LinkIssuer; asks: LinkAsks }
+
+/** Why a link did not sign anyone in: gone (used, expired, unknown), or it asks the other thing. */
+export type LinkRefusal = 'gone' | 'asks password' | 'asks new password' | 'wrong password'
+
+type Tx = Parameters<Parameters<Db['transaction']>[0]>[0]
 
 /** A business an account belongs to, as the dashboard's switcher lists it. */
 export interface Membership {
@@ -84,11 +106,55 @@ export function createMemberService(db: Db, passwords: Passwords = argon2idPassw
   // time as a wrong password and response times do not tell which addresses are members.
   let decoyHash: Promise<string> | undefined
 
-  async function issueLink(memberId: string, now: Date): Promise<SignInLink> {
+  async function issueLink(member: MemberRow, issuedBy: LinkIssuer, now: Date): Promise<SignInLink> {
     const token = randomToken()
     const expiresAt = new Date(now.getTime() + SIGN_IN_LINK_TTL_MS)
-    await db.insert(memberSignInLinks).values({ memberId, tokenHash: hashToken(token), createdAt: now, expiresAt })
-    return { token, expiresAt }
+    await db.insert(memberSignInLinks).values({ memberId: member.id, tokenHash: hashToken(token), createdAt: now, expiresAt, issuedBy })
+    return { token, expiresAt, asks: linkAsks(issuedBy, member.passwordHash) }
+  }
+
+  /**
+   * The valid link of `token` with its membership and account, the account's row locked
+   * until the transaction ends: two links of one account are used one after the other, so
+   * the second sees the password and the dead links the first left.
+   */
+  async function lockLink(tx: Tx, token: string, now: Date) {
+    const [row] = await tx
+      .select({ linkId: memberSignInLinks.id, issuedBy: memberSignInLinks.issuedBy, ...memberColumns })
+      .from(memberSignInLinks)
+      .innerJoin(members, eq(members.id, memberSignInLinks.memberId))
+      .innerJoin(accounts, eq(accounts.id, members.accountId))
+      .where(and(eq(memberSignInLinks.tokenHash, hashToken(token)), isNull(memberSignInLinks.usedAt), gt(memberSignInLinks.expiresAt, now)))
+      .for('update', { of: accounts })
+    return row
+  }
+
+  /**
+   * Uses the link (a guarded UPDATE: only one browser wins it), kills every other outstanding
+   * link of the account, whichever business it was made for, and accepts the link's
+   * membership. False when the link was used meanwhile.
+   */
+  async function useLink(tx: Tx, link: { linkId: string; id: string; accountId: string }, now: Date): Promise<boolean> {
+    const used = await tx
+      .update(memberSignInLinks)
+      .set({ usedAt: now })
+      .where(and(eq(memberSignInLinks.id, link.linkId), isNull(memberSignInLinks.usedAt)))
+      .returning({ id: memberSignInLinks.id })
+    if (used.length === 0) return false
+    await tx
+      .update(memberSignInLinks)
+      .set({ usedAt: now })
+      .where(
+        and(
+          isNull(memberSignInLinks.usedAt),
+          inArray(memberSignInLinks.memberId, tx.select({ id: members.id }).from(members).where(eq(members.accountId, link.accountId))),
+        ),
+      )
+    await tx
+      .update(members)
+      .set({ acceptedAt: now })
+      .where(and(eq(members.id, link.id), isNull(members.acceptedAt)))
+    return true
   }
 
   async function get(memberId: string): Promise<MemberRow> {
@@ -101,21 +167,35 @@ export function createMemberService(db: Db, passwords: Passwords = argon2idPassw
     return row
   }
 
+  /** The membership a valid (unused, unexpired) link belongs to, and what it asks, or null. Does not use the link. */
+  async function findByLink(token: string, now = new Date()): Promise<LinkRow | null> {
+    const [row] = await db
+      .select({ ...memberColumns, businessName: businesses.name, issuedBy: memberSignInLinks.issuedBy })
+      .from(memberSignInLinks)
+      .innerJoin(members, eq(members.id, memberSignInLinks.memberId))
+      .innerJoin(accounts, eq(accounts.id, members.accountId))
+      .innerJoin(businesses, eq(businesses.id, members.businessId))
+      .where(and(eq(memberSignInLinks.tokenHash, hashToken(token)), isNull(memberSignInLinks.usedAt), gt(memberSignInLinks.expiresAt, now)))
+    return row ? { ...row, asks: linkAsks(row.issuedBy, row.passwordHash) } : null
+  }
+
   return {
     get,
 
     /**
-     * Makes `email` a member of the business: a new account when the email has none (a
-     * one-time sign-in link comes back when no password was given, on which they choose
-     * it), else a membership of the existing account, which signs in with its own password
-     * and finds the business in its switcher. An existing account's password is never set
-     * here, and no link is made for it: whoever adds a person to their business must not
-     * gain a way into that person's other businesses.
+     * Makes `email` a member of the business. With a password (operators only), a new
+     * account whose membership is accepted at once. Otherwise the membership is pending and
+     * a one-time sign-in link for it comes back, made by `issuedBy`: the business shows to
+     * the account's sessions only once the person used it (choosing a password, or, on a
+     * member's link to an account that has one, typing theirs). An existing account's
+     * password is never set here: whoever adds a person to their business must not gain a
+     * way into that person's other businesses, nor bring that person into theirs unasked.
      */
     async create(
       businessId: string,
       input: { email: string; password?: string; role: MemberRole },
       by: ChangeAuthor,
+      issuedBy: LinkIssuer,
       now = new Date(),
     ): Promise<{ member: MemberRecord; signInLink: SignInLink | null; newAccount: boolean }> {
       const email = normalizeEmail(input.email)
@@ -136,7 +216,7 @@ export function createMemberService(db: Db, passwords: Passwords = argon2idPassw
         if (!account!.inserted && passwordHash !== null) return 'password refused' as const
         const [inserted] = await tx
           .insert(members)
-          .values({ businessId, accountId: account!.id, role: input.role, createdAt: now })
+          .values({ businessId, accountId: account!.id, role: input.role, createdAt: now, acceptedAt: passwordHash === null ? null : now })
           .onConflictDoNothing({ target: [members.accountId, members.businessId] })
           .returning()
         if (!inserted) return 'already a member' as const
@@ -160,7 +240,7 @@ export function createMemberService(db: Db, passwords: Passwords = argon2idPassw
         )
       }
       const { row, newAccount } = outcome
-      const signInLink = newAccount && row.passwordHash === null ? await issueLink(row.id, now) : null
+      const signInLink = row.acceptedAt === null ? await issueLink(row, issuedBy, now) : null
       return { member: toMemberRecord(row), signInLink, newAccount }
     },
 
@@ -184,7 +264,7 @@ export function createMemberService(db: Db, passwords: Passwords = argon2idPassw
         .select({ memberId: members.id, businessId: businesses.id, businessName: businesses.name, role: members.role })
         .from(members)
         .innerJoin(businesses, eq(businesses.id, members.businessId))
-        .where(eq(members.accountId, accountId))
+        .where(and(eq(members.accountId, accountId), isNotNull(members.acceptedAt)))
         .orderBy(businesses.name, businesses.id)
     },
 
@@ -226,64 +306,81 @@ export function createMemberService(db: Db, passwords: Passwords = argon2idPassw
       return toMemberRecord(removed)
     },
 
-    /** A new one-time link, e.g. for a member who forgot their password. Older links stay valid until used or expired. */
-    async issueSignInLink(memberId: string, now = new Date()): Promise<SignInLink> {
-      await get(memberId)
-      return issueLink(memberId, now)
+    /**
+     * A new one-time link for a membership. An operator's (admin API, CLI) may set a new
+     * password: how a lost one is recovered. A member's (the dashboard, scoped to their
+     * `businessId`) is only for a pending membership: it cannot replace a password, so it
+     * is no use on a membership whose person already joined. Older links stay valid until
+     * one of the account's links is used or they expire.
+     */
+    async issueSignInLink(memberId: string, issuedBy: LinkIssuer, now = new Date(), businessId: string | null = null): Promise<SignInLink> {
+      const member = await get(memberId)
+      if (businessId !== null && member.businessId !== businessId) throw new ApiError('not_found', `No member with id ${memberId}.`)
+      if (issuedBy === 'member' && member.acceptedAt !== null) {
+        throw new ApiError(
+          'conflict',
+          `${member.email} has joined already and signs in with their password; an operator can send them a link to reset it.`,
+        )
+      }
+      return issueLink(member, issuedBy, now)
     },
 
-    /** The membership a valid (unused, unexpired) link belongs to, or null. Does not use the link. */
-    async findByLink(token: string, now = new Date()): Promise<(MemberRow & { businessName: string }) | null> {
-      const [row] = await db
-        .select({ ...memberColumns, businessName: businesses.name })
-        .from(memberSignInLinks)
-        .innerJoin(members, eq(members.id, memberSignInLinks.memberId))
-        .innerJoin(accounts, eq(accounts.id, members.accountId))
-        .innerJoin(businesses, eq(businesses.id, members.businessId))
-        .where(
-          and(eq(memberSignInLinks.tokenHash, hashToken(token)), isNull(memberSignInLinks.usedAt), gt(memberSignInLinks.expiresAt, now)),
-        )
-      return row ?? null
+    findByLink,
+
+    /**
+     * Uses a link once to set the account's password and join the link's business. Only an
+     * operator's link, or a link of an account without a password, may: a member's link to
+     * an account with one asks for it instead (acceptLink). Every other session of the
+     * account ends, in every business, and every other link of it dies: whoever held an
+     * older link, or the password before, is out.
+     */
+    async redeemLink(token: string, password: string, now = new Date()): Promise<MemberRow | LinkRefusal> {
+      const passwordHash = await passwords.hash(password)
+      return db.transaction(async (tx) => {
+        const link = await lockLink(tx, token, now)
+        if (!link) return 'gone'
+        if (linkAsks(link.issuedBy, link.passwordHash) === 'confirm') return 'asks password'
+        if (!(await useLink(tx, link, now))) return 'gone'
+        await tx.update(accounts).set({ passwordHash }).where(eq(accounts.id, link.accountId))
+        await tx
+          .delete(memberSessions)
+          .where(inArray(memberSessions.memberId, tx.select({ id: members.id }).from(members).where(eq(members.accountId, link.accountId))))
+        const { linkId: _l, issuedBy: _i, ...member } = link
+        return { ...member, passwordHash, acceptedAt: member.acceptedAt ?? now }
+      })
     },
 
     /**
-     * Uses a link once and sets the account's password. The guarded UPDATE is the only
-     * thing that marks a link used, so two browsers racing with one link cannot both win.
-     * Every other session of the account ends, in every business: choosing a password
-     * through a link is also how a lost password is replaced. Returns the link's membership.
+     * Uses a link once to join its business with the account's own password (a pending
+     * membership of an account that has one). The password is checked against the hash
+     * read before the transaction, and the transaction goes on only if the hash is still
+     * that one. The account's sessions stay: nothing about the account changed.
      */
-    async redeemLink(token: string, password: string, now = new Date()): Promise<MemberRow | null> {
-      const passwordHash = await passwords.hash(password)
+    async acceptLink(token: string, password: string, now = new Date()): Promise<MemberRow | LinkRefusal> {
+      const found = await findByLink(token, now)
+      if (!found) return 'gone'
+      if (found.passwordHash === null) return 'asks new password'
+      if (!(await passwords.verify(password, found.passwordHash))) return 'wrong password'
       return db.transaction(async (tx) => {
-        const [link] = await tx
-          .update(memberSignInLinks)
-          .set({ usedAt: now })
-          .where(
-            and(eq(memberSignInLinks.tokenHash, hashToken(token)), isNull(memberSignInLinks.usedAt), gt(memberSignInLinks.expiresAt, now)),
-          )
-          .returning({ memberId: memberSignInLinks.memberId })
-        if (!link) return null
-        const [member] = await tx.select().from(members).where(eq(members.id, link.memberId))
-        if (!member) return null
-        const [account] = await tx.update(accounts).set({ passwordHash }).where(eq(accounts.id, member.accountId)).returning()
-        await tx
-          .delete(memberSessions)
-          .where(
-            inArray(memberSessions.memberId, tx.select({ id: members.id }).from(members).where(eq(members.accountId, member.accountId))),
-          )
-        return { ...member, email: account!.email, passwordHash }
+        const link = await lockLink(tx, token, now)
+        if (!link) return 'gone'
+        if (link.passwordHash !== found.passwordHash) return 'wrong password'
+        if (!(await useLink(tx, link, now))) return 'gone'
+        const { linkId: _l, issuedBy: _i, ...member } = link
+        return { ...member, acceptedAt: member.acceptedAt ?? now }
       })
     },
 
     /**
      * The account whose email and password these are, with the membership a new session
-     * opens on (the business it joined first), or null; costs the same either way.
+     * opens on (the business it joined first; pending ones are not joined), or null; costs
+     * the same either way.
      */
     async verifyPassword(email: string, password: string): Promise<{ accountId: string; memberId: string } | null> {
       const [row] = await db
         .select({ accountId: accounts.id, passwordHash: accounts.passwordHash, memberId: members.id })
         .from(accounts)
-        .innerJoin(members, eq(members.accountId, accounts.id))
+        .innerJoin(members, and(eq(members.accountId, accounts.id), isNotNull(members.acceptedAt)))
         .where(eq(accounts.email, normalizeEmail(email)))
         .orderBy(asc(members.createdAt), asc(members.id))
         .limit(1)

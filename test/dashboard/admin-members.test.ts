@@ -50,17 +50,15 @@ describe('POST /admin/v0/businesses/:id/members', () => {
     expect(await memberRows()).toEqual([expect.objectContaining({ role: 'owner' })])
   })
 
-  test('a person of another business becomes a member with their own password: no link, one account', async () => {
+  test("a person of another business gets a pending membership, invisible until they use the operator's link; one account", async () => {
     const service = await testService()
     const acme = await seedBusiness(service, 'Acme')
     const rival = await seedBusiness(service, 'Rival')
     await admin(service, `/businesses/${acme}/members`, { body: { email: 'ada@example.com', password: PASSWORD, role: 'owner' } })
     const response = await admin(service, `/businesses/${rival}/members`, { body: { email: 'Ada@Example.com', role: 'member' } })
     expect(response.status).toBe(201)
-    const body = (await response.json()) as Record<string, unknown>
-    expect(body).toMatchObject({ businessId: rival, email: 'ada@example.com', role: 'member', passwordSet: true })
-    // A link would let whoever adds a person set their password, and so enter their other businesses.
-    expect(body.signInLink).toBeUndefined()
+    const body = (await response.json()) as { pending: boolean; signInLink: { url: string } }
+    expect(body).toMatchObject({ businessId: rival, email: 'ada@example.com', role: 'member', passwordSet: true, pending: true })
     const rows = await memberRows()
     expect(rows.map((m) => [m.businessId, m.role])).toEqual([
       [acme, 'owner'],
@@ -68,9 +66,16 @@ describe('POST /admin/v0/businesses/:id/members', () => {
     ])
     expect(rows[0]!.accountId).toBe(rows[1]!.accountId)
     expect(await (await db()).select().from(accounts)).toHaveLength(1)
-    // One password signs in to both (the switcher lists them).
+    // Until she uses the link, her sessions know nothing of Rival.
     const session = await signIn(service, 'ada@example.com')
-    expect(await (await getPage(service, KEYS, session)).text()).toContain('Rival')
+    expect(await (await getPage(service, KEYS, session)).text()).not.toContain('Rival')
+    // An operator's link sets a new password (recovery), ends her other sessions, and joins Rival.
+    const token = new URL(body.signInLink.url).searchParams.get('token')!
+    const chosen = await postForm(service, '/dashboard/sign-in/link', { token, password: `${PASSWORD} 2`, confirm: `${PASSWORD} 2` })
+    expect(chosen.status).toBe(303)
+    expect((await getPage(service, KEYS, session)).status).toBe(303)
+    const after = await signIn(service, 'ada@example.com', `${PASSWORD} 2`)
+    expect(await (await getPage(service, KEYS, after)).text()).toContain('Rival')
   })
 
   test('a password for an email that already has an account answers 409 and changes neither', async () => {

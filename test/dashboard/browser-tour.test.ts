@@ -59,6 +59,7 @@ async function seedTour() {
     acme,
     { email: 'carol@acme-outdoor.com', role: 'member' },
     TEST_AUTHOR,
+    'member',
   )
   choosePasswordPath = `/dashboard/sign-in/link?token=${invited.signInLink!.token}`
 

@@ -168,7 +168,7 @@ describe('one person in several businesses', () => {
     const { service, session, membership, bravo } = await adaInTwo()
     await switchTo(service, session, membership(bravo))
     const members = createMemberService(await db())
-    const link = await members.issueSignInLink(membership(bravo))
+    const link = await members.issueSignInLink(membership(bravo), 'operator')
     const chosen = await postForm(service, '/dashboard/sign-in/link', {
       token: link.token,
       password: `${PASSWORD} 2`,

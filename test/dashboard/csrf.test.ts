@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'bun:test'
 import { eq } from 'drizzle-orm'
-import { apiKeys, auditEntries, businesses, members, memberSessions } from '../../db/schema/index.ts'
+import { apiKeys, auditEntries, businesses, members, memberSessions, memberSignInLinks } from '../../db/schema/index.ts'
 import { testDatabase } from '../support/database.ts'
 import { seedBusiness, seedKey, testService } from '../support/service.ts'
 import { addMember, cookieFrom, hiddenValue, KEYS, memberOf, PASSWORD, postForm, signIn, signInForm } from './support.ts'
@@ -128,6 +128,7 @@ describe("issue 10's forms keep the same CSRF protection", () => {
       keys: await db.select().from(apiKeys),
       trail: (await db.select().from(auditEntries)).length,
       members: (await db.select().from(members)).length,
+      links: (await db.select().from(memberSignInLinks)).length,
       secret: (await db.select({ s: businesses.identitySecret }).from(businesses)).map((b) => b.s),
       retention: (await db.select({ d: businesses.eventRetentionDays }).from(businesses)).map((b) => b.d),
     })
@@ -142,6 +143,7 @@ describe("issue 10's forms keep the same CSRF protection", () => {
       ['/dashboard/settings/business/retention', { eventRetentionDays: '3' }],
       ['/dashboard/settings/members', { email: 'cy@example.com', role: 'owner' }],
       [`/dashboard/settings/members/${bo.id}/remove`, {}],
+      [`/dashboard/settings/members/${bo.id}/link`, {}],
     ]
     for (const [path, fields] of forms) {
       const missing = await postForm(service, path, fields, { cookie: session.cookie })

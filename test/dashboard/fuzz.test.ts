@@ -2,8 +2,8 @@ import { describe, expect, test } from 'bun:test'
 import fc from 'fast-check'
 import type { Service } from '../../src/app.ts'
 import { hostileQueryValue, RUNS, storedRows } from '../support/hostile.ts'
-import { call, seedKey, testService } from '../support/service.ts'
-import { cookieFrom, hiddenValue, KEYS, memberOf, type Session } from './support.ts'
+import { call, seedBusiness, seedKey, testService } from '../support/service.ts'
+import { addMember, cookieFrom, hiddenValue, KEYS, memberOf, postForm, type Session } from './support.ts'
 
 /**
  * Hostile input at the dashboard's forms, query parameters and cookies: never a 5xx, and a
@@ -108,10 +108,26 @@ describe('hostile dashboard forms: never a 5xx, a refused form writes nothing', 
       [`${KEYS}/${w.privateKeyId}/allow-ip`, { csrf: w.session.csrf, entry: '198.51.100.0/24' }],
       ['/dashboard/settings/members', { csrf: w.session.csrf, email: 'bo@example.com', role: 'member' }],
       [`/dashboard/settings/members/${crypto.randomUUID()}/remove`, { csrf: w.session.csrf }],
+      [`/dashboard/settings/members/${crypto.randomUUID()}/link`, { csrf: w.session.csrf }],
       // Last: a valid roll replaces the key, and later rolls of it are 409s.
       [`${KEYS}/${w.keyId}/roll`, { csrf: w.session.csrf, graceSeconds: '3600' }],
     ]
     for (const [path, fields] of forms) await fuzz(formOf(fields), (body) => postRaw(w, path, body, w.session.cookie), Math.ceil(RUNS / 2))
+  })
+
+  test("join with one's own password from a member's sign-in link", async () => {
+    const w = await world()
+    await addMember(await seedBusiness(w.service, 'Other'), { email: 'rex@example.com' })
+    const added = await postForm(
+      w.service,
+      '/dashboard/settings/members',
+      { csrf: w.session.csrf, email: 'rex@example.com', role: 'member' },
+      { cookie: w.session.cookie },
+    )
+    const token = new URL(
+      /id="link-value" type="text" readonly value="([^"]+)"/.exec(await added.text())![1]!.replaceAll('&amp;', '&'),
+    ).searchParams.get('token')!
+    await fuzz(formOf({ token, password: 'not the password of rex' }), (body) => postRaw(w, '/dashboard/sign-in/link', body))
   })
 
   test('choose a password from a sign-in link', async () => {

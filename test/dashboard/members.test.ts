@@ -3,7 +3,7 @@ import { eq } from 'drizzle-orm'
 import { apiKeys, auditEntries, memberSessions, signInFailures } from '../../db/schema/index.ts'
 import { testDatabase } from '../support/database.ts'
 import { seedKey, testService } from '../support/service.ts'
-import { addMember, getPage, KEYS, memberOf, memberRows, postForm, signIn } from './support.ts'
+import { addMember, getPage, KEYS, memberOf, memberRows, PASSWORD, postForm, signIn } from './support.ts'
 
 // Issue 10 item 8: owners add and remove members; who may do what (docs/dashboard.md).
 const MEMBERS = '/dashboard/settings/members'
@@ -64,7 +64,7 @@ describe('members in the dashboard', () => {
     expect(await memberRows()).toEqual(before)
   })
 
-  test('adding a member of another business makes a membership: no link shown, they switch to it with their own password', async () => {
+  test('adding a member of another business makes a pending membership: it shows once they type their own password on its link', async () => {
     const service = await testService()
     const { businessId, session } = await memberOf(service)
     const { businessId: rivalId } = await memberOf(service, 'Rival', 'rex@rival.example')
@@ -76,18 +76,47 @@ describe('members in the dashboard', () => {
     )
     expect(added.status).toBe(201)
     const page = await added.text()
-    expect(page).toContain('rex@rival.example already has a keygate account: Acme now')
-    expect(page).not.toContain('id="link-value"')
+    expect(page).toContain('rex@rival.example already has a keygate account: on the link they type its password to join Acme.')
+    const url = /id="link-value" type="text" readonly value="([^"]+)"/.exec(page)![1]!.replaceAll('&amp;', '&')
+    const token = new URL(url).searchParams.get('token')!
     const rex = (await memberRows()).filter((m) => m.email === 'rex@rival.example')
     expect(rex.map((m) => [m.businessId, m.role])).toEqual([
       [rivalId, 'owner'],
       [businessId, 'member'],
     ])
-    // Rex signs in as before (to Rival) and finds Acme in the switcher.
+    // Pending: Rex signs in as before (to Rival), and Acme is nowhere, not even by its id.
     const rexSession = await signIn(service, 'rex@rival.example')
-    const list = await (await getPage(service, KEYS, rexSession)).text()
-    expect(list).toContain('<span class="business">Rival</span>')
-    expect(list).toContain(`name="member" value="${rex[1]!.id}"`)
+    expect(await (await getPage(service, KEYS, rexSession)).text()).not.toContain(rex[1]!.id)
+    const switched = await postForm(
+      service,
+      '/dashboard/switch',
+      { csrf: rexSession.csrf, member: rex[1]!.id, next: KEYS },
+      { cookie: rexSession.cookie },
+    )
+    expect(switched.status).toBe(404)
+    // The link asks for his password, not a new one; a wrong one joins nothing.
+    const join = await (await getPage(service, `/dashboard/sign-in/link?token=${token}`)).text()
+    expect(join).toContain('Join Acme')
+    expect(join).not.toContain('New password')
+    const wrong = await postForm(service, '/dashboard/sign-in/link', {
+      token,
+      password: 'not his password at all',
+      confirm: 'not his password at all',
+    })
+    expect(wrong.status).toBe(401)
+    expect((await signIn(service, 'rex@rival.example')).cookie).toStartWith('keygate_session=')
+    const joined = await postForm(service, '/dashboard/sign-in/link', { token, password: PASSWORD })
+    expect(joined.status).toBe(303)
+    // Joined: his existing session now lists Acme, and switches to it.
+    expect(await (await getPage(service, KEYS, rexSession)).text()).toContain(`name="member" value="${rex[1]!.id}"`)
+    const now = await postForm(
+      service,
+      '/dashboard/switch',
+      { csrf: rexSession.csrf, member: rex[1]!.id, next: KEYS },
+      { cookie: rexSession.cookie },
+    )
+    expect(now.status).toBe(303)
+    expect(await (await getPage(service, KEYS, rexSession)).text()).toContain('<span class="business">Acme</span>')
   })
 
   test('an owner removes a member: their session ends at once, and the trail records it', async () => {

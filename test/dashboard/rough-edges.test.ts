@@ -132,6 +132,7 @@ describe('choosing a password on a sign-in link', () => {
       businessId,
       { email: 'new@example.com', role: 'member' },
       TEST_AUTHOR,
+      'member',
     )
     const token = created.signInLink!.token
     const form = await (await call(service, `/dashboard/sign-in/link?token=${token}`)).text()

@@ -154,7 +154,12 @@ describe('one-time sign-in links', () => {
   async function memberWithLink() {
     const service = await testService()
     const businessId = await seedBusiness(service, 'Linked Ltd')
-    const created = await createMemberService(await db()).create(businessId, { email: 'new@example.com', role: 'member' }, TEST_AUTHOR)
+    const created = await createMemberService(await db()).create(
+      businessId,
+      { email: 'new@example.com', role: 'member' },
+      TEST_AUTHOR,
+      'member',
+    )
     return { service, member: created.member, token: created.signInLink!.token }
   }
 

@@ -15,15 +15,28 @@ export interface Session {
   csrf: string
 }
 
-/** A member with PASSWORD, or with none (`password: null`: a person who already has an account keeps theirs). */
-export async function addMember(businessId: string, options: { email?: string; password?: string | null; role?: MemberRole } = {}) {
+/**
+ * A member with PASSWORD, or with none (`password: null`: a new account waits for its link;
+ * a person who already has an account keeps theirs and, unless `pending`, joins with it
+ * through the link made for the membership, as they would in the dashboard).
+ */
+export async function addMember(
+  businessId: string,
+  options: { email?: string; password?: string | null; role?: MemberRole; pending?: boolean } = {},
+) {
   const members = createMemberService((await testDatabase()).db, argon2idPasswords(TEST_PASSWORD_COST))
   const password = options.password === null ? undefined : (options.password ?? PASSWORD)
   const created = await members.create(
     businessId,
     { email: options.email ?? 'ada@example.com', ...(password === undefined ? {} : { password }), role: options.role ?? 'owner' },
     TEST_AUTHOR,
+    'member',
   )
+  if (created.member.passwordSet && created.member.pending && !options.pending) {
+    const joined = await members.acceptLink(created.signInLink!.token, PASSWORD)
+    if (typeof joined === 'string') throw new Error(`the membership was not joined: ${joined}`)
+    return { ...created.member, pending: false }
+  }
   return created.member
 }
 
