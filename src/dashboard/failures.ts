@@ -78,5 +78,5 @@ function envelope(set: AnswerSet, error: ApiError): ErrorBody {
   set.status = error.status
   headers['content-type'] = 'application/json'
   headers['cache-control'] = 'no-store'
-  return errorBody(error.code, error.message, String(headers['x-request-id']))
+  return errorBody(error.code, error.message, String(headers['x-request-id']), error.field)
 }

@@ -119,8 +119,10 @@ export function createMemberService(db: Db, passwords: Passwords = argon2idPassw
       now = new Date(),
     ): Promise<{ member: MemberRecord; signInLink: SignInLink | null; newAccount: boolean }> {
       const email = normalizeEmail(input.email)
-      const problem = emailProblem(email) ?? (input.password === undefined ? null : passwordProblem(input.password))
-      if (problem) throw new ApiError('invalid_request', problem)
+      const emailIssue = emailProblem(email)
+      if (emailIssue) throw new ApiError('invalid_request', emailIssue, { field: 'email' })
+      const passwordIssue = input.password === undefined ? null : passwordProblem(input.password)
+      if (passwordIssue) throw new ApiError('invalid_request', passwordIssue, { field: 'password' })
       const [business] = await db.select({ id: businesses.id, name: businesses.name }).from(businesses).where(eq(businesses.id, businessId))
       if (!business) throw new ApiError('not_found', `No business with id ${businessId}.`)
       const passwordHash = input.password === undefined ? null : await passwords.hash(input.password)

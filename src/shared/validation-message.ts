@@ -17,17 +17,23 @@ const MAX_ECHOED = 200
 /** How many errors are read to find an unknown field (a 1000-item batch can yield many). */
 const MAX_ERRORS_READ = 100
 
-/** The message for a failed check: the first unknown field if any, else the first error. */
-export function validationMessage(where: Where, errors: Iterable<ValueError>): string {
+/** A failed check in words, and the path of the field at fault (absent when it is the whole value). */
+export interface ValidationProblem {
+  message: string
+  field?: string
+}
+
+/** The problem to report for a failed check: the first unknown field if any, else the first error. */
+export function validationProblem(where: Where, errors: Iterable<ValueError>): ValidationProblem {
   const picked = pick(errors)
-  if (!picked) return `Invalid ${where}.`
+  if (!picked) return { message: `Invalid ${where}.` }
   const error = within(picked)
   const field = fieldName(error.path)
   if (error.type === ValueErrorType.ObjectAdditionalProperties) {
-    return unknownFieldMessage(where, field, lastSegment(error.path), knownNames(error.schema))
+    return { message: unknownFieldMessage(where, field, lastSegment(error.path), knownNames(error.schema)), field }
   }
   const reason = reasonOf(error)
-  return field ? `Invalid ${where} field "${field}": ${reason}.` : `Invalid ${where}: ${reason}.`
+  return field ? { message: `Invalid ${where} field "${field}": ${reason}.`, field } : { message: `Invalid ${where}: ${reason}.` }
 }
 
 /**

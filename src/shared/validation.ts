@@ -1,7 +1,7 @@
 import { t, type TSchema } from 'elysia'
 import { TypeCompiler } from '@sinclair/typebox/compiler'
 import { ApiError, causeCodes } from '../errors.ts'
-import { closestName, unknownFieldMessage, validationMessage } from './validation-message.ts'
+import { closestName, unknownFieldMessage, validationProblem } from './validation-message.ts'
 
 /**
  * Request checks shared by everything that reads input (the API areas, the admin API, the
@@ -14,9 +14,14 @@ import { closestName, unknownFieldMessage, validationMessage } from './validatio
 /** A property name is echoed in the message; a huge one is cut. */
 const MAX_ECHOED_PATH = 200
 
-/** A 400 for a field, worded like the schema failures src/http/errors.ts renders. */
+/** A 400 for a field, worded like the schema failures src/http/errors.ts renders, naming it in `field` too. */
 export function invalidField(field: string, reason: string, where: 'body' | 'query' | 'headers' = 'body'): ApiError {
-  return new ApiError('invalid_request', `Invalid ${where} field "${field}": ${reason}.`)
+  return new ApiError('invalid_request', `Invalid ${where} field "${field}": ${reason}.`, { field })
+}
+
+/** A 400 about the whole body (`field` absent), or about one field of it. */
+function invalidAt(path: string, reason: string): ApiError {
+  return path === '' ? new ApiError('invalid_request', `Invalid body: it ${reason}.`) : invalidField(path.slice(0, MAX_ECHOED_PATH), reason)
 }
 
 /** `events[3]` / `people[0]` for batches, '' for a single record. */
@@ -86,11 +91,10 @@ function findUnstorable(value: unknown, path: string): void {
     return
   }
   for (const key in value) {
-    if (!isStorableText(key)) throw invalidField(path === '' ? 'body' : path, `has a property name that ${UNSTORABLE}`)
+    if (!isStorableText(key)) throw invalidAt(path, `has a property name that ${UNSTORABLE}`)
     // JSON.parse makes "__proto__" an own property, but the first spread or merge of the
     // object turns it into the prototype (metadata {"__proto__": null} was a 500).
-    if (key === '__proto__')
-      throw invalidField(path === '' ? 'body' : path, 'has the property name "__proto__", which is not accepted; rename it')
+    if (key === '__proto__') throw invalidAt(path, 'has the property name "__proto__", which is not accepted; rename it')
     findUnstorable((value as Record<string, unknown>)[key], fieldPath(path, key))
   }
 }
@@ -186,7 +190,10 @@ export function strictBody<S extends TSchema>(schema: S) {
     check(request: { body: unknown }): void {
       // Worded where Elysia's own ValidationErrors are (src/http/errors.ts); an ApiError
       // spares the example value and the dump Elysia's error builds for its message.
-      if (!compiled.Check(request.body)) throw new ApiError('invalid_request', validationMessage('body', compiled.Errors(request.body)))
+      if (!compiled.Check(request.body)) {
+        const { message, field } = validationProblem('body', compiled.Errors(request.body))
+        throw new ApiError('invalid_request', message, { field })
+      }
     },
   }
 }
@@ -216,7 +223,10 @@ export function oneOrBatch<One extends TSchema, Batch extends TSchema>(one: One,
       if (strict.accepts(body)) return
       if (!isBatch && typeof body === 'object' && body !== null && !Array.isArray(body)) {
         const typo = Object.keys(body).find((key) => !oneFields.includes(key) && closestName(key, [batchKey]))
-        if (typo !== undefined) throw new ApiError('invalid_request', unknownFieldMessage('body', typo, typo, [batchKey]))
+        if (typo !== undefined)
+          throw new ApiError('invalid_request', unknownFieldMessage('body', typo, typo, [batchKey]), {
+            field: typo.slice(0, MAX_ECHOED_PATH),
+          })
       }
       strict.check(request)
     },
