@@ -7,6 +7,7 @@ import { recordChange, type ChangeAuthor } from '../audit/trail.ts'
 import { listAdminPage, type AdminPage, type Page } from '../shared/paging.ts'
 import type { MemberRecord, MemberRole } from './model.ts'
 import { argon2idPasswords, type Passwords } from './passwords.ts'
+import { codePointLength, hasCodePointsWithin } from '../shared/characters.ts'
 
 export type { MemberRecord, MemberRole }
 /** A membership with its account's email and password hash, as the queries below read it. */
@@ -47,7 +48,7 @@ export function normalizeEmail(raw: string): string {
 /** A problem with an email address as typed, or null. Deliberately loose: one @, a dot after it. */
 export function emailProblem(email: string): string | null {
   if (email.length === 0) return 'Enter an email address.'
-  if (email.length > 254) return 'An email address has at most 254 characters.'
+  if (!hasCodePointsWithin(email, 0, 254)) return 'An email address has at most 254 characters.'
   if (!/^[^\s@]+@[^\s@.]+(\.[^\s@.]+)+$/.test(email)) {
     return `"${email}" is not an email address; write it like name@example.com.`
   }
@@ -55,10 +56,11 @@ export function emailProblem(email: string): string | null {
 }
 
 export function passwordProblem(password: string): string | null {
-  if (password.length < PASSWORD_MIN_LENGTH) {
-    return `The password has ${password.length} characters; use at least ${PASSWORD_MIN_LENGTH} (a few unrelated words make a good one).`
+  const length = codePointLength(password)
+  if (length < PASSWORD_MIN_LENGTH) {
+    return `The password has ${length} characters; use at least ${PASSWORD_MIN_LENGTH} (a few unrelated words make a good one).`
   }
-  if (password.length > PASSWORD_MAX_LENGTH) return `Use at most ${PASSWORD_MAX_LENGTH} characters.`
+  if (length > PASSWORD_MAX_LENGTH) return `Use at most ${PASSWORD_MAX_LENGTH} characters.`
   return null
 }
 

@@ -1,6 +1,7 @@
 import { t, type TSchema } from 'elysia'
 import { TypeCompiler } from '@sinclair/typebox/compiler'
 import { ApiError, causeCodes } from '../errors.ts'
+import { Chars, codePointLength, cutToCharacters } from './characters.ts'
 import { closestName, unknownFieldMessage, validationProblem } from './validation-message.ts'
 
 /**
@@ -16,12 +17,13 @@ const MAX_ECHOED_PATH = 200
 
 /** A 400 for a field, worded like the schema failures src/http/errors.ts renders, naming it in `field` too. */
 export function invalidField(field: string, reason: string, where: 'body' | 'query' | 'headers' = 'body'): ApiError {
-  return new ApiError('invalid_request', `Invalid ${where} field "${field}": ${reason}.`, { field })
+  const shown = cutToCharacters(field, MAX_ECHOED_PATH)
+  return new ApiError('invalid_request', `Invalid ${where} field "${shown}": ${reason}.`, { field: shown })
 }
 
 /** A 400 about the whole body (`field` absent), or about one field of it. */
 function invalidAt(path: string, reason: string): ApiError {
-  return path === '' ? new ApiError('invalid_request', `Invalid body: it ${reason}.`) : invalidField(path.slice(0, MAX_ECHOED_PATH), reason)
+  return path === '' ? new ApiError('invalid_request', `Invalid body: it ${reason}.`) : invalidField(path, reason)
 }
 
 /** `events[3]` / `people[0]` for batches, '' for a single record. */
@@ -54,7 +56,7 @@ const UNSTORABLE = 'contains U+0000 or a lone UTF-16 surrogate (\\ud800-\\udfff 
 /** The 400 for a string that fails isStorableText. */
 export function unstorableField(field: string, where: 'body' | 'query' | 'headers' = 'body'): ApiError {
   if (field === '') return new ApiError('invalid_request', `Invalid ${where}: it ${UNSTORABLE}.`)
-  return invalidField(field.slice(0, MAX_ECHOED_PATH), UNSTORABLE, where)
+  return invalidField(field, UNSTORABLE, where)
 }
 
 /**
@@ -102,9 +104,10 @@ function findUnstorable(value: unknown, path: string): void {
 /** Query strings cannot carry a lone surrogate (URL decoding makes U+FFFD), but can carry U+0000. */
 const NO_NUL = '^[^\\u0000]*$'
 
+/** Text of a length in characters (code points: src/shared/characters.ts), without U+0000. */
 export function Text(options: { minLength?: number; maxLength: number; description?: string }) {
   const { minLength = 0, maxLength } = options
-  return t.String({
+  return Chars({
     minLength,
     maxLength,
     pattern: NO_NUL,
@@ -223,10 +226,10 @@ export function oneOrBatch<One extends TSchema, Batch extends TSchema>(one: One,
       if (strict.accepts(body)) return
       if (!isBatch && typeof body === 'object' && body !== null && !Array.isArray(body)) {
         const typo = Object.keys(body).find((key) => !oneFields.includes(key) && closestName(key, [batchKey]))
-        if (typo !== undefined)
-          throw new ApiError('invalid_request', unknownFieldMessage('body', typo, typo, [batchKey]), {
-            field: typo.slice(0, MAX_ECHOED_PATH),
-          })
+        if (typo !== undefined) {
+          const shown = cutToCharacters(typo, MAX_ECHOED_PATH)
+          throw new ApiError('invalid_request', unknownFieldMessage('body', shown, typo, [batchKey]), { field: shown })
+        }
       }
       strict.check(request)
     },
@@ -281,8 +284,8 @@ export function assertStorable(value: unknown, path: string, level = 0): void {
   }
   for (const [key, item] of Object.entries(value)) {
     const inner = fieldPath(path, key)
-    if (key.length > MAX_KEY_LENGTH) {
-      throw invalidField(inner.slice(0, MAX_ECHOED_PATH), `property names are limited to ${MAX_KEY_LENGTH} characters`)
+    if (key.length > MAX_KEY_LENGTH && codePointLength(key) > MAX_KEY_LENGTH) {
+      throw invalidField(inner, `property names are limited to ${MAX_KEY_LENGTH} characters`)
     }
     if (!isStorableText(key)) throw invalidField(path, `has a property name that ${UNSTORABLE}`)
     assertStorable(item, inner, level + 1)
