@@ -85,6 +85,20 @@ const CASES: () => Case[] = () => [
     'payload_too_large',
   ],
   [
+    '2 MB to the admin API, a new member',
+    `/admin/v0/businesses/${SOME_ID}/members`,
+    { method: 'POST', headers: { ...admin, ...json }, body: big(2 * MiB) },
+    413,
+    'payload_too_large',
+  ],
+  [
+    'a text/plain new member',
+    `/admin/v0/businesses/${SOME_ID}/members`,
+    { method: 'POST', headers: { ...admin, 'content-type': 'text/plain' }, body: 'x' },
+    415,
+    'unsupported_media_type',
+  ],
+  [
     '2 MB to the admin API without the token',
     '/admin/v0/businesses',
     { method: 'POST', headers: json, body: big(2 * MiB) },
