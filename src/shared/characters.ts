@@ -5,8 +5,8 @@ import { t } from 'elysia'
  * Limits on characters count code points: an emoji is one character, as JSON Schema's
  * `maxLength` means it. TypeBox's `minLength`/`maxLength` count UTF-16 units instead (101
  * emoji were refused as 202 characters), so a field limited in characters is a string
- * whose limit is checked by a format that counts code points (docs/decisions.md,
- * "Characters are code points").
+ * whose limit is checked by a format that counts code points (docs/decisions.md, "Strict
+ * bodies and validation messages").
  */
 
 /** The number of code points of `text`: a surrogate pair is one, a lone surrogate one too. */
