@@ -1,6 +1,7 @@
 /**
  * The closed set of error codes, their HTTP statuses, and the one envelope every error
- * answer uses: `{"error": {"code", "message", "requestId"}}`.
+ * answer uses: `{"error": {"code", "message", "requestId"}}`, plus `field` (its path, such
+ * as `events[3].timestamp`) on a 400 about one field.
  */
 export const errorStatus = {
   missing_api_key: 401,
@@ -27,25 +28,39 @@ export const errorStatus = {
 
 export type ErrorCode = keyof typeof errorStatus
 
+export interface ApiErrorOptions {
+  /** Headers the answer carries (`Retry-After`, `WWW-Authenticate`). */
+  headers?: Record<string, string>
+  /**
+   * The path of the one field at fault (`events[3].timestamp`, `personId`), for a client
+   * to act on without reading the message (the backend client drops that one event).
+   */
+  field?: string
+}
+
 /** A refusal the caller can act on. Thrown anywhere; rendered once, in src/http/errors.ts. */
 export class ApiError extends Error {
   readonly status: number
+  readonly headers?: Record<string, string>
+  readonly field?: string
   constructor(
     readonly code: ErrorCode,
     message: string,
-    readonly headers?: Record<string, string>,
+    options: ApiErrorOptions = {},
   ) {
     super(message)
     this.status = errorStatus[code]
+    if (options.headers) this.headers = options.headers
+    if (options.field !== undefined) this.field = options.field
   }
 }
 
 export interface ErrorBody {
-  error: { code: ErrorCode; message: string; requestId: string }
+  error: { code: ErrorCode; message: string; requestId: string; field?: string }
 }
 
-export function errorBody(code: ErrorCode, message: string, requestId: string): ErrorBody {
-  return { error: { code, message, requestId } }
+export function errorBody(code: ErrorCode, message: string, requestId: string, field?: string): ErrorBody {
+  return { error: field === undefined ? { code, message, requestId } : { code, message, requestId, field } }
 }
 
 /**

@@ -114,7 +114,7 @@ export function createGate(deps: GateDeps): Gate {
     if (key !== null && key.type === 'private') {
       headers = { ...headers, ...rateLimitHeaders(limiter.peek(key.id, key.rateLimit ?? defaults.private, at)) }
     }
-    throw new ApiError(code, message, headers)
+    throw new ApiError(code, message, { headers })
   }
 
   function grant(request: RequestFacts, key: ActiveKey, outcome: RateLimitOutcome): Grant {

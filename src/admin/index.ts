@@ -5,6 +5,7 @@ import { businesses, flows } from '../../db/schema/index.ts'
 import { AdminPageQuery, adminPage, pageSchema } from '../shared/paging.ts'
 import { strictBody } from '../shared/validation.ts'
 import { parseJsonBody } from '../http/json-body.ts'
+import { readApiText } from '../http/request-body.ts'
 import { KeyRecordSchema } from '../keys/model.ts'
 import { DEFAULT_ROLL_GRACE_SECONDS, toKeyRecord, type KeyService } from '../keys/service.ts'
 import { auditRoutes } from './audit.ts'
@@ -229,8 +230,9 @@ export function adminRoutes(deps: {
     )
 }
 
-/** JSON bodies go through the same screen as the API's (depth, storable strings); others are Elysia's. */
+/** Bodies go through the same reader and screen as the API's (1 MiB, JSON only, depth, storable strings). */
 function readAdminJson({ request }: { request: Request }): Promise<unknown> | undefined {
-  if (request.body === null || !/^application\/json\s*(;|$)/i.test(request.headers.get('content-type') ?? '')) return undefined
-  return request.text().then(parseJsonBody)
+  // readApiText: over 1 MiB a 413, another content type a 415, both with the envelope and unread.
+  const text = readApiText(request)
+  return text === null ? undefined : text.then(parseJsonBody)
 }

@@ -10,11 +10,12 @@ import { alsoAnswers, noContent } from '../http/openapi-document.ts'
 import { strictBody } from '../shared/validation.ts'
 import { IdParams } from './model.ts'
 import { AdminPageQuery, adminPage, pageSchema } from '../shared/paging.ts'
+import { Chars } from '../shared/characters.ts'
 
 const NewMember = t.Object({
-  email: t.String({ minLength: 3, maxLength: 254, error: 'must be an email address, e.g. name@example.com' }),
+  email: Chars({ minLength: 3, maxLength: 254, error: 'must be an email address, e.g. name@example.com' }),
   password: t.Optional(
-    t.String({
+    Chars({
       minLength: PASSWORD_MIN_LENGTH,
       maxLength: PASSWORD_MAX_LENGTH,
       error: `must be ${PASSWORD_MIN_LENGTH} to ${PASSWORD_MAX_LENGTH} characters; leave it out to get a one-time sign-in link instead`,

@@ -4,10 +4,11 @@ import { BodyInteger } from '../shared/strict-number.ts'
 import { AllowedIps, IpPolicySchema, KeyRecordSchema, OriginPolicySchema, RateLimit, type KeyRecord } from '../keys/model.ts'
 
 import { Uuid } from '../shared/uuid.ts'
+import { Chars } from '../shared/characters.ts'
 
 export { IdParams } from '../shared/uuid.ts'
 
-export const NewBusiness = t.Object({ name: t.String({ minLength: 1, maxLength: 200, description: '1-200 characters.' }) })
+export const NewBusiness = t.Object({ name: Chars({ minLength: 1, maxLength: 200, description: '1-200 characters.' }) })
 
 export const RollKey = t.Object({
   graceSeconds: t.Optional(
@@ -21,10 +22,10 @@ export const RollKey = t.Object({
 })
 
 const keySettings = {
-  name: t.String({ maxLength: 100, description: '1-100 characters (trimmed).' }),
-  description: t.Optional(t.Nullable(t.String({ maxLength: 1000, description: 'At most 1000 characters.' }))),
+  name: Chars({ maxLength: 100, description: '1-100 characters (trimmed).' }),
+  description: t.Optional(t.Nullable(Chars({ maxLength: 1000, description: 'At most 1000 characters.' }))),
   allowedOrigins: t.Optional(
-    t.Array(t.String({ maxLength: 300, description: 'At most 300 characters.' }), { maxItems: 100, description: 'At most 100 entries.' }),
+    t.Array(Chars({ maxLength: 300, description: 'At most 300 characters.' }), { maxItems: 100, description: 'At most 100 entries.' }),
   ),
   scopes: t.Array(ScopeName, { maxItems: 20 }),
   expiresAt: t.Optional(t.Nullable(t.String({ format: 'date-time', error: 'must be an ISO-8601 date-time' }))),
@@ -41,7 +42,7 @@ const keySettings = {
 export const NewKey = t.Object({
   type: t.Union([t.Literal('public'), t.Literal('private')], { error: 'must be "public" or "private"' }),
   ...keySettings,
-  createdBy: t.String({ minLength: 1, maxLength: 200, description: 'Who asked for the key, 1-200 characters.' }),
+  createdBy: Chars({ minLength: 1, maxLength: 200, description: 'Who asked for the key, 1-200 characters.' }),
 })
 
 export const KeyChanges = t.Partial(t.Object(keySettings), { minProperties: 1 })
@@ -60,7 +61,7 @@ export const BusinessRecordSchema = t.Object({
 
 export const BusinessChanges = t.Object(
   {
-    name: t.Optional(t.String({ minLength: 1, maxLength: 200, description: '1-200 characters.' })),
+    name: t.Optional(Chars({ minLength: 1, maxLength: 200, description: '1-200 characters.' })),
     eventRetentionDays: t.Optional(
       t.Nullable(
         BodyInteger({
@@ -81,7 +82,7 @@ export const ErasureParams = t.Object({ id: Uuid, erasureId: Uuid })
 export type BusinessRecord = typeof BusinessRecordSchema.static
 export type Business = BusinessRecord
 
-export const NewFlow = t.Object({ name: t.String({ minLength: 1, maxLength: 200, description: '1-200 characters.' }) })
+export const NewFlow = t.Object({ name: Chars({ minLength: 1, maxLength: 200, description: '1-200 characters.' }) })
 
 /** The create and roll answers: the record and, this once, the key itself. */
 export const RevealedKeySchema = t.Composite([KeyRecordSchema, t.Object({ key: t.String() })])

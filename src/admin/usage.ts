@@ -1,7 +1,7 @@
 import { Elysia, t } from 'elysia'
 import type { Db } from '../../db/client.ts'
 import { isoTime, parseTime } from '../shared/time.ts'
-import { ApiError } from '../errors.ts'
+import { invalidField } from '../shared/validation.ts'
 import type { KeyService } from '../keys/service.ts'
 import { MAX_RANGE, USAGE_INTERVALS, usageReport, type UsageInterval } from '../usage/report.ts'
 import { IdParams } from './model.ts'
@@ -81,11 +81,12 @@ export function usageRange(query: { from?: string; to?: string; interval?: Usage
   const interval = query.interval ?? 'hour'
   const to = query.to ? parseTime(query.to, 'to', 'query').getTime() : now
   const from = query.from ? parseTime(query.from, 'from', 'query').getTime() : to - 86_400_000
-  if (!(from < to)) throw new ApiError('invalid_request', 'Invalid query field "from": it must be before "to".')
+  if (!(from < to)) throw invalidField('from', 'it must be before "to"', 'query')
   if (to - from > MAX_RANGE[interval]) {
-    throw new ApiError(
-      'invalid_request',
-      `Invalid query field "from": a range by ${interval} covers at most ${MAX_RANGE[interval] / 86_400_000} days (what is kept at that resolution); ask by a longer interval.`,
+    throw invalidField(
+      'from',
+      `a range by ${interval} covers at most ${MAX_RANGE[interval] / 86_400_000} days (what is kept at that resolution); ask by a longer interval`,
+      'query',
     )
   }
   return { from, to, interval }

@@ -1,9 +1,9 @@
 import { Elysia, t } from 'elysia'
 import type { Db } from '../../db/client.ts'
-import { EVENT_TYPE_PATTERN, listEvents, listNewerEvents, type EventFilter } from '../events/read.ts'
+import { arrivalPosition, EVENT_TYPE_PATTERN, listArrivedEvents, listEvents, type EventFilter } from '../events/read.ts'
 import type { KeyRecord, KeyService } from '../keys/service.ts'
 import { ApiError } from '../errors.ts'
-import { decodePosition, positionCursor, type Position } from '../shared/paging.ts'
+import { decodePosition, type Position } from '../shared/paging.ts'
 import { parseIsoTime } from '../shared/time.ts'
 import { isAcceptedDate } from '../shared/validation.ts'
 import { eventItem, eventsPage, filterQuery, type EventFilterValues } from './events-views.ts'
@@ -71,18 +71,19 @@ export function eventsPlugin(deps: { db: Db; keys: KeyService; member: ReturnTyp
         const businessKeys = await keys.list(member.businessId)
         const { filter, problems } = readFilters(values, businessKeys)
         const after = positionOf(query.cursor)
+        // Read before the page: an event arriving meanwhile is shown live rather than missed.
         const now = new Date()
         const page =
           problems.length > 0
             ? { data: [], nextCursor: null }
             : await listEvents(db, member.businessId, { ...filter, after, limit: EVENTS_PAGE })
         // Live on the newest page only, and only when the range stays open towards now.
-        const top = page.data[0]
         const live =
           after === null && filter.to === undefined && problems.length === 0
             ? {
                 url: `${EVENTS_PATH}/live${filterQuery({ ...values, from: filter.from?.toISOString() ?? '' }, { business: member.businessId })}`,
-                since: top ? positionCursor(new Date(top.timestamp), top.id) : sinceStart(filter.from),
+                // By arrival (src/events/read.ts): an event dated ahead of its arrival hides nothing.
+                since: arrivalPosition(page.data, now),
               }
             : null
         return htmlPage(
@@ -110,7 +111,7 @@ export function eventsPlugin(deps: { db: Db; keys: KeyService; member: ReturnTyp
         if (problems.length > 0) throw new ApiError('invalid_request', problems.join(' '))
         const since = positionOf(query.since)
         if (since === null) throw new ApiError('invalid_request', 'since must be the position the page gave out.')
-        const newer = await listNewerEvents(db, member.businessId, { ...filter, since, limit: LIVE_BATCH })
+        const newer = await listArrivedEvents(db, member.businessId, { ...filter, since, limit: LIVE_BATCH })
         const byId = new Map(businessKeys.map((k) => [k.id, k]))
         const now = new Date()
         return Response.json(
@@ -139,11 +140,6 @@ function positionOf(cursor: string | undefined): Position | null {
   } catch {
     return null
   }
-}
-
-/** With no event shown, the live view asks for any: from the filter's start, else the earliest time. */
-function sinceStart(from: Date | undefined): string {
-  return positionCursor(from ?? new Date(0), '00000000-0000-0000-0000-000000000000')
 }
 
 /** A datetime-local value (UTC) or an ISO date-time with its zone; null when it is neither. */

@@ -43,6 +43,15 @@ export function renderFailures(missing: Missing) {
       return asJson ? envelope(set, new ApiError('unauthorized', 'Sign in to the dashboard first.')) : signInFirst(visit.rule, request)
     }
     const member = visit?.member ?? undefined
+    // A form over the body limit (src/http/request-body.ts): refused unread, nothing changed.
+    const refused = unreadable && error instanceof Error && error.cause instanceof ApiError ? error.cause : undefined
+    if (refused) {
+      if (asJson) return envelope(set, refused)
+      return htmlPage(
+        refused.status,
+        messagePage({ title: 'Request refused', who: member, message: `Nothing was changed: ${refused.message}` }),
+      )
+    }
     if (unreadable) {
       const message = 'Nothing was changed: the form holds text that is not UTF-8'
       if (asJson) return envelope(set, new ApiError('invalid_request', `${message}.`))
@@ -78,5 +87,5 @@ function envelope(set: AnswerSet, error: ApiError): ErrorBody {
   set.status = error.status
   headers['content-type'] = 'application/json'
   headers['cache-control'] = 'no-store'
-  return errorBody(error.code, error.message, String(headers['x-request-id']))
+  return errorBody(error.code, error.message, String(headers['x-request-id']), error.field)
 }

@@ -1,4 +1,5 @@
 import { t } from 'elysia'
+import { readBodyBytes } from '../http/request-body.ts'
 import type { KeyType } from '../access/key-format.ts'
 import { PUBLIC_KEY_SCOPES } from '../access/scopes.ts'
 import type { FieldProblem, KeySettingsInput } from '../keys/rules.ts'
@@ -153,13 +154,16 @@ const FORM = 'application/x-www-form-urlencoded'
  * The dashboard's form parser, in place of Elysia's: a browser sends forms as UTF-8, so
  * bytes or `%` escapes that are not UTF-8 are refused (a 400 page that changed nothing)
  * rather than stored as U+FFFD or as the escape's raw text. A name sent twice becomes a
- * list, as checkboxes need. Other content types are left to Elysia.
+ * list, as checkboxes need. Every body is read within the 1 MiB limit (a larger one is a 413,
+ * unread); one of another content type is read as no field at all (no page takes one), so
+ * the route's own checks refuse it and nothing changes.
  */
 export async function readForm({ request, contentType }: { request: Request; contentType: string }) {
-  if (contentType !== FORM) return
+  const bytes = await readBodyBytes(request)
+  if (contentType !== FORM) return {}
   let text: string
   try {
-    text = new TextDecoder('utf-8', { fatal: true }).decode(await request.arrayBuffer())
+    text = new TextDecoder('utf-8', { fatal: true }).decode(bytes)
   } catch {
     throw new UnreadableForm('the form is not UTF-8 text')
   }

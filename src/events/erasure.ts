@@ -7,6 +7,7 @@ import { ApiError } from '../errors.ts'
 import { isUuid } from '../shared/uuid.ts'
 import { strictBody } from '../shared/validation.ts'
 import { t } from 'elysia'
+import { Chars } from '../shared/characters.ts'
 
 // Erasing a person's events (contract section 16). A request is a row of
 // analytics_erasures: from its insert on, reads hide the events it names (./read.ts); a
@@ -23,7 +24,7 @@ export interface ErasureTarget {
 export type ErasureRow = typeof analyticsErasures.$inferSelect
 
 const identifier = (what: string) =>
-  t.Optional(t.String({ minLength: 1, maxLength: 200, description: `${what}, exactly as events carried it; 1-200 characters.` }))
+  t.Optional(Chars({ minLength: 1, maxLength: 200, description: `${what}, exactly as events carried it; 1-200 characters.` }))
 
 /** The request's body, for the API and the admin API alike: one identifier or both. */
 export const ErasureBody = t.Object({

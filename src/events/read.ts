@@ -71,11 +71,21 @@ export async function listEvents(db: Db, businessId: string, filter: EventFilter
 }
 
 /**
- * The events that came after `since` in the newest-first order (a live view asking what is
- * new), newest first, at most `limit`; `more` says that older ones of them were left out.
- * `newest` is the position to ask from next time (`since` again when nothing came).
+ * How long before its arrival an event may be dated and still reach a live view. The live
+ * query walks the events' key from here on (no index by arrival: every insert would pay for
+ * it), so this bounds its cost to the events of the last hour; an event dated earlier (a
+ * backfill) is listed in its place on the next load of the page (docs/decisions.md).
  */
-export async function listNewerEvents(
+export const LIVE_LOOKBACK_MS = 60 * 60 * 1000
+
+/**
+ * The events that ARRIVED after `since`, a position in arrival order (receivedAt, id): what
+ * a live view shows as new, newest arrival first, at most `limit`; `more` says that earlier
+ * arrivals were left out. By arrival, not by the event's own time: an event dated a day
+ * ahead would otherwise stay "newest" and hide every later arrival. `newest` is the
+ * position to ask from next time (`since` again when nothing came).
+ */
+export async function listArrivedEvents(
   db: Db,
   businessId: string,
   filter: Omit<EventFilter, 'after' | 'to'> & { since: Position },
@@ -87,18 +97,30 @@ export async function listNewerEvents(
     .where(
       and(
         ...filtered(businessId, filter),
-        sql`(${e.occurredAt}, ${e.id}) > (${filter.since.at.toISOString()}::timestamptz, ${filter.since.id}::uuid)`,
+        gte(e.occurredAt, new Date(filter.since.at.getTime() - LIVE_LOOKBACK_MS)),
+        sql`(${e.receivedAt}, ${e.id}) > (${filter.since.at.toISOString()}::timestamptz, ${filter.since.id}::uuid)`,
       ),
     )
-    .orderBy(desc(e.occurredAt), desc(e.id))
+    .orderBy(desc(e.receivedAt), desc(e.id))
     .limit(filter.limit + 1)
   const shown = rows.slice(0, filter.limit)
   const top = shown[0]
   return {
     data: shown.map(toEventRecord),
     more: rows.length > filter.limit,
-    newest: top ? positionCursor(top.occurredAt, top.id) : positionCursor(filter.since.at, filter.since.id),
+    newest: top ? positionCursor(top.receivedAt, top.id) : positionCursor(filter.since.at, filter.since.id),
   }
+}
+
+/** Where a live view starts: after the latest arrival among the events a page shows, else now. */
+export function arrivalPosition(shown: readonly EventRecord[], now: Date): string {
+  let latest: EventRecord | undefined
+  // In the live query's order, (receivedAt, id): the events of one request share their receivedAt.
+  for (const event of shown) {
+    if (latest === undefined || event.receivedAt > latest.receivedAt || (event.receivedAt === latest.receivedAt && event.id > latest.id))
+      latest = event
+  }
+  return latest ? positionCursor(new Date(latest.receivedAt), latest.id) : positionCursor(now, '00000000-0000-0000-0000-000000000000')
 }
 
 export function toEventRecord(row: StoredEventRow) {

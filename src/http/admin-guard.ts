@@ -38,7 +38,7 @@ export function createAdminGuard(adminToken: string, options: AdminGuardOptions)
     throw new ApiError(
       'unauthorized',
       'The admin API needs "Authorization: Bearer <ADMIN_TOKEN>" with the operator token the service was started with.',
-      { 'www-authenticate': 'Bearer realm="admin"' },
+      { headers: { 'www-authenticate': 'Bearer realm="admin"' } },
     )
   }
 }

@@ -99,7 +99,10 @@ export function directRoute(deps: DirectRouteDeps, route: DirectRoute): (request
       const headers: Record<string, string> = { 'x-request-id': requestId }
       stampApiAnswer({ headers }, origin)
       Object.assign(headers, grant?.rateLimitHeaders, failure.headers, { 'content-type': 'application/json' })
-      response = new Response(JSON.stringify(errorBody(failure.code, failure.message, requestId)), { status: failure.status, headers })
+      response = new Response(JSON.stringify(errorBody(failure.code, failure.message, requestId, failure.field)), {
+        status: failure.status,
+        headers,
+      })
     }
     if (grant !== undefined) gate.count(grant, rule, response.status, errorCode)
     observe(request, spec.path, response.status, arrivedAt, requestId, grant?.key.id)

@@ -7,7 +7,7 @@ import { errorFields, type Logger } from '../observability/log.ts'
 import { methodLabel, UNMATCHED_ROUTE } from '../observability/metrics.ts'
 import { API_PREFIX, stampApiAnswer, stampRequestId } from './request-context.ts'
 import type { MethodTable } from './routes.ts'
-import { validationMessage } from '../shared/validation-message.ts'
+import { validationProblem, type ValidationProblem } from '../shared/validation-message.ts'
 
 /** Paths the seed mentions that are not routes, with the canonical path to use instead. */
 const VARIANT_PATHS: Record<string, string> = {
@@ -51,7 +51,7 @@ export function errorHandling(
     set.status = failure.status
     if (failure.headers) Object.assign(headers, failure.headers)
     headers['content-type'] = 'application/json'
-    return errorBody(failure.code, failure.message, requestId)
+    return errorBody(failure.code, failure.message, requestId, failure.field)
   })
 }
 
@@ -105,6 +105,8 @@ export interface Failure {
   status: number
   message: string
   headers?: Record<string, string>
+  /** The path of the one field at fault, on a 400 about one field. */
+  field?: string
 }
 
 function describe(code: string | number, error: unknown, method: string, path: string, methodsOf: MethodTable): Failure {
@@ -114,7 +116,7 @@ function describe(code: string | number, error: unknown, method: string, path: s
     if (error.cause instanceof ApiError || isDatabaseUnavailable(error.cause)) error = error.cause
   }
   if (error instanceof ApiError) {
-    return { code: error.code, status: error.status, message: error.message, headers: error.headers }
+    return { code: error.code, status: error.status, message: error.message, headers: error.headers, field: error.field }
   }
   if (code === 'NOT_FOUND') {
     const allowed = methodsOf(path)
@@ -139,7 +141,7 @@ function describe(code: string | number, error: unknown, method: string, path: s
   }
   // An answer that fails its own schema is our fault: a 500, logged, never a 400.
   if (error instanceof ValidationError && error.type !== 'response') {
-    return { code: 'invalid_request', status: 400, message: validationFailure(error) }
+    return { code: 'invalid_request', status: 400, ...validationFailure(error) }
   }
   // Nobody reads this answer; it is counted as the client's, never as a fault of ours.
   if (isClientGone(error)) {
@@ -173,10 +175,10 @@ function describe(code: string | number, error: unknown, method: string, path: s
 }
 
 /** The schema's failures, read again from the validator; src/shared/validation-message.ts words them. */
-function validationFailure(error: ValidationError): string {
+function validationFailure(error: ValidationError): ValidationProblem {
   const validator = error.validator as { Errors?: (value: unknown) => Iterable<ValueError> } | undefined
   const all = typeof validator?.Errors === 'function' ? validator.Errors(error.value) : undefined
   // A standard-schema validator answers a promise; its first error is already at hand.
   const errors = all && Symbol.iterator in Object(all) ? all : error.valueError ? [error.valueError] : []
-  return validationMessage(error.type, errors)
+  return validationProblem(error.type, errors)
 }

@@ -112,7 +112,7 @@ function assertRepresentable(value: unknown, path: string): void {
     const problem = numberProblem(value)
     if (problem === null) return
     if (path === '') throw new ApiError('invalid_request', `Invalid body: it ${problem}.`)
-    throw invalidField(path.slice(0, 200), problem)
+    throw invalidField(path, problem)
   }
   if (typeof value !== 'object' || value === null) return
   if (Array.isArray(value)) {

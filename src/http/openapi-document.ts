@@ -202,6 +202,11 @@ const errorEnvelope = {
         code: { $ref: '#/components/schemas/ErrorCode' },
         message: { type: 'string', description: 'What was seen and how to fix it' },
         requestId: { type: 'string', description: 'Also sent as the X-Request-Id header' },
+        field: {
+          type: 'string',
+          description:
+            'On a 400 about one field: its path, such as `events[3].timestamp`, `personId` or a query parameter such as `limit`. Absent when the whole request is at fault. Read this, not the message, to find the item refused.',
+        },
       },
     },
   },
@@ -237,7 +242,7 @@ export function finishDocument(generated: { paths: Json; components?: { schemas?
       title: API_TITLE,
       version: '0.1.0',
       description:
-        'Every /api/v0 request carries `Authorization: Bearer <key>`. Public keys (`pk_`) are limited to their allowed origins and the public endpoints; private keys (`sk_`) reach every endpoint within their scopes. Every error answer is `{"error": {"code", "message", "requestId"}}`; each operation lists the codes it can answer.',
+        'Every /api/v0 request carries `Authorization: Bearer <key>`. Public keys (`pk_`) are limited to their allowed origins and the public endpoints; private keys (`sk_`) reach every endpoint within their scopes. Every error answer is `{"error": {"code", "message", "requestId"}}`, plus `field` (its path, such as `events[3].timestamp`) on a 400 about one field; each operation lists the codes it can answer.',
     },
     servers: [{ url: '/', description: 'The service that serves this document' }],
     tags: TAGS,

@@ -3,6 +3,7 @@ import { parseAllowedOrigins } from '../access/origin.ts'
 import { isScope, PUBLIC_KEY_SCOPES, SCOPES, type Scope } from '../access/scopes.ts'
 import type { KeyType } from '../access/key-format.ts'
 import { DATE_RANGE_TEXT, isAcceptedDate, isStorableText } from '../shared/validation.ts'
+import { hasCodePointsWithin } from '../shared/characters.ts'
 
 /** A field-level problem with a key's settings, phrased for the person who can fix it. */
 export interface FieldProblem {
@@ -57,7 +58,7 @@ export function checkKeySettings(
 
   if (input.name !== undefined) {
     const name = input.name.trim()
-    if (name.length < 1 || name.length > 100) {
+    if (!hasCodePointsWithin(name, 1, 100)) {
       problems.push({ field: 'name', message: 'name must be 1 to 100 characters (not only spaces).' })
     } else if (!isStorableText(name)) {
       problems.push({ field: 'name', message: 'name must not contain U+0000 or a lone UTF-16 surrogate.' })
@@ -66,7 +67,7 @@ export function checkKeySettings(
 
   if (input.description !== undefined) {
     const description = input.description?.trim() || null
-    if (description !== null && description.length > 1000) {
+    if (description !== null && !hasCodePointsWithin(description, 0, 1000)) {
       problems.push({ field: 'description', message: 'description must be at most 1000 characters.' })
     } else if (description !== null && !isStorableText(description)) {
       problems.push({ field: 'description', message: 'description must not contain U+0000 or a lone UTF-16 surrogate.' })

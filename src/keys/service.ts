@@ -271,5 +271,8 @@ function creation(row: ApiKeyRow): FieldChanges {
 export type KeyService = ReturnType<typeof createKeyService>
 
 function invalid(problems: FieldProblem[]): ApiError {
-  return new ApiError('invalid_request', problems.map((p) => `${p.field}: ${p.message}`).join(' '))
+  const message = problems.map((p) => `${p.field}: ${p.message}`).join(' ')
+  // `field` only when every problem is about the same one: two fields at fault is no one path.
+  const fields = new Set(problems.map((p) => p.field))
+  return new ApiError('invalid_request', message, fields.size === 1 ? { field: problems[0]!.field } : {})
 }

@@ -7,6 +7,7 @@ import { recordChange, type ChangeAuthor } from '../audit/trail.ts'
 import { listAdminPage, type AdminPage, type Page } from '../shared/paging.ts'
 import type { LinkIssuer, MemberRecord, MemberRole } from './model.ts'
 import { argon2idPasswords, type Passwords } from './passwords.ts'
+import { codePointLength, hasCodePointsWithin } from '../shared/characters.ts'
 
 export type { LinkIssuer, MemberRecord, MemberRole }
 /** A membership with its account's email and password hash, as the queries below read it. */
@@ -49,7 +50,7 @@ export function normalizeEmail(raw: string): string {
 /** A problem with an email address as typed, or null. Deliberately loose: one @, a dot after it. */
 export function emailProblem(email: string): string | null {
   if (email.length === 0) return 'Enter an email address.'
-  if (email.length > 254) return 'An email address has at most 254 characters.'
+  if (!hasCodePointsWithin(email, 0, 254)) return 'An email address has at most 254 characters.'
   if (!/^[^\s@]+@[^\s@.]+(\.[^\s@.]+)+$/.test(email)) {
     return `"${email}" is not an email address; write it like name@example.com.`
   }
@@ -57,10 +58,11 @@ export function emailProblem(email: string): string | null {
 }
 
 export function passwordProblem(password: string): string | null {
-  if (password.length < PASSWORD_MIN_LENGTH) {
-    return `The password has ${password.length} characters; use at least ${PASSWORD_MIN_LENGTH} (a few unrelated words make a good one).`
+  const length = codePointLength(password)
+  if (length < PASSWORD_MIN_LENGTH) {
+    return `The password has ${length} characters; use at least ${PASSWORD_MIN_LENGTH} (a few unrelated words make a good one).`
   }
-  if (password.length > PASSWORD_MAX_LENGTH) return `Use at most ${PASSWORD_MAX_LENGTH} characters.`
+  if (length > PASSWORD_MAX_LENGTH) return `Use at most ${PASSWORD_MAX_LENGTH} characters.`
   return null
 }
 
@@ -199,8 +201,10 @@ export function createMemberService(db: Db, passwords: Passwords = argon2idPassw
       now = new Date(),
     ): Promise<{ member: MemberRecord; signInLink: SignInLink | null; newAccount: boolean }> {
       const email = normalizeEmail(input.email)
-      const problem = emailProblem(email) ?? (input.password === undefined ? null : passwordProblem(input.password))
-      if (problem) throw new ApiError('invalid_request', problem)
+      const emailIssue = emailProblem(email)
+      if (emailIssue) throw new ApiError('invalid_request', emailIssue, { field: 'email' })
+      const passwordIssue = input.password === undefined ? null : passwordProblem(input.password)
+      if (passwordIssue) throw new ApiError('invalid_request', passwordIssue, { field: 'password' })
       const [business] = await db.select({ id: businesses.id, name: businesses.name }).from(businesses).where(eq(businesses.id, businessId))
       if (!business) throw new ApiError('not_found', `No business with id ${businessId}.`)
       const passwordHash = input.password === undefined ? null : await passwords.hash(input.password)

@@ -1,5 +1,6 @@
 import { Kind, type TSchema } from '@sinclair/typebox'
 import { Errors, ValueErrorType, type ValueError } from '@sinclair/typebox/errors'
+import { codePointLength, cutToCharacters } from './characters.ts'
 
 /**
  * Schema failures in words a client can act on. TypeBox's own messages ("Expected union
@@ -17,17 +18,23 @@ const MAX_ECHOED = 200
 /** How many errors are read to find an unknown field (a 1000-item batch can yield many). */
 const MAX_ERRORS_READ = 100
 
-/** The message for a failed check: the first unknown field if any, else the first error. */
-export function validationMessage(where: Where, errors: Iterable<ValueError>): string {
+/** A failed check in words, and the path of the field at fault (absent when it is the whole value). */
+export interface ValidationProblem {
+  message: string
+  field?: string
+}
+
+/** The problem to report for a failed check: the first unknown field if any, else the first error. */
+export function validationProblem(where: Where, errors: Iterable<ValueError>): ValidationProblem {
   const picked = pick(errors)
-  if (!picked) return `Invalid ${where}.`
+  if (!picked) return { message: `Invalid ${where}.` }
   const error = within(picked)
   const field = fieldName(error.path)
   if (error.type === ValueErrorType.ObjectAdditionalProperties) {
-    return unknownFieldMessage(where, field, lastSegment(error.path), knownNames(error.schema))
+    return { message: unknownFieldMessage(where, field, lastSegment(error.path), knownNames(error.schema)), field }
   }
   const reason = reasonOf(error)
-  return field ? `Invalid ${where} field "${field}": ${reason}.` : `Invalid ${where}: ${reason}.`
+  return field ? { message: `Invalid ${where} field "${field}": ${reason}.`, field } : { message: `Invalid ${where}: ${reason}.` }
 }
 
 /**
@@ -196,7 +203,8 @@ export function expectation(schema: TSchema): string {
           s.enum.map((v) => JSON.stringify(v)),
           'or',
         )}`
-      return `must be ${stringShape(s)}`
+      // A limit in characters (src/shared/characters.ts) is worded as the reference shows it.
+      return `must be ${stringShape(isStringSchema(s.documentAs) ? { ...s, ...s.documentAs } : s)}`
     case 'Integer':
       return `must be a whole number${range(s)}`
     case 'Number':
@@ -237,6 +245,10 @@ export function expectation(schema: TSchema): string {
     default:
       return 'must have the type the API reference (/docs) shows'
   }
+}
+
+function isStringSchema(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && (value as { type?: unknown }).type === 'string'
 }
 
 /** Elysia's t.Integer and t.Numeric also take the number as text: not worth a word. */
@@ -301,7 +313,7 @@ export function seen(value: unknown): string {
       return 'null'
     case 'string': {
       const text = value as string
-      return text.length <= 40 ? JSON.stringify(text) : `text of ${text.length} characters`
+      return text.length <= 40 ? JSON.stringify(text) : `text of ${codePointLength(text)} characters`
     }
     case 'number':
       return Number.isFinite(value) ? String(value) : 'a number out of range'
@@ -349,5 +361,5 @@ function lastSegment(path: string): string {
 export function fieldName(path: string): string {
   const parts = path.split('/').slice(1).map(unescapePointer)
   const name = parts.map((part, i) => (/^\d+$/.test(part) ? `[${part}]` : i === 0 ? part : `.${part}`)).join('')
-  return name.length > MAX_ECHOED ? `${name.slice(0, MAX_ECHOED)}…` : name
+  return cutToCharacters(name, MAX_ECHOED)
 }

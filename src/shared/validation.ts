@@ -1,7 +1,8 @@
 import { t, type TSchema } from 'elysia'
 import { TypeCompiler } from '@sinclair/typebox/compiler'
 import { ApiError, causeCodes } from '../errors.ts'
-import { closestName, unknownFieldMessage, validationMessage } from './validation-message.ts'
+import { Chars, codePointLength, cutToCharacters } from './characters.ts'
+import { closestName, unknownFieldMessage, validationProblem } from './validation-message.ts'
 
 /**
  * Request checks shared by everything that reads input (the API areas, the admin API, the
@@ -14,9 +15,15 @@ import { closestName, unknownFieldMessage, validationMessage } from './validatio
 /** A property name is echoed in the message; a huge one is cut. */
 const MAX_ECHOED_PATH = 200
 
-/** A 400 for a field, worded like the schema failures src/http/errors.ts renders. */
+/** A 400 for a field, worded like the schema failures src/http/errors.ts renders, naming it in `field` too. */
 export function invalidField(field: string, reason: string, where: 'body' | 'query' | 'headers' = 'body'): ApiError {
-  return new ApiError('invalid_request', `Invalid ${where} field "${field}": ${reason}.`)
+  const shown = cutToCharacters(field, MAX_ECHOED_PATH)
+  return new ApiError('invalid_request', `Invalid ${where} field "${shown}": ${reason}.`, { field: shown })
+}
+
+/** A 400 about the whole body (`field` absent), or about one field of it. */
+function invalidAt(path: string, reason: string): ApiError {
+  return path === '' ? new ApiError('invalid_request', `Invalid body: it ${reason}.`) : invalidField(path, reason)
 }
 
 /** `events[3]` / `people[0]` for batches, '' for a single record. */
@@ -49,7 +56,7 @@ const UNSTORABLE = 'contains U+0000 or a lone UTF-16 surrogate (\\ud800-\\udfff 
 /** The 400 for a string that fails isStorableText. */
 export function unstorableField(field: string, where: 'body' | 'query' | 'headers' = 'body'): ApiError {
   if (field === '') return new ApiError('invalid_request', `Invalid ${where}: it ${UNSTORABLE}.`)
-  return invalidField(field.slice(0, MAX_ECHOED_PATH), UNSTORABLE, where)
+  return invalidField(field, UNSTORABLE, where)
 }
 
 /**
@@ -86,11 +93,10 @@ function findUnstorable(value: unknown, path: string): void {
     return
   }
   for (const key in value) {
-    if (!isStorableText(key)) throw invalidField(path === '' ? 'body' : path, `has a property name that ${UNSTORABLE}`)
+    if (!isStorableText(key)) throw invalidAt(path, `has a property name that ${UNSTORABLE}`)
     // JSON.parse makes "__proto__" an own property, but the first spread or merge of the
     // object turns it into the prototype (metadata {"__proto__": null} was a 500).
-    if (key === '__proto__')
-      throw invalidField(path === '' ? 'body' : path, 'has the property name "__proto__", which is not accepted; rename it')
+    if (key === '__proto__') throw invalidAt(path, 'has the property name "__proto__", which is not accepted; rename it')
     findUnstorable((value as Record<string, unknown>)[key], fieldPath(path, key))
   }
 }
@@ -98,9 +104,10 @@ function findUnstorable(value: unknown, path: string): void {
 /** Query strings cannot carry a lone surrogate (URL decoding makes U+FFFD), but can carry U+0000. */
 const NO_NUL = '^[^\\u0000]*$'
 
+/** Text of a length in characters (code points: src/shared/characters.ts), without U+0000. */
 export function Text(options: { minLength?: number; maxLength: number; description?: string }) {
   const { minLength = 0, maxLength } = options
-  return t.String({
+  return Chars({
     minLength,
     maxLength,
     pattern: NO_NUL,
@@ -186,7 +193,10 @@ export function strictBody<S extends TSchema>(schema: S) {
     check(request: { body: unknown }): void {
       // Worded where Elysia's own ValidationErrors are (src/http/errors.ts); an ApiError
       // spares the example value and the dump Elysia's error builds for its message.
-      if (!compiled.Check(request.body)) throw new ApiError('invalid_request', validationMessage('body', compiled.Errors(request.body)))
+      if (!compiled.Check(request.body)) {
+        const { message, field } = validationProblem('body', compiled.Errors(request.body))
+        throw new ApiError('invalid_request', message, { field })
+      }
     },
   }
 }
@@ -216,7 +226,10 @@ export function oneOrBatch<One extends TSchema, Batch extends TSchema>(one: One,
       if (strict.accepts(body)) return
       if (!isBatch && typeof body === 'object' && body !== null && !Array.isArray(body)) {
         const typo = Object.keys(body).find((key) => !oneFields.includes(key) && closestName(key, [batchKey]))
-        if (typo !== undefined) throw new ApiError('invalid_request', unknownFieldMessage('body', typo, typo, [batchKey]))
+        if (typo !== undefined) {
+          const shown = cutToCharacters(typo, MAX_ECHOED_PATH)
+          throw new ApiError('invalid_request', unknownFieldMessage('body', shown, typo, [batchKey]), { field: shown })
+        }
       }
       strict.check(request)
     },
@@ -271,8 +284,8 @@ export function assertStorable(value: unknown, path: string, level = 0): void {
   }
   for (const [key, item] of Object.entries(value)) {
     const inner = fieldPath(path, key)
-    if (key.length > MAX_KEY_LENGTH) {
-      throw invalidField(inner.slice(0, MAX_ECHOED_PATH), `property names are limited to ${MAX_KEY_LENGTH} characters`)
+    if (key.length > MAX_KEY_LENGTH && codePointLength(key) > MAX_KEY_LENGTH) {
+      throw invalidField(inner, `property names are limited to ${MAX_KEY_LENGTH} characters`)
     }
     if (!isStorableText(key)) throw invalidField(path, `has a property name that ${UNSTORABLE}`)
     assertStorable(item, inner, level + 1)

@@ -39,12 +39,15 @@ async function count(table: string): Promise<number> {
   return row!.n
 }
 
-async function expect400(response: Promise<Response>, field: string) {
+/** A 400 whose message holds `words`; a quoted field name (`'"events[1].url"'`) is the error's `field` too. */
+async function expect400(response: Promise<Response>, words: string) {
   const answer = await response
   expect(answer.status).toBe(400)
   const error = await errorOf(answer)
   expect(error.code).toBe('invalid_request')
-  expect(error.message).toContain(field)
+  expect(error.message).toContain(words)
+  const quoted = /^"(.+)"$/.exec(words)
+  if (quoted) expect(error.field).toBe(quoted[1])
 }
 
 const cursorOf = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url')

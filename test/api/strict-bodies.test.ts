@@ -3,7 +3,7 @@ import { Kind, type TSchema } from '@sinclair/typebox'
 import { TypeCompiler } from '@sinclair/typebox/compiler'
 import { Value } from '@sinclair/typebox/value'
 import { SCOPES } from '../../src/access/scopes.ts'
-import { validationMessage } from '../../src/shared/validation-message.ts'
+import { validationProblem } from '../../src/shared/validation-message.ts'
 import { storedRows } from '../support/hostile.ts'
 import { ADMIN_TOKEN, call, errorOf, seedBusiness, seedKey, testService } from '../support/service.ts'
 
@@ -267,7 +267,7 @@ describe.each(bodyRoutes)('$method $path', (route) => {
     for (const site of sites(route.schema)) {
       for (const value of invalidValues(site.schema)) {
         for (const error of check.Errors(bodyWith(site.path, value))) {
-          const message = validationMessage('body', [error])
+          const message = validationProblem('body', [error]).message
           if (TYPEBOX_WORDS.some((words) => words.test(message)))
             leaks.push(`${fieldName(site.path)} = ${JSON.stringify(value).slice(0, 60)}: ${message}`)
         }

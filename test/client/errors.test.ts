@@ -37,6 +37,8 @@ describe(`bad input gives the documented errors (${ENGINE})`, () => {
       ['refused', [ids[3]!], 'invalid_request', 400],
     ])
     expect(failures[0]!.error!.message).toStartWith('Invalid body field "events[1].eventType": ')
+    // The client found each event by the error's field, which the service sent.
+    expect(failures.map((f) => f.error!.field)).toEqual(['events[1].eventType', 'events[2].timestamp'])
     // The second refusal came from the batch resent without the first.
     expect(failures[1]!.error!.message).toStartWith('Invalid body field "events[2].timestamp": ')
     expect(failures[1]!.error!.requestId).toMatch(/^req_/)
@@ -52,6 +54,7 @@ describe(`bad input gives the documented errors (${ENGINE})`, () => {
     expect(result.ok).toBe(false)
     expect(result.error).toMatchObject({ code: 'invalid_request', status: 400, retryable: false })
     expect(result.error!.message).toStartWith('Invalid body field "events[1].eventType": ')
+    expect(result.error!.field).toBe('events[1].eventType')
     expect(result.error!.requestId).toBe(result.requestId!)
     expect((await storedEvents(businessId)).rows).toBe(0)
   })

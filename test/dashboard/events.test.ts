@@ -36,6 +36,8 @@ async function live(service: Service, session: Session, page: string): Promise<L
 }
 
 const at = (minute: number) => `2026-05-01T10:${String(minute).padStart(2, '0')}:00.000Z`
+/** `minutes` from now: the live view shows what arrives dated within the hour before. */
+const fromNow = (minutes: number) => new Date(Date.now() + minutes * 60_000).toISOString()
 
 describe('the events page', () => {
   test("lists the business's events newest first, with type, time, key, origin, ids, page and properties", async () => {
@@ -169,9 +171,9 @@ describe('the events page', () => {
     expect(shownIds(page)).toEqual([])
     expect(page).toContain('No events match these filters. They appear here as they arrive.')
     await track(service, site.key, [
-      { eventType: 'signup', personId: 'p1', timestamp: at(2) },
-      { eventType: 'page_view', timestamp: at(3) },
-      { eventType: 'signup', personId: 'p2', timestamp: at(4) },
+      { eventType: 'signup', personId: 'p1', timestamp: fromNow(-3) },
+      { eventType: 'page_view', timestamp: fromNow(-2) },
+      { eventType: 'signup', personId: 'p2', timestamp: fromNow(-1) },
     ])
     const answer = await live(service, session, page)
     expect(answer.data.map((e) => e.eventType)).toEqual(['signup', 'signup'])
@@ -191,12 +193,46 @@ describe('the events page', () => {
     await track(
       service,
       site.key,
-      Array.from({ length: 55 }, (_, i) => ({ eventType: 'page_view', timestamp: new Date(Date.parse(at(0)) + i * 1000).toISOString() })),
+      Array.from({ length: 55 }, (_, i) => ({ eventType: 'page_view', timestamp: new Date(Date.now() - 60_000 + i * 1000).toISOString() })),
     )
     const answer = await live(service, session, page)
     expect(answer.data).toHaveLength(50)
     expect(answer.more).toBe(true)
     expect(answer.data[0]!.id).not.toBe(answer.data[49]!.id)
+  })
+
+  test('the live view follows arrivals: an event dated 23 h ahead hides no event that arrives after it', async () => {
+    const service = await testService()
+    const { businessId, session } = await memberOf(service)
+    const site = await seedKey(service, businessId)
+    // Already on the page when it is loaded: dated ahead, so it tops the newest-first list.
+    await track(service, site.key, [{ eventType: 'ahead_early', timestamp: fromNow(23 * 60) }])
+    const page = await (await getPage(service, EVENTS, session)).text()
+    await track(service, site.key, [{ eventType: 'ahead', timestamp: fromNow(23 * 60) }])
+    const first = await live(service, session, page)
+    expect(first.data.map((e) => e.eventType)).toEqual(['ahead'])
+    // Then a normal event: dated now, long before the one ahead, but it arrived later.
+    await track(service, site.key, [{ eventType: 'normal', timestamp: fromNow(0) }])
+    const second = (await (await getPage(service, `${liveOf(page)!.url}&since=${first.newest}`, session)).json()) as LiveAnswer
+    expect(second.data.map((e) => e.eventType)).toEqual(['normal'])
+    // Without a timestamp (the service's receive time) too, and nothing twice.
+    await track(service, site.key, [{ eventType: 'untimed' }])
+    const third = (await (await getPage(service, `${liveOf(page)!.url}&since=${second.newest}`, session)).json()) as LiveAnswer
+    expect(third.data.map((e) => e.eventType)).toEqual(['untimed'])
+    const none = (await (await getPage(service, `${liveOf(page)!.url}&since=${third.newest}`, session)).json()) as LiveAnswer
+    expect(none.data).toEqual([])
+  })
+
+  test('the live view starts after what the page shows: nothing already listed comes again', async () => {
+    const service = await testService()
+    const { businessId, session } = await memberOf(service)
+    const site = await seedKey(service, businessId)
+    await track(service, site.key, [{ eventType: 'listed', timestamp: fromNow(23 * 60) }, { eventType: 'listed_too' }])
+    const page = await (await getPage(service, EVENTS, session)).text()
+    expect(shownIds(page)).toHaveLength(2)
+    expect((await live(service, session, page)).data).toEqual([])
+    await track(service, site.key, [{ eventType: 'after_page' }])
+    expect((await live(service, session, page)).data.map((e) => e.eventType)).toEqual(['after_page'])
   })
 
   test('the live helper refuses visitors (401) and a page of the business no longer shown (409)', async () => {

@@ -115,7 +115,15 @@ export function admin(service: Handles, path: string, options: Omit<CallOptions,
   })
 }
 
-export async function errorOf(response: Response): Promise<{ code: string; message: string; requestId: string }> {
-  const body = (await response.json()) as { error: { code: string; message: string; requestId: string } }
+/** The error envelope's `error`; `field` is there on a 400 about one field. */
+export interface ErrorEnvelope {
+  code: string
+  message: string
+  requestId: string
+  field?: string
+}
+
+export async function errorOf(response: Response): Promise<ErrorEnvelope> {
+  const body = (await response.json()) as { error: ErrorEnvelope }
   return body.error
 }

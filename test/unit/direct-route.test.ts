@@ -97,7 +97,7 @@ test('a body that arrives after its route ran out of room is refused with the ro
         scope: null,
         public: true,
         checkRoom: () => {
-          if (full) throw new ApiError('unavailable', 'Too many events are waiting to be written.', { 'retry-after': '1' })
+          if (full) throw new ApiError('unavailable', 'Too many events are waiting to be written.', { headers: { 'retry-after': '1' } })
         },
       },
       body: { type: 'object' } as never,

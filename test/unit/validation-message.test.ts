@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'bun:test'
 import { t, type TSchema } from 'elysia'
 import { TypeCompiler } from '@sinclair/typebox/compiler'
-import { closestName, editDistance, fieldName, validationMessage } from '../../src/shared/validation-message.ts'
+import { closestName, editDistance, fieldName, validationProblem } from '../../src/shared/validation-message.ts'
 import { strictObjects } from '../../src/shared/validation.ts'
 
 describe('editDistance', () => {
@@ -61,7 +61,7 @@ describe('fieldName', () => {
 function messageFor(schema: TSchema, value: unknown): string {
   const check = TypeCompiler.Compile(strictObjects(schema))
   expect(check.Check(value)).toBe(false)
-  return validationMessage('body', check.Errors(value))
+  return validationProblem('body', check.Errors(value)).message
 }
 
 const Person = t.Object({
@@ -69,7 +69,7 @@ const Person = t.Object({
   firstName: t.Optional(t.String({ minLength: 1, maxLength: 200 })),
 })
 
-describe('validationMessage: one wording per error kind', () => {
+describe('validationProblem: one wording per error kind', () => {
   test.each<[string, TSchema, unknown, string]>([
     [
       'an unknown field, near a known one',
@@ -208,7 +208,7 @@ describe('validationMessage: one wording per error kind', () => {
 
   test('query and params are named as such', () => {
     const check = TypeCompiler.Compile(t.Object({ limit: t.String({ pattern: '^[0-9]+$' }) }))
-    expect(validationMessage('query', check.Errors({ limit: 'ten' }))).toStartWith('Invalid query field "limit": ')
+    expect(validationProblem('query', check.Errors({ limit: 'ten' })).message).toStartWith('Invalid query field "limit": ')
   })
 })
 

@@ -511,6 +511,8 @@ export interface components {
                 message: string;
                 /** @description Also sent as the X-Request-Id header */
                 requestId: string;
+                /** @description On a 400 about one field: its path, such as `events[3].timestamp`, `personId` or a query parameter such as `limit`. Absent when the whole request is at fault. Read this, not the message, to find the item refused. */
+                field?: string;
             };
         };
         /**

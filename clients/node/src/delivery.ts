@@ -53,8 +53,8 @@ export type SendBatch = (json: string, signal: AbortSignal) => Promise<Result<un
 export const MAX_BATCH_SIZE = 500
 // A request body is at most 1 MiB; batches stop short of it by length (a 413 still splits one).
 const MAX_BATCH_CHARS = 1_000_000
-// The service's 400 names the first refused field of a batch: `Invalid body field "events[3].timestamp": ...`.
-const REFUSED_EVENT = /"events\[(\d+)\]/
+// The service's 400 names the refused field of a batch in `error.field`: `events[3].timestamp`.
+const REFUSED_EVENT = /^events\[(\d+)\]/
 
 function defaultOnError(failure: DeliveryFailure): void {
   const cause = failure.error ? `: ${failure.error.code} (${failure.error.status}) ${failure.error.message}` : ''
@@ -322,7 +322,7 @@ export class Delivery {
       this.batch = batch.slice(0, half)
       return
     }
-    const index = error.status === 400 ? Number(REFUSED_EVENT.exec(error.message)?.[1] ?? Number.NaN) : Number.NaN
+    const index = error.status === 400 && error.field !== null ? Number(REFUSED_EVENT.exec(error.field)?.[1] ?? Number.NaN) : Number.NaN
     if (Number.isInteger(index) && index < batch.length && batch.length > 1) {
       // One event refused: the others go again without it.
       this.report('refused', batch.splice(index, 1), error)

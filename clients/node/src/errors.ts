@@ -20,6 +20,11 @@ export interface KeygateErrorFields {
   requestId: string | null
   /** Seconds the answer's `Retry-After` asks to wait (429, 503), else null. */
   retryAfter: number | null
+  /**
+   * On a 400 about one field, its path as the service names it (`events[3].timestamp`,
+   * `email`, `limit`); null otherwise. Programs read this, never the message's words.
+   */
+  field?: string | null
 }
 
 /** A refusal or a failed call, returned as a value (`result.error`), never thrown by the client. */
@@ -29,6 +34,7 @@ export class KeygateError extends Error implements KeygateErrorFields {
   readonly status: number
   readonly requestId: string | null
   readonly retryAfter: number | null
+  readonly field: string | null
 
   constructor(fields: KeygateErrorFields) {
     super(fields.message)
@@ -36,6 +42,7 @@ export class KeygateError extends Error implements KeygateErrorFields {
     this.status = fields.status
     this.requestId = fields.requestId
     this.retryAfter = fields.retryAfter
+    this.field = fields.field ?? null
   }
 
   /** Worth sending again unchanged: no answer, 408, 429 or a 5xx (contract section 18). */

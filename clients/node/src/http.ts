@@ -137,11 +137,11 @@ function parseJson(text: string): { ok: true; value: unknown } | { ok: false } {
   }
 }
 
-/** The service's envelope `{"error": {"code", "message", "requestId"}}`, or what stood in its place. */
+/** The service's envelope `{"error": {"code", "message", "requestId", "field"?}}`, or what stood in its place. */
 function errorOf(response: Response, answered: Answered, parsed: ReturnType<typeof parseJson>, now: number): KeygateError {
   const retryAfter = retryAfterOf(response.headers.get('retry-after'), now)
   const envelope = parsed.ok
-    ? (parsed.value as { error?: { code?: unknown; message?: unknown; requestId?: unknown } } | null)?.error
+    ? (parsed.value as { error?: { code?: unknown; message?: unknown; requestId?: unknown; field?: unknown } } | null)?.error
     : undefined
   if (envelope && typeof envelope.code === 'string' && typeof envelope.message === 'string') {
     return new KeygateError({
@@ -150,6 +150,7 @@ function errorOf(response: Response, answered: Answered, parsed: ReturnType<type
       status: response.status,
       requestId: typeof envelope.requestId === 'string' ? envelope.requestId : answered.requestId,
       retryAfter,
+      field: typeof envelope.field === 'string' ? envelope.field : null,
     })
   }
   const what = response.ok ? 'a body that is not JSON' : 'no error envelope'

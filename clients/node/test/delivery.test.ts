@@ -195,17 +195,14 @@ describe('refusals', () => {
     expect(client.stats()).toEqual({ queued: 0, committed: 0, dropped: 2 })
   })
 
-  test('a 400 naming one event of the batch drops that event only: the others are sent again without it', async () => {
-    // As the service does: the first invalid event of a batch is named by its index.
+  test('a 400 naming one event of the batch in error.field drops that event only: the others are sent again without it', async () => {
+    // As the service does: the first invalid event of a batch is named by its path in
+    // `field`. The message is reworded and names another event: the client must not read it.
     const service = (request: SeenRequest) => {
       const bad = eventsOf(request).findIndex((e) => e.eventType.includes(' '))
       return bad === -1
         ? accepted(request)
-        : refusal(
-            400,
-            'invalid_request',
-            `Invalid body field "events[${bad}].eventType": must be 1-64 characters of letters, digits, "_", ".", ":" or "-".`,
-          )
+        : refusal(400, 'invalid_request', 'One event was refused (not "events[0]"): its type has a space.', {}, `events[${bad}].eventType`)
     }
     const { clock, requests, client, failures } = setup(service)
     const types = ['a', 'b c', 'd', 'e f', 'g']
@@ -226,6 +223,26 @@ describe('refusals', () => {
     client.track({ eventType: 'b' })
     await clock.advance(1000)
     expect(failures.map((f) => f.events.length)).toEqual([2])
+  })
+
+  test('a 400 whose message alone names an event drops the whole batch: only error.field says which event', async () => {
+    const { clock, client, failures } = setup(() =>
+      refusal(400, 'invalid_request', 'Invalid body field "events[1].eventType": must be 1-64 characters.'),
+    )
+    client.track({ eventType: 'a' })
+    client.track({ eventType: 'b' })
+    await clock.advance(1000)
+    expect(failures.map((f) => [f.events.length, f.error?.field])).toEqual([[2, null]])
+  })
+
+  test('a 400 whose field is not an event of the batch drops the whole batch', async () => {
+    for (const field of ['events', 'events[7].eventType', 'eventType', 'xevents[0].id']) {
+      const { clock, client, failures } = setup(() => refusal(400, 'invalid_request', 'Refused.', {}, field))
+      client.track({ eventType: 'a' })
+      client.track({ eventType: 'b' })
+      await clock.advance(1000)
+      expect(failures.map((f) => [f.events.length, f.error?.field])).toEqual([[2, field]])
+    }
   })
 
   test('413 splits the batch in halves until each fits, losing nothing', async () => {

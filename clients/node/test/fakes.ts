@@ -85,8 +85,8 @@ export function answer(status: number, body?: unknown, headers: Record<string, s
   })
 }
 
-export function refusal(status: number, code: string, message: string, headers: Record<string, string> = {}): Response {
-  return answer(status, { error: { code, message, requestId: `req_${status}` } }, headers)
+export function refusal(status: number, code: string, message: string, headers: Record<string, string> = {}, field?: string): Response {
+  return answer(status, { error: { code, message, requestId: `req_${status}`, ...(field === undefined ? {} : { field }) } }, headers)
 }
 
 /** The events of a request sent by `track()`. */

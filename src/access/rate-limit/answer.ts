@@ -15,6 +15,6 @@ export function rateLimited(retryAfterSeconds: number, what: string, headers?: R
   return new ApiError(
     'rate_limited',
     `${what}. Retry after ${retryAfterSeconds} s (the Retry-After header); spread requests out, or ask for a higher limit on the key.`,
-    { ...headers, 'retry-after': String(retryAfterSeconds) },
+    { headers: { ...headers, 'retry-after': String(retryAfterSeconds) } },
   )
 }

@@ -267,7 +267,7 @@ export function createGroupCommitter<Row>(options: GroupCommitOptions<Row>): Gro
     return new ApiError(
       'unavailable',
       'Too many events are waiting to be written; nothing of this request was written. Retry after the delay in Retry-After.',
-      { 'retry-after': '1' },
+      { headers: { 'retry-after': '1' } },
     )
   }
 
@@ -275,7 +275,7 @@ export function createGroupCommitter<Row>(options: GroupCommitOptions<Row>): Gro
     if (closed) {
       return Promise.reject(
         new ApiError('unavailable', 'The service is shutting down; nothing was written. Retry in a moment.', {
-          'retry-after': '1',
+          headers: { 'retry-after': '1' },
         }),
       )
     }

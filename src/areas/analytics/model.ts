@@ -3,6 +3,7 @@ import { EVENT_TYPE_PATTERN } from '../../events/read.ts'
 import { CursorQuery, limitQuery, pageSchema } from '../../shared/paging.ts'
 import { isoTime } from '../../shared/time.ts'
 import { oneOrBatch, PropertyBag, Uuid } from '../../shared/validation.ts'
+import { Chars } from '../../shared/characters.ts'
 
 export const MAX_EVENTS_PER_REQUEST = 500
 
@@ -26,12 +27,12 @@ export const TrackedEvent = t.Object({
     }),
   ),
   eventType: EventType,
-  url: t.Optional(t.String({ maxLength: 2048, description: 'The page URL, at most 2048 characters; an empty string is stored as null.' })),
+  url: t.Optional(Chars({ maxLength: 2048, description: 'The page URL, at most 2048 characters; an empty string is stored as null.' })),
   referrer: t.Optional(
-    t.String({ maxLength: 2048, description: 'The referring URL, at most 2048 characters; an empty string is stored as null.' }),
+    Chars({ maxLength: 2048, description: 'The referring URL, at most 2048 characters; an empty string is stored as null.' }),
   ),
-  anonymousId: t.Optional(t.String({ minLength: 1, maxLength: 200, description: 'A visitor id of your own, 1-200 characters.' })),
-  personId: t.Optional(t.String({ minLength: 1, maxLength: 200, description: 'Your id of the person, if known; 1-200 characters.' })),
+  anonymousId: t.Optional(Chars({ minLength: 1, maxLength: 200, description: 'A visitor id of your own, 1-200 characters.' })),
+  personId: t.Optional(Chars({ minLength: 1, maxLength: 200, description: 'Your id of the person, if known; 1-200 characters.' })),
   properties: t.Optional(PropertyBag),
   timestamp: t.Optional(isoTime('When it happened (default: when the request arrived); from 2000-01-01 to 24 hours after the request.')),
 })

@@ -2,6 +2,7 @@ import type { TProperties, TSchema } from '@sinclair/typebox'
 import { t } from 'elysia'
 import { CursorQuery, limitQuery, pageSchema } from '../../shared/paging.ts'
 import { oneOrBatch, PropertyBag, Uuid } from '../../shared/validation.ts'
+import { Chars } from '../../shared/characters.ts'
 
 export const MAX_UPSERT_BATCH = 1000
 export const MAX_MEMBERS_PER_REQUEST = 1000
@@ -9,7 +10,9 @@ export const PAGE_LIMIT = { default: 100, max: 1000 } as const
 
 // Option objects, shared by body fields and query filters (which differ in description).
 const externalIdOptions = {
-  pattern: '^[^\\u0000]{1,200}$',
+  minLength: 1,
+  maxLength: 200,
+  pattern: '^[^\\u0000]*$',
   error: 'must be 1-200 characters (U+0000 excluded)',
 }
 
@@ -25,7 +28,7 @@ const domainOptions = {
   error: 'must be a domain name like "example.com", without scheme, path or port',
 }
 
-const ExternalId = t.String({
+const ExternalId = Chars({
   ...externalIdOptions,
   description: 'Your own id of the record, 1-200 characters; matched exactly (case-sensitive).',
 })
@@ -34,7 +37,7 @@ const Email = t.String({ ...emailOptions, description: 'At most 254 characters; 
 
 const Domain = t.String({ ...domainOptions, description: 'At most 253 characters; stored and matched lower-cased.' })
 
-const Name = (description: string) => t.String({ minLength: 1, maxLength: 200, description: `${description}, 1-200 characters.` })
+const Name = (description: string) => Chars({ minLength: 1, maxLength: 200, description: `${description}, 1-200 characters.` })
 
 /** Contract section 12: a business's server signs a person's identifier for its pages. */
 const IdentityHash = t.String({
@@ -68,7 +71,7 @@ function upsertedSchema<T extends TSchema>(record: T, names: { noun: string; bat
 
 /** The filters and paging both lists share; each adds its second key. */
 const matchedQuery = (noun: string) => ({
-  externalId: t.Optional(t.String({ ...externalIdOptions, description: `Only the ${noun} with this externalId.` })),
+  externalId: t.Optional(Chars({ ...externalIdOptions, description: `Only the ${noun} with this externalId.` })),
   limit: limitQuery(PAGE_LIMIT),
   cursor: CursorQuery,
 })
@@ -155,7 +158,7 @@ export const SlugParams = t.Object({ slug: Slug })
 export const NewList = t.Object({
   slug: Slug,
   name: Name('Shown in the dashboard'),
-  description: t.Optional(t.String({ maxLength: 1000, description: 'At most 1000 characters.' })),
+  description: t.Optional(Chars({ maxLength: 1000, description: 'At most 1000 characters.' })),
 })
 
 export const List = t.Object({
