@@ -2,7 +2,7 @@ import { Elysia, t } from 'elysia'
 import type { ClientAddressOf } from '../shared/client-address.ts'
 import { randomToken, sameSecret } from '../access/secrets.ts'
 import { isStorableText } from '../shared/validation.ts'
-import { normalizeEmail, passwordProblem, PASSWORD_MAX_LENGTH, type MemberService } from '../members/service.ts'
+import { normalizeEmail, passwordProblem, PASSWORD_MAX_LENGTH, type MemberService, type SignedIn } from '../members/service.ts'
 import { NO_SUCH_PAGE, renderFailures } from './failures.ts'
 import { FormField, TokenOnlyForm } from './forms.ts'
 import {
@@ -18,7 +18,7 @@ import {
 } from './http.ts'
 import type { memberMacro } from './member.ts'
 import { SESSION_MAX_MS, type SessionStore } from './sessions.ts'
-import { createPasswordChecks } from './password-checks.ts'
+import { type CheckPriority, createPasswordChecks } from './password-checks.ts'
 import type { SignInThrottle, ThrottleDecision } from './throttle.ts'
 import { choosePasswordPage, KEYS_PATH, messagePage, PASSWORDS_DIFFER, SECTION_PATHS, SIGN_IN_PATH, signInPage } from './views.ts'
 
@@ -39,6 +39,33 @@ export function signInPlugin(deps: {
 }) {
   const { members, sessions, throttle, clientAddress } = deps
   const passwordChecks = createPasswordChecks()
+
+  /**
+   * The password check at a bounded cost (docs/decisions.md, "Sign-in under a flood from
+   * many addresses"): a clean attempt's check goes before suspect ones, and an unknown
+   * email costs no hash, only a decoy's wait as long as a real check. 'busy': nothing was
+   * checked, the line being full.
+   */
+  async function checkPassword(email: string, password: string, priority: CheckPriority): Promise<SignedIn | null | 'busy'> {
+    const credentials = await members.credentialsOf(email)
+    if (credentials === null) {
+      const decoy = await passwordChecks.decoy(priority)
+      if (decoy === 'refused') return 'busy'
+      if (decoy === 'waited') return null
+    }
+    const started = performance.now()
+    const slot = await passwordChecks.acquire(priority)
+    if (slot === null) return 'busy'
+    try {
+      if (credentials !== null) return await members.checkPassword(credentials, password)
+      // No real check measured yet: this unknown email pays one, and the decoys learn its time.
+      await members.checkDecoy(password)
+      return null
+    } finally {
+      passwordChecks.took(performance.now() - started)
+      slot()
+    }
+  }
 
   /** The sign-in form's double-submit token: reused while its cookie lives, so two tabs both work. */
   function signInForm(
@@ -106,8 +133,15 @@ export function signInPlugin(deps: {
             },
           )
         }
-        const slot = await passwordChecks.acquire()
-        if (slot === null) {
+        let member: SignedIn | null | 'busy'
+        try {
+          member = email && password ? await checkPassword(email, password, throttled.clean ? 'clean' : 'suspect') : null
+        } catch (error) {
+          // The service failed, not the password: the attempt is not counted against anyone.
+          await throttle.release(throttled.id).catch(() => {})
+          throw error
+        }
+        if (member === 'busy') {
           // No password was checked: the attempt is not counted against anyone.
           await throttle.release(throttled.id)
           return signInForm(
@@ -118,16 +152,6 @@ export function signInPlugin(deps: {
               'retry-after': '1',
             },
           )
-        }
-        let member: Awaited<ReturnType<MemberService['verifyPassword']>> = null
-        try {
-          member = email && password ? await members.verifyPassword(email, password) : null
-        } catch (error) {
-          // The service failed, not the password: the attempt is not counted against anyone.
-          await throttle.release(throttled.id).catch(() => {})
-          throw error
-        } finally {
-          slot()
         }
         if (!member) {
           await throttle.settleFailure()
