@@ -526,7 +526,7 @@ describe.skipIf(chromiumMissing)('the snippet delivers every event once (contrac
   )
 
   test(
-    '(g) 12 events of 10 KB tracked at once go in batches under the 64 KiB a public key may send: all stored once, no 413',
+    '(i) 12 events of 10 KB tracked at once go in batches under the 64 KiB a public key may send: all stored once, no 413',
     async () => {
       const { businessId, key } = await publicKey()
       servePage('/g', key)
