@@ -39,7 +39,7 @@ import { feedKeyChanges, type KeyChangeFeedOptions } from './access/key-invalida
 import { createLogger, errorFields, lineLogger, type Logger } from './observability/log.ts'
 import { createMetrics, type Metrics } from './observability/metrics.ts'
 import { metricsRoute, requestObservation } from './http/observation.ts'
-import { argon2idPasswords, type PasswordCost } from './members/passwords.ts'
+import { argon2idPasswords, type PasswordCost, type Passwords } from './members/passwords.ts'
 
 export interface AppOptions {
   database: Database
@@ -88,6 +88,8 @@ export interface AppOptions {
   keyChanges?: boolean | KeyChangeFeedOptions
   /** argon2id's cost for members' passwords; Bun's defaults when absent (the tests lower it). */
   passwordCost?: PasswordCost
+  /** Hashes and checks members' passwords in place of argon2id at `passwordCost` (tests count and hold the checks). */
+  passwords?: Passwords
 }
 
 /**
@@ -187,7 +189,7 @@ export function createApp(options: AppOptions) {
   const methodsOf = createMethodTable(() => routes)
   // Everything outside /api/v0 gets its request id from one local hook; API routes stamp
   // theirs in the access chain's first hook.
-  const passwords = argon2idPasswords(options.passwordCost)
+  const passwords = options.passwords ?? argon2idPasswords(options.passwordCost)
   const surfaces = new Elysia({ name: 'surfaces' })
     .onTransform(stampRequestId)
     .use(healthRoutes(options.database.ping))

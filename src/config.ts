@@ -19,6 +19,20 @@ export const DEFAULT_RATE_LIMITS = {
 } as const satisfies Record<string, Budget>
 
 /**
+ * A public key's ceiling across all its visitors, as a multiple of its per-visitor budget
+ * (the key's `rateLimit`, or RATE_LIMIT_PUBLIC): the default 300/60 a visitor makes
+ * 30000/60, 500 requests a second for the whole key. Raising a key's `rateLimit` raises both.
+ * Without it, a flood spread over many addresses had the whole service to itself
+ * (docs/decisions.md, "Public keys under a flood from many addresses").
+ */
+export const PUBLIC_KEY_CEILING_VISITORS = 100
+
+/** The budget of a public key's requests from all its visitors together. */
+export function publicKeyCeiling(perVisitor: Budget): Budget {
+  return { limit: perVisitor.limit * PUBLIC_KEY_CEILING_VISITORS, windowSeconds: perVisitor.windowSeconds }
+}
+
+/**
  * Event inserts in flight at once on PostgreSQL: three, since batches go by COPY, whose
  * round trips leave the database idle between batches (docs/decisions.md; with the jsonb
  * insert alone, two beat one and four). PGlite has one connection, so one there.

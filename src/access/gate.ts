@@ -1,4 +1,4 @@
-import type { Budget } from '../config.ts'
+import { publicKeyCeiling, type Budget } from '../config.ts'
 import { ApiError, type ErrorCode } from '../errors.ts'
 import type { UsageRecorder } from '../usage/recorder.ts'
 import { budgetSubject } from '../shared/client-address.ts'
@@ -88,11 +88,18 @@ export function createGate(deps: GateDeps): Gate {
     const { key } = decision
     if (decision.reportedOrigin !== undefined) usage?.origin(key.id, decision.reportedOrigin, true, now())
     if (decision.reportedIp !== undefined) usage?.ip(key.id, decision.reportedIp, true, now())
-    // A private key's budget is the key's; a public key's is each visitor's (section 8).
-    const bucket = key.type === 'private' ? key.id : `${key.id} ${budgetSubject(request.clientAddress())}`
-    const outcome = limiter.take(bucket, key.rateLimit ?? defaults[key.type], at)
-    if (outcome instanceof Promise) return outcome.then((settled) => grant(request, key, settled))
-    return grant(request, key, outcome)
+    const own = key.rateLimit ?? defaults[key.type]
+    // A private key's budget is the key's (section 8).
+    if (key.type === 'private') return settle(limiter.take(key.id, own, at), (outcome) => grant(request, key, outcome))
+    // A public key's is each visitor's, so that one visitor never spends a site's budget for
+    // the others; then the key's ceiling over all of them, so that many addresses together
+    // cannot either (src/config.ts, publicKeyCeiling). A visitor over its own budget is
+    // refused before it counts toward the ceiling.
+    const visitor = limiter.take(`${key.id} ${budgetSubject(request.clientAddress())}`, own, at)
+    return settle(visitor, (outcome) => {
+      if (!outcome.allowed) return grant(request, key, outcome)
+      return settle(limiter.take(`${key.id} all`, publicKeyCeiling(own), at), (ceiling) => grant(request, key, ceiling, 'ceiling'))
+    })
   }
 
   function refuse(request: RequestFacts, decision: AccessDecision & { ok: false }, at: number): never {
@@ -117,13 +124,15 @@ export function createGate(deps: GateDeps): Gate {
     throw new ApiError(code, message, { headers })
   }
 
-  function grant(request: RequestFacts, key: ActiveKey, outcome: RateLimitOutcome): Grant {
+  function grant(request: RequestFacts, key: ActiveKey, outcome: RateLimitOutcome, budget: 'own' | 'ceiling' = 'own'): Grant {
     if (!outcome.allowed) {
       deps.rateLimits.onLimited?.(key.type)
       usage?.refused(key.id, 'rate_limited', now())
       throw rateLimited(
         outcome.retryAfterSeconds,
-        `This key's rate limit of ${outcome.limit} requests is used up`,
+        budget === 'ceiling'
+          ? `This public key's ceiling of ${outcome.limit} requests from all its visitors together is used up`
+          : `This key's rate limit of ${outcome.limit} requests is used up`,
         rateLimitHeaders(outcome),
       )
     }
@@ -140,4 +149,9 @@ export function createGate(deps: GateDeps): Gate {
       } else usage?.refused(grant.key.id, errorCode ?? `http_${status}`, at)
     },
   }
+}
+
+/** `then` for a value that may or may not be a promise: the synchronous path stays synchronous. */
+function settle<T, R>(value: T | Promise<T>, then: (settled: T) => R | Promise<R>): R | Promise<R> {
+  return value instanceof Promise ? value.then(then) : then(value)
 }

@@ -2,7 +2,7 @@ import { Elysia, t } from 'elysia'
 import type { ClientAddressOf } from '../shared/client-address.ts'
 import { randomToken, sameSecret } from '../access/secrets.ts'
 import { isStorableText } from '../shared/validation.ts'
-import { normalizeEmail, passwordProblem, PASSWORD_MAX_LENGTH, type MemberService } from '../members/service.ts'
+import { normalizeEmail, passwordProblem, PASSWORD_MAX_LENGTH, type MemberService, type SignedIn } from '../members/service.ts'
 import { NO_SUCH_PAGE, renderFailures } from './failures.ts'
 import { FormField, TokenOnlyForm } from './forms.ts'
 import {
@@ -18,7 +18,7 @@ import {
 } from './http.ts'
 import type { memberMacro } from './member.ts'
 import { SESSION_MAX_MS, type SessionStore } from './sessions.ts'
-import { createPasswordChecks } from './password-checks.ts'
+import { type CheckPriority, createPasswordChecks } from './password-checks.ts'
 import type { SignInThrottle, ThrottleDecision } from './throttle.ts'
 import {
   choosePasswordPage,
@@ -49,6 +49,25 @@ export function signInPlugin(deps: {
   const { members, sessions, throttle, clientAddress } = deps
   const passwordChecks = createPasswordChecks()
 
+  /**
+   * The password check at a bounded cost (docs/decisions.md, "Sign-in under a flood from
+   * many addresses"): a clean attempt's check goes before suspect ones, and an unknown
+   * email costs no hash, only a decoy's wait as long as a real check. 'busy': nothing was
+   * checked, the line being full.
+   */
+  async function checkPassword(email: string, password: string, priority: CheckPriority): Promise<SignedIn | null | 'busy'> {
+    const credentials = await members.credentialsOf(email)
+    if (credentials !== null) return hashing(priority, () => members.checkPassword(credentials, password))
+    const decoy = await passwordChecks.decoy(priority)
+    if (decoy === 'refused') return 'busy'
+    if (decoy === 'waited') return null
+    // No real check measured yet: this unknown email pays one, and the decoys learn its time.
+    return hashing(priority, async () => {
+      await members.checkDecoy(password)
+      return null
+    })
+  }
+
   /** The sign-in form's double-submit token: reused while its cookie lives, so two tabs both work. */
   function signInForm(
     request: Request,
@@ -66,34 +85,46 @@ export function signInPlugin(deps: {
   /**
    * Checks a password under the sign-in throttle (per email and client address) and the
    * bound on concurrent hashes: a link that asks for the account's password is no way
-   * around either. `check` answers null for a wrong password, which counts as a failure.
+   * around either. `check` is given the attempt's priority (clean: neither its email nor its
+   * address failed lately) and answers null for a wrong password, which counts as a
+   * failure, or 'busy' when no password was checked (the line was full), which counts as
+   * nothing.
    */
   async function throttledCheck<T>(
     email: string,
     address: string,
-    check: () => Promise<T | null>,
+    check: (priority: CheckPriority) => Promise<T | null | 'busy'>,
   ): Promise<{ value: T | null } | { throttled: ThrottleDecision & { ok: false } }> {
     const throttled = await throttle.reserve(email, address)
     if (!throttled.ok) return { throttled }
-    const slot = await passwordChecks.acquire()
-    if (slot === null) {
-      // No password was checked: the attempt is not counted against anyone.
-      await throttle.release(throttled.id)
-      return { throttled: { ok: false, by: 'busy', counted: 'attempts', retryAfterSeconds: 1 } }
-    }
-    let value: T | null
+    let value: T | null | 'busy'
     try {
-      value = await check()
+      value = await check(throttled.clean ? 'clean' : 'suspect')
     } catch (error) {
       // The service failed, not the password: the attempt is not counted against anyone.
       await throttle.release(throttled.id).catch(() => {})
       throw error
-    } finally {
-      slot()
+    }
+    if (value === 'busy') {
+      await throttle.release(throttled.id)
+      return { throttled: { ok: false, by: 'busy', counted: 'attempts', retryAfterSeconds: 1 } }
     }
     if (value === null) await throttle.settleFailure()
     else await throttle.settleSuccess(throttled.id, email, address)
     return { value }
+  }
+
+  /** Runs a hash in one of the bounded slots (clean attempts first), or answers 'busy' at once. */
+  async function hashing<T>(priority: CheckPriority, work: () => Promise<T>): Promise<T | 'busy'> {
+    const started = performance.now()
+    const slot = await passwordChecks.acquire(priority)
+    if (slot === null) return 'busy'
+    try {
+      return await work()
+    } finally {
+      passwordChecks.took(performance.now() - started)
+      slot()
+    }
   }
 
   /** A member's link to an account that has a password: its person joins the link's business with it. */
@@ -103,10 +134,12 @@ export function signInPlugin(deps: {
     page: { token: string; email: string; businessName: string },
     password: string,
   ): Promise<Response> {
-    const checked = await throttledCheck(page.email, address, async () => {
+    const checked = await throttledCheck(page.email, address, async (priority) => {
       if (!password) return null
-      const outcome = await members.acceptLink(page.token, password)
-      return outcome === 'wrong password' ? null : outcome
+      return hashing(priority, async () => {
+        const outcome = await members.acceptLink(page.token, password)
+        return outcome === 'wrong password' ? null : outcome
+      })
     })
     if ('throttled' in checked) {
       const response = htmlPage(429, joinWithPasswordPage({ ...page, error: throttledMessage(checked.throttled) }))
@@ -160,8 +193,8 @@ export function signInPlugin(deps: {
         if (!isStorableText(email)) {
           return signInForm(request, 400, { next, error: 'That email address holds a character no address has. Check it and try again.' })
         }
-        const checked = await throttledCheck(email, clientAddress(request, server), async () =>
-          email && password ? await members.verifyPassword(email, password) : null,
+        const checked = await throttledCheck(email, clientAddress(request, server), async (priority) =>
+          email && password ? checkPassword(email, password, priority) : null,
         )
         if ('throttled' in checked) {
           return signInForm(

@@ -45,6 +45,15 @@ export type ThrottledBy = 'email-address' | 'email' | 'address' | 'busy'
 /** A refusal names what was counted: attempts (in memory, a flood) or failed sign-ins (the database). */
 export type ThrottleDecision = { ok: true } | { ok: false; by: ThrottledBy; counted: 'attempts' | 'failures'; retryAfterSeconds: number }
 
+/**
+ * A reservation: its row's id, and whether neither the email nor the address had failed
+ * within the window before it (a clean attempt's password is checked first: src/dashboard/password-checks.ts).
+ */
+export interface Reserved {
+  id: string
+  clean: boolean
+}
+
 /** Tries to take the reservation's locks before answering "busy" (each try waits for no lock). */
 const LOCK_TRIES = 4
 /** Advisory lock key spaces (the two-integer form): one for emails, one for addresses. */
@@ -105,9 +114,9 @@ export function createSignInThrottle(db: Db, limits: SignInLimits = DEFAULT_SIGN
    * holding one means "busy": tried again shortly, never waited for), make the count and
    * the insert one step across instances. Invariant: within the window, at most
    * `perEmailAndAddress` rows per email and address, `perAddress` per address and
-   * `perEmail` per email. Answers the row's id, null when a limit is reached, or 'busy'.
+   * `perEmail` per email. Answers the reservation, null when a limit is reached, or 'busy'.
    */
-  async function reserveRow(email: string, address: string, now: Date): Promise<string | null | 'busy'> {
+  async function reserveRow(email: string, address: string, now: Date): Promise<Reserved | null | 'busy'> {
     const since = new Date(now.getTime() - limits.windowMs).toISOString()
     return db.transaction(async (tx) => {
       const [locks] = await queryRows<{ taken: boolean }>(
@@ -117,17 +126,26 @@ export function createSignInThrottle(db: Db, limits: SignInLimits = DEFAULT_SIGN
       )
       if (!locks?.taken) return 'busy'
       // A statement of its own, after the locks: its snapshot sees the rows of whoever held them before.
-      const rows = await queryRows<{ id: string }>(
+      // The counts come back too: an attempt whose email and address had none is clean.
+      const rows = await queryRows<{ id: string | null; email_failures: number; address_failures: number }>(
         tx as unknown as Db,
         sql`
-          insert into sign_in_failures (email, ip, failed_at)
-          select ${email}, ${address}, ${now.toISOString()}::timestamptz
-          where (select count(*) from sign_in_failures where email = ${email} and ip = ${address} and failed_at > ${since}::timestamptz) < ${limits.perEmailAndAddress}
-            and (select count(*) from sign_in_failures where email = ${email} and failed_at > ${since}::timestamptz) < ${limits.perEmail}
-            and (select count(*) from sign_in_failures where ip = ${address} and failed_at > ${since}::timestamptz) < ${limits.perAddress}
-          returning id`,
+          with counts as (
+            select (select count(*) from sign_in_failures where email = ${email} and ip = ${address} and failed_at > ${since}::timestamptz) as pair,
+                   (select count(*) from sign_in_failures where email = ${email} and failed_at > ${since}::timestamptz)::int as email_failures,
+                   (select count(*) from sign_in_failures where ip = ${address} and failed_at > ${since}::timestamptz)::int as address_failures
+          ), reserved as (
+            insert into sign_in_failures (email, ip, failed_at)
+            select ${email}, ${address}, ${now.toISOString()}::timestamptz
+            from counts
+            where pair < ${limits.perEmailAndAddress} and email_failures < ${limits.perEmail} and address_failures < ${limits.perAddress}
+            returning id
+          )
+          select reserved.id, counts.email_failures, counts.address_failures from counts left join reserved on true`,
       )
-      return rows[0]?.id ?? null
+      const row = rows[0]
+      if (!row?.id) return null
+      return { id: row.id, clean: Number(row.email_failures) === 0 && Number(row.address_failures) === 0 }
     })
   }
 
@@ -137,25 +155,25 @@ export function createSignInThrottle(db: Db, limits: SignInLimits = DEFAULT_SIGN
     /**
      * Counts an attempt before its password is checked, so concurrent guesses cannot all
      * pass a count taken before any of them failed: in memory first, then in the database.
-     * Answers the reservation's id, or the refusal.
+     * Answers the reservation, or the refusal.
      */
     async reserve(
       email: string,
       clientAddress: string,
       now = new Date(),
-    ): Promise<{ ok: true; id: string } | (ThrottleDecision & { ok: false })> {
+    ): Promise<({ ok: true } & Reserved) | (ThrottleDecision & { ok: false })> {
       const address = budgetSubject(clientAddress)
       const admitted = admitAttempt(email, address)
       if (!admitted.ok) return admitted
-      let id: string | null | 'busy' = 'busy'
-      for (let attempt = 1; id === 'busy'; attempt++) {
-        id = await reserveRow(email, address, now)
-        if (id !== 'busy') break
+      let reserved: Reserved | null | 'busy' = 'busy'
+      for (let attempt = 1; reserved === 'busy'; attempt++) {
+        reserved = await reserveRow(email, address, now)
+        if (reserved !== 'busy') break
         if (attempt === LOCK_TRIES) return { ok: false, by: 'busy', counted: 'attempts', retryAfterSeconds: 1 }
         // Another attempt for this email or address holds the lock for a few milliseconds.
         await Bun.sleep(attempt * (5 + Math.random() * 10))
       }
-      if (id !== null) return { ok: true, id }
+      if (reserved !== null) return { ok: true, ...reserved }
       for (const [by, subject, limit] of [
         ['email-address', { email, ip: address }, limits.perEmailAndAddress],
         ['email', { email }, limits.perEmail],

@@ -2,7 +2,7 @@ import { Elysia } from 'elysia'
 import type { Gate, Grant } from '../access/gate.ts'
 import type { RouteAccess } from '../access/scopes.ts'
 import type { ClientAddressOf, PeerSource } from '../shared/client-address.ts'
-import { readApiBody } from './request-body.ts'
+import { bodyLimitOf, readApiBody } from './request-body.ts'
 import { stampApiAnswer } from './request-context.ts'
 import { describeRequest } from './request-facts.ts'
 import { statusOf } from './status.ts'
@@ -66,7 +66,7 @@ export function createAccessPlugin(gate: Gate, clientAddressOf: ClientAddressOf)
           rule.checkRoom?.(set[GRANTED]!.key.businessId)
           // No body at all answers null, so the JSON parser named after this hook is not run on
           // nothing (it would refuse an empty body even where the route takes none).
-          return readApiBody(request)
+          return readApiBody(request, bodyLimitOf(set[GRANTED]!.key.type))
         },
         'json',
       ] as unknown as (context: { request: Request; path: string; set: Stamped; server: PeerSource | null }) => undefined,

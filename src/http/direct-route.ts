@@ -9,7 +9,7 @@ import { explainFailure } from './errors.ts'
 import { CauseLog } from '../observability/cause-log.ts'
 import { describeRequest } from './request-facts.ts'
 import { parseJsonBody } from './json-body.ts'
-import { readApiText } from './request-body.ts'
+import { bodyLimitOf, readApiText } from './request-body.ts'
 import { apiSuccessHeaders, nextRequestId, stampApiAnswer } from './request-context.ts'
 import { createTurnEnd } from './turn-end.ts'
 
@@ -82,7 +82,7 @@ export function directRoute(deps: DirectRouteDeps, route: DirectRoute): (request
         // A route without room (a full write queue) refuses before reading what it could not
         // take, and again before parsing it: the room may have gone while the body came.
         rule.checkRoom?.(grant.key.businessId)
-        const text = readApiText(request)
+        const text = readApiText(request, bodyLimitOf(grant.key.type))
         if (text !== null) {
           const received = await text
           rule.checkRoom?.(grant.key.businessId)

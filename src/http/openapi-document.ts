@@ -21,7 +21,7 @@ const CODE_MEANINGS: Record<ErrorCode, string> = {
   list_not_found: 'no list with that slug in this business',
   conflict: 'the change conflicts with what is stored; the message says which way out',
   idempotency_key_reused: 'this Idempotency-Key was used with a different body',
-  payload_too_large: 'the body is over 1 MiB',
+  payload_too_large: 'the body is over 1 MiB (64 KiB for public keys)',
   unsupported_media_type: 'the body was not sent as `application/json`',
   rate_limited: 'over the budget; retry after `Retry-After` seconds',
   internal_error: 'a fault of the service (logged under the request id)',

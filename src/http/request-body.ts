@@ -3,18 +3,32 @@ import { parseJsonBody } from './json-body.ts'
 
 export const MAX_BODY_BYTES = 1024 * 1024
 
+/**
+ * A public key's bodies: what one page sends (the snippet's batches stay under 60,000 bytes,
+ * the browsers' keepalive limit). A public key is in every visitor's page, so its bodies are
+ * anyone's: a megabyte each from many addresses filled memory and the event store
+ * (docs/decisions.md, "Public keys under a flood from many addresses").
+ */
+export const MAX_PUBLIC_BODY_BYTES = 64 * 1024
+
+/** The most a body may hold for a key of this type. */
+export function bodyLimitOf(keyType: 'public' | 'private'): number {
+  return keyType === 'public' ? MAX_PUBLIC_BODY_BYTES : MAX_BODY_BYTES
+}
+
 /** A Content-Type that says JSON (`application/json`, with or without parameters). */
 export const JSON_CONTENT_TYPE = /^application\/json\s*(;|$)/i
 
 /**
  * The body of an /api/v0 request, after the key checks (an anonymous caller learns nothing)
- * and before parsing: 413 over 1 MiB, 415 for anything but JSON. A body without a
- * Content-Length (chunked) is read only up to the limit. src/http/json-body.ts parses it,
+ * and before parsing: 413 over the key's limit (`bodyLimitOf`: 1 MiB, 64 KiB for public keys),
+ * from Content-Length before reading and while reading a body without one (chunked), 415
+ * for anything but JSON. src/http/json-body.ts parses it,
  * refusing deep nesting before JSON.parse and strings PostgreSQL cannot store. No body at
  * all is null.
  */
-export function readApiBody(request: Request): null | Promise<unknown> {
-  const text = readApiText(request)
+export function readApiBody(request: Request, limit = MAX_BODY_BYTES): null | Promise<unknown> {
+  const text = readApiText(request, limit)
   // One promise for the text, parsed in its callback: no async frame of its own.
   return text === null ? null : text.then(parseJsonBody)
 }
@@ -23,13 +37,13 @@ export function readApiBody(request: Request): null | Promise<unknown> {
  * readApiBody's checks and the body's text, not yet parsed: for a caller with work between
  * the two (src/http/direct-route.ts checks the route's room again before parsing).
  */
-export function readApiText(request: Request): null | Promise<string> {
+export function readApiText(request: Request, limit = MAX_BODY_BYTES): null | Promise<string> {
   const length = request.headers.get('content-length')
   // `request.body` is read only without a Content-Length (a chunked body, or a Request made
   // in this process, as under app.handle): in Bun, reading it turns the body into a stream
   // that text() then goes through (bench/README.md, "Bodies read without a stream").
   if (length === null ? request.body === null : length === '0') return null
-  if (length !== null && Number(length) > MAX_BODY_BYTES) throw tooLarge(`${length} bytes`)
+  if (length !== null && Number(length) > limit) throw tooLarge(`${length} bytes`, limit)
   const type = request.headers.get('content-type')
   if (type === null || !JSON_CONTENT_TYPE.test(type)) {
     throw new ApiError(
@@ -37,7 +51,7 @@ export function readApiText(request: Request): null | Promise<string> {
       `The body was sent as ${type ?? 'no Content-Type'}; send JSON with the header "Content-Type: application/json".`,
     )
   }
-  return length === null ? readTextWithin(request.body!, MAX_BODY_BYTES) : request.text()
+  return length === null ? readTextWithin(request.body!, limit) : request.text()
 }
 
 async function readTextWithin(stream: ReadableStream<Uint8Array>, limit: number): Promise<string> {
@@ -49,7 +63,7 @@ async function readBytesWithin(stream: ReadableStream<Uint8Array>, limit: number
   let size = 0
   for await (const chunk of stream) {
     size += chunk.byteLength
-    if (size > limit) throw tooLarge('more than that')
+    if (size > limit) throw tooLarge('more than that', limit)
     chunks.push(chunk)
   }
   return Buffer.concat(chunks)
@@ -63,14 +77,15 @@ async function readBytesWithin(stream: ReadableStream<Uint8Array>, limit: number
  */
 export async function readBodyBytes(request: Request): Promise<Buffer> {
   const length = request.headers.get('content-length')
-  if (length !== null && Number(length) > MAX_BODY_BYTES) throw tooLarge(`${length} bytes`)
+  if (length !== null && Number(length) > MAX_BODY_BYTES) throw tooLarge(`${length} bytes`, MAX_BODY_BYTES)
   if (length !== null || request.body === null) return Buffer.from(await request.arrayBuffer())
   return readBytesWithin(request.body, MAX_BODY_BYTES)
 }
 
-function tooLarge(seen: string): ApiError {
+function tooLarge(seen: string, limit: number): ApiError {
+  const which = limit === MAX_PUBLIC_BODY_BYTES ? '64 KiB, for public keys' : '1 MiB'
   return new ApiError(
     'payload_too_large',
-    `The body has ${seen}; the limit is ${MAX_BODY_BYTES} bytes (1 MiB). Send fewer events or records per request.`,
+    `The body has ${seen}; the limit is ${limit} bytes (${which}). Send fewer events or records per request.`,
   )
 }

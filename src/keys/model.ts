@@ -25,7 +25,7 @@ export function RateLimit() {
     },
     {
       description:
-        'At most `limit` requests per `windowSeconds`, sliding (GCRA): per client address for public keys, per key for private keys. null: the service default (RATE_LIMIT_PUBLIC / RATE_LIMIT_PRIVATE).',
+        'At most `limit` requests per `windowSeconds`, sliding (GCRA): per client address for public keys (and 100 times that from all their visitors together), per key for private keys. null: the service default (RATE_LIMIT_PUBLIC / RATE_LIMIT_PRIVATE).',
     },
   )
 }

@@ -181,7 +181,7 @@ export function createMemberService(db: Db, passwords: Passwords = argon2idPassw
     return row ? { ...row, asks: linkAsks(row.issuedBy, row.passwordHash) } : null
   }
 
-  return {
+  const service = {
     get,
 
     /**
@@ -380,7 +380,21 @@ export function createMemberService(db: Db, passwords: Passwords = argon2idPassw
      * opens on (the business it joined first; pending ones are not joined), or null; costs
      * the same either way.
      */
-    async verifyPassword(email: string, password: string): Promise<{ accountId: string; memberId: string } | null> {
+    async verifyPassword(email: string, password: string): Promise<SignedIn | null> {
+      const credentials = await service.credentialsOf(email)
+      if (credentials === null) {
+        await service.checkDecoy(password)
+        return null
+      }
+      return service.checkPassword(credentials, password)
+    },
+
+    /**
+     * The sign-in's lookup, before any hashing: the account with a password under this
+     * email and the membership a new session opens on (the business it joined first), or
+     * null. The dashboard's sign-in decides from it what the check costs.
+     */
+    async credentialsOf(email: string): Promise<Credentials | null> {
       const [row] = await db
         .select({ accountId: accounts.id, passwordHash: accounts.passwordHash, memberId: members.id })
         .from(accounts)
@@ -388,15 +402,33 @@ export function createMemberService(db: Db, passwords: Passwords = argon2idPassw
         .where(eq(accounts.email, normalizeEmail(email)))
         .orderBy(asc(members.createdAt), asc(members.id))
         .limit(1)
-      if (!row?.passwordHash) {
-        decoyHash ??= passwords.hash(randomToken())
-        await passwords.verify(password, await decoyHash)
-        return null
-      }
-      const valid = await passwords.verify(password, row.passwordHash)
-      return valid ? { accountId: row.accountId, memberId: row.memberId } : null
+      return row?.passwordHash ? { accountId: row.accountId, memberId: row.memberId, passwordHash: row.passwordHash } : null
+    },
+
+    /** The password hash check itself: what costs argon2id's time and memory. */
+    async checkPassword(credentials: Credentials, password: string): Promise<SignedIn | null> {
+      const valid = await passwords.verify(password, credentials.passwordHash)
+      return valid ? { accountId: credentials.accountId, memberId: credentials.memberId } : null
+    },
+
+    /** A check against a hash no password matches: what an unknown email costs when it must cost a real check. */
+    async checkDecoy(password: string): Promise<void> {
+      decoyHash ??= passwords.hash(randomToken())
+      await passwords.verify(password, await decoyHash)
     },
   }
+  return service
+}
+
+/** A signed-in account and the membership its session opens on. */
+export interface SignedIn {
+  accountId: string
+  memberId: string
+}
+
+/** What a password is checked against. */
+export interface Credentials extends SignedIn {
+  passwordHash: string
 }
 
 export type MemberService = ReturnType<typeof createMemberService>

@@ -26,7 +26,8 @@ const ANONYMOUS_ID_KEY = 'keygate_anonymous_id'
 const PERSON_ID_KEY = 'keygate_person_id'
 // The API refuses longer url and referrer fields; a cut URL still names the page.
 const MAX_URL = 2048
-// Browsers refuse keepalive bodies past 64 KiB (in flight, per page).
+// Browsers refuse keepalive bodies past 64 KiB (in flight, per page), and the API refuses a
+// public key's bodies past 64 KiB: every batch stays under this.
 const KEEPALIVE_LIMIT = 60000
 const EVENTS_PATH = '/api/v0/analytics'
 const QUEUE_KEY = 'keygate_queue:'
@@ -242,7 +243,8 @@ function start(queue: Command[]) {
     sending = true
     try {
       for (;;) {
-        const batch = readQueue().slice(0, MAX_BATCH)
+        // Within the API's body limit for public keys (64 KiB): one event alone may be over it, and is refused for good.
+        const batch = batchWithin(readQueue(), 1)
         const ids = batch.map((event) => event.id)
         if (!batch.length) return void (attempt = 0)
         const response = await send(EVENTS_PATH, { events: batch })
@@ -279,15 +281,24 @@ function start(queue: Command[]) {
     return committed
   }
 
+  /** The oldest events whose batch stays under KEEPALIVE_LIMIT bytes, and at least `least` of them. */
+  function batchWithin(queue: QueuedEvent[], least: number): QueuedEvent[] {
+    const batch: QueuedEvent[] = []
+    // `{"events":[` and `]}`, then each event's UTF-8 bytes and its comma.
+    let bytes = 13
+    for (const event of queue.slice(0, MAX_BATCH)) {
+      bytes += new Blob([JSON.stringify(event)]).size + 1
+      if (batch.length >= least && bytes > KEEPALIVE_LIMIT) break
+      batch.push(event)
+    }
+    return batch
+  }
+
   // The tab may close before anything else runs: send what is queued with keepalive. A
   // copy may reach the service twice (here and from the next page); ids make it count once.
   addEventListener('pagehide', () => {
     if (!key) return
-    const batch: QueuedEvent[] = []
-    for (const event of readQueue().slice(0, MAX_BATCH)) {
-      if (new Blob([JSON.stringify({ events: [...batch, event] })]).size > KEEPALIVE_LIMIT) break
-      batch.push(event)
-    }
+    const batch = batchWithin(readQueue(), 0)
     if (batch.length)
       void send(EVENTS_PATH, { events: batch }, true).then(async (response) => {
         if (await report(response))

@@ -320,13 +320,18 @@ describe('check 8: body, after the key', () => {
     expect(reached).toEqual([])
   })
 
-  test('a body exactly at 1 MiB is accepted', async () => {
+  test('a body exactly at 1 MiB is accepted from a private key, at 64 KiB from a public one', async () => {
     const { app, make } = await setup()
-    const { key } = await make({})
-    const body = '{"n": 4, "pad": "' + 'x'.repeat(1024 * 1024 - 19) + '"}'
+    const padded = (bytes: number) => '{"n": 4, "pad": "' + 'x'.repeat(bytes - 19) + '"}'
+    const { key: privateKey } = await make({ type: 'private', scopes: ['ANALYTICS_WRITE'] })
+    const body = padded(1024 * 1024)
     expect(new TextEncoder().encode(body).length).toBe(1024 * 1024)
-    const response = await call({ app }, '/api/v0/public-write', { key, origin: ORIGIN, body })
-    expect(response.status).toBe(200)
+    expect((await call({ app }, '/api/v0/public-write', { key: privateKey, body })).status).toBe(200)
+    const { key } = await make({})
+    expect((await call({ app }, '/api/v0/public-write', { key, origin: ORIGIN, body: padded(64 * 1024) })).status).toBe(200)
+    const over = await call({ app }, '/api/v0/public-write', { key, origin: ORIGIN, body: padded(64 * 1024 + 1) })
+    expect(over.status).toBe(413)
+    expect((await errorOf(over)).code).toBe('payload_too_large')
   })
 
   test('application/json with a charset parameter is accepted', async () => {

@@ -524,4 +524,25 @@ describe.skipIf(chromiumMissing)('the snippet delivers every event once (contrac
     },
     DELIVERY_TIMEOUT,
   )
+
+  test(
+    '(i) 12 events of 10 KB tracked at once go in batches under the 64 KiB a public key may send: all stored once, no 413',
+    async () => {
+      const { businessId, key } = await publicKey()
+      servePage('/g', key)
+      const tab = await openTab(await newContext(), '/g')
+      const back = Date.now()
+      await tab.page.evaluate(() => {
+        const page = window as unknown as { keygate: { track(type: string, p: object): Promise<boolean> }; results?: Promise<boolean>[] }
+        page.results = Array.from({ length: 12 }, (_, n) => page.keygate.track('delivery', { tag: `g-${n}`, pad: 'x'.repeat(10_000) }))
+      })
+      const { perTag } = await measure('g (batches cut by size)', businessId, 12, back)
+      expectEachOnce(perTag, tags('g', 12))
+      expect(await results(tab)).toEqual(Array(12).fill(true))
+      // More than one batch, none refused for its size.
+      expect(tab.posts.length).toBeGreaterThan(1)
+      expect(tab.posts.every((status) => status === 202)).toBe(true)
+    },
+    DELIVERY_TIMEOUT,
+  )
 })

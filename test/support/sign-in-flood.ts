@@ -1,3 +1,6 @@
+import { argon2idPasswords, type Passwords } from '../../src/members/passwords.ts'
+import { TEST_PASSWORD_COST } from './service.ts'
+
 /**
  * Sign-ins as a browser sends them, against a listening server (in process or a child
  * process) that believes X-Forwarded-For from the test (TRUST_PROXY 127.0.0.1): the form's
@@ -43,4 +46,49 @@ export async function floodSignIns(base: string, options: { email: string; addre
   const counts: Record<number, number> = {}
   for (const status of statuses) counts[status] = (counts[status] ?? 0) + 1
   return counts
+}
+
+/**
+ * argon2id at the tests' cost, wrapped so that a test sees every password checked (never a
+ * hash made) and how many checks ran at once, and can hold the checks until it lets them go.
+ */
+export function heldPasswords() {
+  const real = argon2idPasswords(TEST_PASSWORD_COST)
+  const waiting: (() => void)[] = []
+  let holding = false
+  let running = 0
+  const state = {
+    /** The passwords checked, in the order the checks began. */
+    checked: [] as string[],
+    /** The most checks that ran at once. */
+    most: 0,
+    passwords: {
+      hash: real.hash,
+      async verify(password: string, hash: string) {
+        state.checked.push(password)
+        state.most = Math.max(state.most, ++running)
+        try {
+          if (holding) await new Promise<void>((resolve) => waiting.push(resolve))
+          return await real.verify(password, hash)
+        } finally {
+          running--
+        }
+      },
+    } satisfies Passwords,
+    /** Checks from now on wait for `letOne` or `letAll`. */
+    hold() {
+      holding = true
+    },
+    /** The oldest held check goes on. */
+    letOne() {
+      waiting.shift()?.()
+    },
+    /** Every held check goes on, and no more are held. */
+    letAll() {
+      holding = false
+      for (const resolve of waiting.splice(0)) resolve()
+    },
+    held: () => waiting.length,
+  }
+  return state
 }

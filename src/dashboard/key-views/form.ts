@@ -1,6 +1,6 @@
 import type { KeyType } from '../../access/key-format.ts'
 import { PUBLIC_KEY_SCOPES, SCOPES, type Scope } from '../../access/scopes.ts'
-import type { Budget } from '../../config.ts'
+import { PUBLIC_KEY_CEILING_VISITORS, type Budget } from '../../config.ts'
 import type { KeyRecord } from '../../keys/service.ts'
 import { firstExpiryDay, formatDate } from '../format.ts'
 import { html, type Html } from '../html.ts'
@@ -128,7 +128,7 @@ ${
   </div>
   <fieldset class="field${errors.rateLimit ? ' has-error' : ''}" aria-describedby="${describe('rate-limit-hint', errors.rateLimit && 'rate-limit-error')}">
     <legend>Rate limit <span class="optional">(optional)</span></legend>
-    <p class="hint" id="rate-limit-hint">${type === 'public' ? 'Requests each visitor (each client address) may make' : 'Requests the key may make, from all its servers together'}, sliding over the window.
+    <p class="hint" id="rate-limit-hint">${type === 'public' ? `Requests each visitor (each client address) may make; all visitors together, ${PUBLIC_KEY_CEILING_VISITORS} times that` : 'Requests the key may make, from all its servers together'}, sliding over the window.
     Leave both empty for the service default: ${defaultRateLimit.limit} requests per ${defaultRateLimit.windowSeconds} seconds.</p>
     ${errors.rateLimit ? html`<p class="field-error" id="rate-limit-error">${errors.rateLimit}</p>` : null}
     <div class="inline-fields">
