@@ -505,7 +505,8 @@ describe('cli list paging', () => {
   })
 
   test('--json carries nextCursor, and --cursor passes it back', async () => {
-    const a = await seedBusiness(service, 'A')
+    // Newest first: B is made a second later, so no tie of the clock decides the order by id.
+    const a = await seedBusiness(service, 'A', new Date(Date.now() - 1000))
     const b = await seedBusiness(service, 'B')
     const first = await cliJson<{ data: { id: string }[]; nextCursor: string }>(['businesses', 'list', '--limit', '1'])
     expect(first.data.map((x) => x.id)).toEqual([b])

@@ -110,7 +110,11 @@ describe('GET /admin/v0/businesses/:id/keys paging', () => {
     const businessId = await seedBusiness(service)
     const other = await seedBusiness(service, 'Other')
     const made: string[] = []
-    for (let i = 0; i < 4; i++) made.push((await seedKey(service, businessId, { name: `K${i}` })).record.id)
+    // PGlite keeps times to the millisecond: distinct ones make "newest first" exact (a tie goes by id).
+    for (let i = 0; i < 4; i++) {
+      made.push((await seedKey(service, businessId, { name: `K${i}` })).record.id)
+      await Bun.sleep(2)
+    }
     await seedKey(service, other)
     const ids = await readAll(service, `/businesses/${businessId}/keys`, 3)
     expect(ids).toEqual(made.toReversed())
@@ -147,6 +151,8 @@ describe('GET /admin/v0/businesses/:id/flows', () => {
     const businessId = await seedBusiness(service)
     const other = await seedBusiness(service, 'Other')
     const first = await admin(service, `/businesses/${businessId}/flows`, { body: { name: 'Welcome' } })
+    // Distinct milliseconds (PGlite's clock): a tie would be ordered by id.
+    await Bun.sleep(2)
     const second = await admin(service, `/businesses/${businessId}/flows`, { body: { name: 'Churn' } })
     await admin(service, `/businesses/${other}/flows`, { body: { name: 'Elsewhere' } })
     const [welcome, churn] = [await first.json(), await second.json()]

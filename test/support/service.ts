@@ -48,9 +48,10 @@ export async function testService(options: Partial<AppOptions> = {}): Promise<Se
   return service
 }
 
-export async function seedBusiness(_service: Service, name = 'Acme'): Promise<string> {
+/** A business stored directly; `createdAt` for a test that pages by it (two inserts may share a clock tick). */
+export async function seedBusiness(_service: Service, name = 'Acme', createdAt?: Date): Promise<string> {
   const db = (await testDatabase()).db
-  const [row] = await db.insert(businesses).values({ name }).returning()
+  const [row] = await db.insert(businesses).values({ name, createdAt }).returning()
   return row!.id
 }
 
