@@ -3,7 +3,6 @@ import { queryRows, type Db } from '../../db/client.ts'
 import { isDatabaseUnavailable } from '../../db/faults.ts'
 import { analyticsErasures } from '../../db/schema/index.ts'
 import { recordChange, type ChangeAuthor } from '../audit/trail.ts'
-import { rateLimited } from '../access/rate-limit/answer.ts'
 import { ApiError } from '../errors.ts'
 import { isUuid } from '../shared/uuid.ts'
 import { strictBody } from '../shared/validation.ts'
@@ -374,9 +373,10 @@ export function createErasures(db: Db, background: Db, options: ErasureOptions =
       sql`select count(*)::int as n from ${x} where ${x.businessId} = ${businessId} and ${x.status} = 'pending'`,
     )
     if ((row?.n ?? 0) >= maxPending) {
-      throw rateLimited(
-        FULL_RETRY_SECONDS,
-        `This business has ${maxPending} erasure requests pending, the most it may have; each finished one makes room`,
+      throw new ApiError(
+        'rate_limited',
+        `This business has ${maxPending} erasure requests pending, the most it may have. Retry after ${FULL_RETRY_SECONDS} s (the Retry-After header): each finished request makes room.`,
+        { 'retry-after': String(FULL_RETRY_SECONDS) },
       )
     }
   }
