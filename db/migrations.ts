@@ -9,6 +9,7 @@ import m0006 from './migrations/0006_accounts_and_memberships.sql' with { type: 
 import m0007 from './migrations/0007_usage_refusals_bounded.sql' with { type: 'text' }
 import m0008 from './migrations/0008_event_retention_and_erasures.sql' with { type: 'text' }
 import m0009 from './migrations/0009_analytics_events_partitioned.sql' with { type: 'text' }
+import m0010 from './migrations/0010_erasures_done_index.sql' with { type: 'text' }
 
 /**
  * Every committed migration, imported statically so that `bun build --compile` embeds
@@ -26,6 +27,7 @@ export const migrationSources: Record<string, string> = {
   '0007_usage_refusals_bounded': m0007,
   '0008_event_retention_and_erasures': m0008,
   '0009_analytics_events_partitioned': m0009,
+  '0010_erasures_done_index': m0010,
 }
 
 export const migrationJournal: { entries: { tag: string; when: number; breakpoints: boolean }[] } = journal
