@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'bun:test'
 import { join } from 'node:path'
 import { and, eq } from 'drizzle-orm'
-import { analyticsEvents, auditEntries } from '../db/schema/index.ts'
+import { analyticsErasures, analyticsEvents, auditEntries } from '../db/schema/index.ts'
 import { testDatabase } from './support/database.ts'
 import { loopback } from './support/loopback.ts'
 import { ADMIN_TOKEN, seedBusiness, seedKey, testService } from './support/service.ts'
@@ -90,5 +90,20 @@ describe('cli businesses erase', () => {
 
     const neither = await cli(base, ['businesses', 'erase', '--business', businessId])
     expect(neither.code).toBe(2)
+  })
+
+  test('with 100 requests pending, a further one prints the 429 rate_limited refusal and exits 1, recording nothing', async () => {
+    const service = await testService({ erasure: { settleMs: 600_000 } })
+    const { base } = loopback(service)
+    const businessId = await seedBusiness(service)
+    const { db } = await testDatabase()
+    await db
+      .insert(analyticsErasures)
+      .values(Array.from({ length: 100 }, (_, i) => ({ businessId, personId: `earlier-${i}`, requestedBy: 'admin' })))
+    const refused = await cli(base, ['businesses', 'erase', '--business', businessId, '--person-id', 'cli-one-too-many'])
+    expect(refused.code).toBe(1)
+    expect(refused.stderr).toContain('rate_limited')
+    expect(refused.stderr).toContain('100 erasure requests pending')
+    expect(await db.select().from(analyticsErasures).where(eq(analyticsErasures.businessId, businessId))).toHaveLength(100)
   })
 })

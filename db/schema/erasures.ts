@@ -36,6 +36,8 @@ export const analyticsErasures = pgTable(
   (table) => [
     index('analytics_erasures_business_idx').on(table.businessId, table.requestedAt),
     index('analytics_erasures_pending_idx').on(table.businessId).where(sql`${table.status} = 'pending'`),
+    // The worker serves the business whose newest finished request is the oldest: one index probe a business.
+    index('analytics_erasures_done_idx').on(table.businessId, table.completedAt).where(sql`${table.status} = 'done'`),
     check('analytics_erasures_status_check', sql`${table.status} in ('pending', 'done')`),
     check(
       'analytics_erasures_identifier_check',

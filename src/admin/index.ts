@@ -127,7 +127,7 @@ export function adminRoutes(deps: {
         detail: {
           summary: "Erase a person's events in a business, by personId and/or anonymousId",
           description:
-            'As POST /api/v0/analytics/erasures: reads hide the events at once, storage deletes them in the background; audited as analytics.erased with the count, never the identifier.',
+            'As POST /api/v0/analytics/erasures: reads hide the events at once, storage deletes them in the background; audited as analytics.erased with the count, never the identifier. At most 100 pending a business, as for the API: more answer 429 rate_limited.',
         },
       },
     )

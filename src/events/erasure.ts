@@ -1,4 +1,4 @@
-import { and, eq, sql } from 'drizzle-orm'
+import { and, eq, inArray, sql } from 'drizzle-orm'
 import { queryRows, type Db } from '../../db/client.ts'
 import { isDatabaseUnavailable } from '../../db/faults.ts'
 import { analyticsErasures } from '../../db/schema/index.ts'
@@ -14,6 +14,9 @@ import { Chars } from '../shared/characters.ts'
 // worker in this process deletes them in the background, in bounded batches, then marks it
 // done and writes the audit entry, with the count and never the identifier, in the same
 // transaction (the count is known only then). Identifiers are cleared when it is done.
+// A business has at most MAX_PENDING_ERASURES pending (more answer 429), the worker serves
+// businesses in turn, and finished requests are deleted after DONE_ERASURES_KEPT_MS
+// (docs/decisions.md, "Fair erasures, cheap to read past").
 
 /** Who an erasure is about: a `personId`, an `anonymousId`, or both (either matches). */
 export interface ErasureTarget {
@@ -79,38 +82,69 @@ export interface ErasureOptions {
   /** The span of `occurred_at` one DELETE looks in (default 7 days): every statement stays small. */
   windowMs?: number
   /**
-   * How long after a request its events may still arrive (received before it, committed after
-   * the worker's first pass: a batch of the group commit in flight). The worker passes again
-   * once this has passed since the request (default 15 s).
+   * How long after a request its events may still arrive (received before it, committed
+   * later: a batch of the group commit in flight). A request is worked once this has passed
+   * since it was made, so one pass finds every event it names (default 15 s).
    */
   settleMs?: number
   /** Pause before retrying after a failure, doubled each time up to a minute (default 5 s). */
   retryDelayMs?: number
-  /** How often pending requests are looked for (a request another instance left behind; default 60 s). */
+  /** How often pending requests are looked for at the latest (a request another instance left behind; default 60 s). */
   sweepMs?: number
-  /** How long an instance holds a request it works on before another may take it (default 2 min). */
+  /** How long an instance holds the requests it works on before another may take them (default 2 min). */
   leaseMs?: number
+  /** Pending requests a business may have; one more is answered 429 (default MAX_PENDING_ERASURES). */
+  maxPending?: number
+  /** A business's pending requests one pass works together, in one scan of its events (default 100). */
+  jobsPerPass?: number
+  /** How long a finished request stays readable before it is deleted (default DONE_ERASURES_KEPT_MS). */
+  keepDoneMs?: number
+  /** How often finished requests past `keepDoneMs` are deleted (default hourly). */
+  pruneEveryMs?: number
   /** A failure other than the database being unavailable (that one is retried silently). */
   onError?: (error: unknown) => void
 }
 
+/** Pending erasure requests a business may have at once (docs/api.md, "Erasure"). */
+export const MAX_PENDING_ERASURES = 100
+/** A finished request answers GET for 30 days, then its row is deleted (docs/api.md, "Erasure"). */
+export const DONE_ERASURES_KEPT_MS = 30 * 86_400_000
+/** Retry-After of the 429 at the cap: about one pass of the worker over a business. */
+const FULL_RETRY_SECONDS = 30
+
 export interface Erasures {
-  /** Records the request (reads hide the events at once) and starts the deletion. */
+  /** Records the request (reads hide the events at once) and starts the deletion; 429 past the business's cap. */
   request(businessId: string, target: ErasureTarget, by: ChangeAuthor & { keyId?: string }): Promise<ErasureRecord>
   /** The business's request; 404 for an unknown id or another business's. */
   get(businessId: string, id: string): Promise<ErasureRecord>
-  /** Picks up pending requests now and every `sweepMs` (start-up). */
+  /** Picks up pending requests now and every `sweepMs`, and prunes finished ones (start-up). */
   start(): void
+  /** Deletes finished requests older than `keepDoneMs`; answers how many. */
+  prune(): Promise<number>
   /** Resolves once no deletion is running (tests wait for it before reading storage). */
   idle(): Promise<void>
   /** Stops after the statement running now. */
   close(): Promise<void>
 }
 
+/** One pass's requests, as the deleting statement reads them. */
+interface Job {
+  id: string
+  person_id: string | null
+  anonymous_id: string | null
+  requested_at: string
+}
+
 /**
  * `db` answers requests; `background` (its own pool and statement timeout on PostgreSQL,
  * db/client.ts) runs the deletion, so a slow one never holds a request's connection and its
  * failures never mark the database unavailable.
+ *
+ * Fairness (docs/decisions.md, "Fair erasures, cheap to read past"): each pass takes one
+ * business, the one served least recently (its newest finished request is the oldest, or
+ * it has none), and up to `jobsPerPass` of its oldest pending requests, deleting the union
+ * of their events in one scan of that business's events. A business with thousands pending
+ * thus delays another's request by one pass at most.
  */
 export function createErasures(db: Db, background: Db, options: ErasureOptions = {}): Erasures {
   const batchRows = options.batchRows ?? 5_000
@@ -118,12 +152,18 @@ export function createErasures(db: Db, background: Db, options: ErasureOptions =
   const settleMs = options.settleMs ?? 15_000
   const firstDelay = options.retryDelayMs ?? 5_000
   const leaseMs = options.leaseMs ?? 120_000
+  const sweepMs = options.sweepMs ?? 60_000
+  const maxPending = options.maxPending ?? MAX_PENDING_ERASURES
+  const jobsPerPass = options.jobsPerPass ?? 100
+  const keepDoneMs = options.keepDoneMs ?? DONE_ERASURES_KEPT_MS
   let delay = firstDelay
   let running: Promise<void> | null = null
   let again = false
   let closed = false
   let retry: ReturnType<typeof setTimeout> | undefined
+  let wake: ReturnType<typeof setTimeout> | undefined
   let sweep: ReturnType<typeof setInterval> | undefined
+  let pruning: ReturnType<typeof setInterval> | undefined
 
   function kick(): void {
     if (closed) return
@@ -154,116 +194,213 @@ export function createErasures(db: Db, background: Db, options: ErasureOptions =
   async function drain(): Promise<void> {
     for (;;) {
       if (closed) return
-      const job = await claim()
-      if (!job) return
-      await erase(job)
+      const jobs = await claim()
+      if (jobs.length === 0) return wakeWhenDue()
+      await erase(jobs)
+      // A turn of the event loop between passes: on the embedded database (one connection),
+      // requests waiting for it get their statements in before the next pass's.
+      await new Promise((resolve) => setImmediate(resolve))
     }
   }
 
-  /** The oldest pending request no instance holds, taken for `leaseMs`. */
-  async function claim(): Promise<ErasureRow | null> {
-    const e = analyticsErasures
-    const [row] = await background
-      .update(e)
+  /**
+   * Nothing to take now: wake when the next pending request settles or its holder's lease
+   * ends (at most `sweepMs` from now). One timer, whatever the number of requests.
+   */
+  async function wakeWhenDue(): Promise<void> {
+    const x = analyticsErasures
+    const [next] = await queryRows<{ at: string | null }>(
+      background,
+      sql`select min(greatest(${x.requestedAt} + make_interval(secs => ${settleMs / 1000}), coalesce(${x.claimedUntil}, '-infinity'))) as at
+          from ${x} where ${x.status} = 'pending'`,
+    )
+    if (!next?.at || closed) return
+    const inMs = Math.min(Math.max(new Date(next.at).getTime() - Date.now() + 50, 50), sweepMs)
+    clearTimeout(wake)
+    wake = setTimeout(kick, inMs)
+    wake.unref?.()
+  }
+
+  /**
+   * The next pass's requests, taken for `leaseMs`: of the business served least recently
+   * among those with a settled request no instance holds, its oldest such requests.
+   */
+  async function claim(): Promise<ErasureRow[]> {
+    const x = analyticsErasures
+    // Written with an alias at each level: a bare table name inside would refer to the level above.
+    const due = (alias: string) =>
+      sql.raw(`${alias}.status = 'pending' and (${alias}.claimed_until is null or ${alias}.claimed_until < now())
+        and ${alias}.requested_at <= now() - make_interval(secs => ${Number(settleMs) / 1000})`)
+    return background
+      .update(x)
       .set({ claimedUntil: sql`now() + make_interval(secs => ${leaseMs / 1000})` })
       .where(
-        sql`${e.id} = (select ${e.id} from ${e} where ${e.status} = 'pending' and (${e.claimedUntil} is null or ${e.claimedUntil} < now())
-          order by ${e.requestedAt} limit 1 for update skip locked)`,
+        sql`${x.id} in (
+          select j.id from analytics_erasures j
+          where ${due('j')} and j.business_id = (
+            select p.business_id from analytics_erasures p where ${due('p')}
+            group by p.business_id
+            order by (select max(d.completed_at) from analytics_erasures d where d.business_id = p.business_id and d.status = 'done') asc nulls first,
+              min(p.requested_at)
+            limit 1)
+          order by j.requested_at limit ${jobsPerPass} for update skip locked)`,
       )
       .returning()
-    return row ?? null
   }
 
-  async function erase(job: ErasureRow): Promise<void> {
-    await pass(job)
-    if (closed) return
-    const settled = job.requestedAt.getTime() + settleMs
-    if (Date.now() < settled) {
-      // Held until then, by no one: the next claim after it passes again, then finishes.
-      await background
-        .update(analyticsErasures)
-        .set({ claimedUntil: new Date(settled) })
-        .where(eq(analyticsErasures.id, job.id))
-      const later = setTimeout(kick, settled - Date.now() + 50)
-      later.unref?.()
-      return
-    }
+  /** One scan deletes every job's events; then each is done with its own count and audit entry, in one transaction. */
+  async function erase(jobs: ErasureRow[]): Promise<void> {
+    const completed = await pass(jobs)
+    if (!completed || closed) return
     await background.transaction(async (tx) => {
-      const [done] = await tx
+      const done = await tx
         .update(analyticsErasures)
         .set({ status: 'done', completedAt: sql`now()`, personId: null, anonymousId: null, claimedUntil: null })
-        .where(and(eq(analyticsErasures.id, job.id), eq(analyticsErasures.status, 'pending')))
+        .where(
+          and(
+            inArray(
+              analyticsErasures.id,
+              jobs.map((job) => job.id),
+            ),
+            eq(analyticsErasures.status, 'pending'),
+          ),
+        )
         .returning()
-      if (!done) return // another instance finished it
-      await recordChange(tx, {
-        businessId: done.businessId,
-        action: 'analytics.erased',
-        by: { actor: done.requestedBy as ChangeAuthor['actor'], requestId: done.requestId ?? undefined },
-        keyId: done.keyId ?? undefined,
-        changes: { erasure: { from: null, to: done.id }, deleted: { from: null, to: done.deleted } },
-      })
+      // One that another instance finished meanwhile is not here: audited once.
+      for (const row of done) {
+        await recordChange(tx, {
+          businessId: row.businessId,
+          action: 'analytics.erased',
+          by: { actor: row.requestedBy as ChangeAuthor['actor'], requestId: row.requestId ?? undefined },
+          keyId: row.keyId ?? undefined,
+          changes: { erasure: { from: null, to: row.id }, deleted: { from: null, to: row.deleted } },
+        })
+      }
     })
   }
 
   /**
-   * Deletes the request's events in every span of `occurred_at` the business has events in,
-   * `batchRows` at a time, each statement also adding its count to the request and renewing
-   * its lease. Rows are picked by (business_id, id, occurred_at), which locates a row on a
-   * table partitioned by time too (a ctid is only unique within one partition).
+   * Deletes the jobs' events (one business's) in every span of `occurred_at` the business has
+   * events in, `batchRows` at a time; each statement adds to each job the count of deleted
+   * events it names and renews the lease. Rows are picked by (business_id, id, occurred_at),
+   * which locates a row on a table partitioned by time (a ctid is only unique within one
+   * partition). Answers false when closed midway.
    */
-  async function pass(job: ErasureRow): Promise<void> {
+  async function pass(jobs: ErasureRow[]): Promise<boolean> {
+    const businessId = jobs[0]!.businessId
+    const wanted: Job[] = jobs.map((job) => ({
+      id: job.id,
+      person_id: job.personId,
+      anonymous_id: job.anonymousId,
+      requested_at: job.requestedAt.toISOString(),
+    }))
     const [span] = await queryRows<{ first: string | null; last: string | null }>(
       background,
-      sql`select min(occurred_at) as first, max(occurred_at) as last from analytics_events where business_id = ${job.businessId}`,
+      sql`select min(occurred_at) as first, max(occurred_at) as last from analytics_events where business_id = ${businessId}`,
     )
-    if (!span?.first || !span.last) return
+    if (!span?.first || !span.last) return true
     const last = new Date(span.last).getTime()
+    // The jobs as a relation, and the identifiers as arrays: the scan tests each event against a hashed set.
+    const persons = wanted.flatMap((job) => (job.person_id === null ? [] : [job.person_id]))
+    const visitors = wanted.flatMap((job) => (job.anonymous_id === null ? [] : [job.anonymous_id]))
     for (let from = new Date(span.first).getTime(); from <= last; from += windowMs) {
+      const lower = new Date(from).toISOString()
+      const upper = new Date(from + windowMs).toISOString()
       for (;;) {
-        if (closed) return
+        if (closed) return false
         const [result] = await queryRows<{ n: number }>(
           background,
-          sql`with victims as (
-                select business_id, id, occurred_at from analytics_events
-                where business_id = ${job.businessId}
-                  and occurred_at >= ${new Date(from).toISOString()}::timestamptz
-                  and occurred_at < ${new Date(from + windowMs).toISOString()}::timestamptz
-                  and received_at < ${job.requestedAt.toISOString()}::timestamptz
-                  and (person_id = ${job.personId}::text or anonymous_id = ${job.anonymousId}::text)
+          sql`with jobs as (
+                select * from jsonb_to_recordset(${JSON.stringify(wanted)}::jsonb)
+                  as j(id uuid, person_id text, anonymous_id text, requested_at timestamptz)
+              ), victims as (
+                select e.business_id, e.id, e.occurred_at from analytics_events e
+                where e.business_id = ${businessId}
+                  and e.occurred_at >= ${lower}::timestamptz and e.occurred_at < ${upper}::timestamptz
+                  and (e.person_id = any(${sql.param(persons)}::text[]) or e.anonymous_id = any(${sql.param(visitors)}::text[]))
+                  and exists (select 1 from jobs j where e.received_at < j.requested_at
+                    and (e.person_id = j.person_id or e.anonymous_id = j.anonymous_id))
                 limit ${batchRows}
               ), gone as (
                 delete from analytics_events e using victims v
                 where e.business_id = v.business_id and e.id = v.id and e.occurred_at = v.occurred_at
                   -- The span again, as constants: the planner then reads only its partitions.
-                  and e.business_id = ${job.businessId}
-                  and e.occurred_at >= ${new Date(from).toISOString()}::timestamptz
-                  and e.occurred_at < ${new Date(from + windowMs).toISOString()}::timestamptz
-                returning 1
+                  and e.business_id = ${businessId}
+                  and e.occurred_at >= ${lower}::timestamptz and e.occurred_at < ${upper}::timestamptz
+                returning e.person_id, e.anonymous_id, e.received_at
+              ), counted as (
+                select j.id, count(g.received_at) as n from jobs j
+                  left join gone g on g.received_at < j.requested_at and (g.person_id = j.person_id or g.anonymous_id = j.anonymous_id)
+                group by j.id
               )
-              update analytics_erasures
-                set deleted = deleted + (select count(*) from gone),
+              update analytics_erasures x
+                set deleted = x.deleted + c.n,
                     claimed_until = now() + make_interval(secs => ${leaseMs / 1000})
-                where id = ${job.id}
+                from counted c
+                where x.id = c.id
                 returning (select count(*) from gone)::int as n`,
         )
         if (!result || result.n < batchRows) break
       }
     }
+    return true
+  }
+
+  /** Deletes finished requests older than `keepDoneMs`, in bounded statements; answers how many. */
+  async function prune(): Promise<number> {
+    const x = analyticsErasures
+    // Bounded statements: a backlog of months leaves in slices, each well inside the timeout.
+    let total = 0
+    for (;;) {
+      const [row] = await queryRows<{ n: number }>(
+        background,
+        sql`with gone as (
+              delete from ${x} where ${x.id} in (
+                select ${x.id} from ${x} where ${x.status} = 'done'
+                  and ${x.completedAt} < now() - make_interval(secs => ${keepDoneMs / 1000}) limit 10000)
+              returning 1)
+            select count(*)::int as n from gone`,
+      )
+      total += row?.n ?? 0
+      if (!row || row.n < 10_000 || closed) return total
+    }
+  }
+
+  /** Refuses a request past the cap; the caller holds the business's request lock. */
+  async function assertRoom(tx: Db, businessId: string): Promise<void> {
+    const x = analyticsErasures
+    const [row] = await queryRows<{ n: number }>(
+      tx,
+      sql`select count(*)::int as n from ${x} where ${x.businessId} = ${businessId} and ${x.status} = 'pending'`,
+    )
+    if ((row?.n ?? 0) >= maxPending) {
+      throw new ApiError(
+        'rate_limited',
+        `This business has ${maxPending} erasure requests pending, the most it may have. Retry after ${FULL_RETRY_SECONDS} s (the Retry-After header): each finished request makes room.`,
+        { headers: { 'retry-after': String(FULL_RETRY_SECONDS) } },
+      )
+    }
   }
 
   return {
     async request(businessId, target, by) {
-      const [row] = await db
-        .insert(analyticsErasures)
-        .values({
-          businessId,
-          personId: target.personId ?? null,
-          anonymousId: target.anonymousId ?? null,
-          requestedBy: by.actor,
-          keyId: by.keyId ?? null,
-          requestId: by.requestId ?? null,
-        })
-        .returning()
+      const row = await db.transaction(async (tx) => {
+        // One request of the business at a time counts and inserts: two never both take the last place.
+        await tx.execute(sql`select pg_advisory_xact_lock(hashtext('keygate:erasure-requests'), hashtext(${businessId}))`)
+        await assertRoom(tx, businessId)
+        const [inserted] = await tx
+          .insert(analyticsErasures)
+          .values({
+            businessId,
+            personId: target.personId ?? null,
+            anonymousId: target.anonymousId ?? null,
+            requestedBy: by.actor,
+            keyId: by.keyId ?? null,
+            requestId: by.requestId ?? null,
+          })
+          .returning()
+        return inserted!
+      })
       kick()
       return toErasureRecord(row!)
     },
@@ -279,17 +416,28 @@ export function createErasures(db: Db, background: Db, options: ErasureOptions =
     },
     start() {
       if (closed || sweep) return
-      sweep = setInterval(kick, options.sweepMs ?? 60_000)
+      sweep = setInterval(kick, sweepMs)
       sweep.unref?.()
+      const pruneNow = () => {
+        prune().catch((error: unknown) => {
+          if (!isDatabaseUnavailable(error)) options.onError?.(error)
+        })
+      }
+      pruning = setInterval(pruneNow, options.pruneEveryMs ?? 3_600_000)
+      pruning.unref?.()
+      pruneNow()
       kick()
     },
+    prune,
     async idle() {
       while (running) await running
     },
     async close() {
       closed = true
       clearTimeout(retry)
+      clearTimeout(wake)
       clearInterval(sweep)
+      clearInterval(pruning)
       await running
     },
   }

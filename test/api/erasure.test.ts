@@ -199,14 +199,14 @@ describe('POST /api/v0/analytics/erasures', () => {
     expect(await untilDone(() => s.http.api(`/analytics/erasures/${left!.id}`, s.sk))).toMatchObject({ status: 'done', deleted: 3 })
   })
 
-  test('an event received before the request but committed after the first pass is deleted by the pass after the settling time', async () => {
+  test('an event received before the request but committed within the settling time is deleted by the one pass after it', async () => {
     const s = await setup({ erasure: { settleMs: 1_500, retryDelayMs: 100 } })
     const erased = await storeHistory(s)
     const created = await s.http.api('/analytics/erasures', s.sk, { body: { personId: PERSON, anonymousId: VISITOR } })
     const { id } = (await created.json()) as { id: string }
     await s.service.services.erasures.idle()
     const pending = (await (await s.http.api(`/analytics/erasures/${id}`, s.sk)).json()) as ErasureAnswer
-    expect(pending).toMatchObject({ status: 'pending', deleted: erased })
+    expect(pending).toMatchObject({ status: 'pending' })
     // A group commit in flight when the request came: received before it, stored only now.
     const { db } = await testDatabase()
     await db.insert(analyticsEvents).values({
@@ -315,5 +315,156 @@ describe('operators: POST /admin/v0/businesses/:id/erasures', () => {
     expect(entry).toMatchObject({ actor: 'admin', keyId: null, changes: { deleted: { from: null, to: 2 } } })
     expect(JSON.stringify(entry)).not.toContain(VISITOR)
     expect(await storedCount(s.otherBusiness)).toBe(7)
+  })
+})
+
+describe('fair between businesses, bounded per business, harmless to reads', () => {
+  test("one business's 5,000 pending requests delay another's by one pass at most: the worker serves businesses in turn", async () => {
+    const s = await setup()
+    await storeHistory(s)
+    const { db } = await testDatabase()
+    // A flood as another instance would have left it (past the 100 cap: written directly), older than the other's request.
+    const flooded = Date.now() - 60_000
+    for (let from = 0; from < 5_000; from += 1_000) {
+      await db.insert(analyticsErasures).values(
+        Array.from({ length: 1_000 }, (_, i) => ({
+          businessId: s.otherBusiness,
+          personId: `flood-${from + i}`,
+          requestedBy: 'admin',
+          requestedAt: new Date(flooded + from + i),
+        })),
+      )
+    }
+    const created = await s.http.api('/analytics/erasures', s.sk, { body: { personId: PERSON } })
+    expect(created.status).toBe(202)
+    const { id } = (await created.json()) as { id: string }
+    const done = await untilDone(() => s.http.api(`/analytics/erasures/${id}`, s.sk))
+    expect(done).toMatchObject({ status: 'done', deleted: 3 })
+    await s.service.services.erasures.close()
+
+    // The flooding business was served first (its requests are older), with one pass of at most 100 of them; then this one.
+    const [before] = await queryRows<{ n: number }>(
+      db,
+      sql`select count(*)::int as n from analytics_erasures
+          where business_id = ${s.otherBusiness} and status = 'done' and completed_at <= ${done.completedAt}::timestamptz`,
+    )
+    expect(before!.n).toBeLessThanOrEqual(100)
+  })
+
+  test('at most 100 pending a business: the 101st answers 429 rate_limited with Retry-After, nothing written, by the API and the admin API alike; other businesses go on', async () => {
+    // Nothing finishes during the test: the worker waits far longer than it runs.
+    const s = await setup({ erasure: { settleMs: 600_000 } })
+    const { db } = await testDatabase()
+    await db
+      .insert(analyticsErasures)
+      .values(Array.from({ length: 99 }, (_, i) => ({ businessId: s.businessId, personId: `earlier-${i}`, requestedBy: 'admin' })))
+    const hundredth = await s.http.api('/analytics/erasures', s.sk, { body: { personId: PERSON } })
+    expect(hundredth.status).toBe(202)
+
+    const refused = await s.http.api('/analytics/erasures', s.sk, { body: { personId: 'one-too-many' } })
+    expect(refused.status).toBe(429)
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0)
+    const { error } = (await refused.json()) as { error: { code: string; message: string; requestId: string } }
+    expect(error).toEqual({
+      code: 'rate_limited',
+      message: expect.stringContaining('100 erasure requests pending'),
+      requestId: expect.any(String),
+    })
+    const byAdmin = await s.http.admin(`/businesses/${s.businessId}/erasures`, { body: { anonymousId: 'one-too-many' } })
+    expect(byAdmin.status).toBe(429)
+    expect(byAdmin.headers.get('retry-after')).not.toBeNull()
+    expect(((await byAdmin.json()) as { error: { code: string } }).error.code).toBe('rate_limited')
+
+    const rows = await db.select().from(analyticsErasures).where(eq(analyticsErasures.businessId, s.businessId))
+    expect(rows).toHaveLength(100)
+    expect(JSON.stringify(rows)).not.toContain('one-too-many')
+    expect((await s.http.api('/analytics/erasures', s.otherSk, { body: { personId: PERSON } })).status).toBe(202)
+
+    // A finished request makes room again.
+    await db
+      .update(analyticsErasures)
+      .set({ status: 'done', completedAt: new Date(), personId: null })
+      .where(and(eq(analyticsErasures.businessId, s.businessId), eq(analyticsErasures.personId, 'earlier-0')))
+    expect((await s.http.api('/analytics/erasures', s.sk, { body: { personId: 'one-too-many' } })).status).toBe(202)
+  })
+
+  test("reads with 100 pending answer 200 with the right rows: the pending persons' earlier events hidden, their later ones and everyone else's shown", async () => {
+    const s = await setup()
+    const { db } = await testDatabase()
+    const now = Date.now()
+    const asked = new Date(now - DAY)
+    // Held by no worker: claimed for longer than the test runs.
+    await db.insert(analyticsErasures).values(
+      Array.from({ length: 100 }, (_, i) => ({
+        businessId: s.businessId,
+        ...(i % 2 === 0 ? { personId: `pending-${i}` } : { anonymousId: `pending-${i}` }),
+        requestedBy: 'admin',
+        requestedAt: asked,
+        claimedUntil: new Date(now + 600_000),
+      })),
+    )
+    const event = (eventType: string, who: { personId?: string; anonymousId?: string }, receivedAt: Date) => ({
+      ...who,
+      businessId: s.businessId,
+      keyId: s.keyId,
+      eventType,
+      occurredAt: receivedAt,
+      receivedAt,
+    })
+    await db.insert(analyticsEvents).values(
+      Array.from({ length: 100 }, (_, i) => {
+        const who = i % 2 === 0 ? { personId: `pending-${i}` } : { anonymousId: `pending-${i}` }
+        return [
+          event(`hidden-${i}`, who, new Date(now - 2 * DAY - i * 1_000)),
+          event(`later-${i}`, who, new Date(now - 1_000 - i)),
+          event(
+            `other-${i}`,
+            i % 2 === 0 ? { personId: `other-${i}` } : { anonymousId: `other-${i}` },
+            new Date(now - 2 * DAY - i * 1_000),
+          ),
+          // The other identifier is not the one erased: personId pending-1 was not asked for (anonymousId pending-1 was).
+          event(`crossed-${i}`, i % 2 === 0 ? { anonymousId: `pending-${i}` } : { personId: `pending-${i}` }, new Date(now - 3 * DAY - i)),
+        ]
+      }).flat(),
+    )
+    const shown = (await listed(s.http, s.sk)).map((e) => e.eventType)
+    expect(shown).toHaveLength(300)
+    expect(shown.filter((type) => type.startsWith('hidden-'))).toEqual([])
+    expect(shown.filter((type) => type.startsWith('later-'))).toHaveLength(100)
+    expect(shown.filter((type) => type.startsWith('other-'))).toHaveLength(100)
+    expect(shown.filter((type) => type.startsWith('crossed-'))).toHaveLength(100)
+    expect(await listed(s.http, s.otherSk)).toEqual([])
+  })
+
+  test('finished requests are deleted 30 days after they finished; recent ones and pending ones are kept', async () => {
+    const s = await setup({ erasure: { settleMs: 600_000 } })
+    const { db } = await testDatabase()
+    const now = Date.now()
+    const rows = await db
+      .insert(analyticsErasures)
+      .values([
+        {
+          businessId: s.businessId,
+          requestedBy: 'admin',
+          status: 'done' as const,
+          requestedAt: new Date(now - 32 * DAY),
+          completedAt: new Date(now - 31 * DAY),
+        },
+        {
+          businessId: s.businessId,
+          requestedBy: 'admin',
+          status: 'done' as const,
+          requestedAt: new Date(now - 30 * DAY),
+          completedAt: new Date(now - 29 * DAY),
+        },
+        { businessId: s.businessId, requestedBy: 'admin', personId: PERSON, requestedAt: new Date(now - 40 * DAY) },
+      ])
+      .returning()
+    const [old, recent, pending] = rows.map((row) => row.id) as [string, string, string]
+    expect(await s.service.services.erasures.prune()).toBe(1)
+    const kept = await db.select({ id: analyticsErasures.id }).from(analyticsErasures)
+    expect(kept.map((row) => row.id).sort()).toEqual([recent, pending].sort())
+    expect((await s.http.api(`/analytics/erasures/${old}`, s.sk)).status).toBe(404)
+    expect((await s.http.api(`/analytics/erasures/${recent}`, s.sk)).status).toBe(200)
   })
 })

@@ -28,7 +28,7 @@ export function erasureRoutes({ access, erasures }: AreaDeps) {
         detail: {
           summary: "Erase a person's events, by personId and/or anonymousId",
           description:
-            'From this answer on, reads no longer return the events of that personId or anonymousId received before the request (later ones are kept); storage deletes them in the background. The audit trail records analytics.erased with the count, never the identifier.',
+            'From this answer on, reads no longer return the events of that personId or anonymousId received before the request (later ones are kept); storage deletes them in the background. The audit trail records analytics.erased with the count, never the identifier. A business may have 100 requests pending; more answer 429 rate_limited with Retry-After.',
         },
       },
     )

@@ -1,0 +1,1 @@
+CREATE INDEX "analytics_erasures_done_idx" ON "analytics_erasures" USING btree ("business_id","completed_at") WHERE "analytics_erasures"."status" = 'done';
