@@ -24,6 +24,7 @@ import { readFileSync } from 'node:fs'
 import { cpus, loadavg } from 'node:os'
 import postgres from 'postgres'
 import { databaseUrl, ensureDatabase, pinned, root, runBenchmark, startService } from './support.ts'
+import { signInForm, signInFrom } from '../test/support/sign-in-form.ts'
 
 const SECONDS = Number(process.env.BENCH_SECONDS || 20)
 const SIGN_IN_RATE = Number(process.env.SIGN_IN_RATE || 19)
@@ -128,36 +129,6 @@ interface SignInRun {
   peakMiB: number
 }
 
-async function signInForm(base: string): Promise<{ cookie: string; csrf: string }> {
-  const response = await fetch(`${base}/dashboard/sign-in`)
-  const page = await response.text()
-  const cookie = response.headers
-    .getSetCookie()
-    .map((header) => header.split(';')[0]!)
-    .find((pair) => pair.startsWith('keygate_sign_in='))
-  const csrf = /<input type="hidden" name="csrf" value="([^"]*)"/.exec(page)?.[1]
-  if (!cookie || !csrf) throw new Error(`no sign-in form at ${base}: ${response.status}`)
-  return { cookie, csrf }
-}
-
-async function signIn(base: string, form: { cookie: string; csrf: string }, email: string, password: string, address: string) {
-  const response = await fetch(`${base}/dashboard/sign-in`, {
-    method: 'POST',
-    redirect: 'manual',
-    headers: {
-      'content-type': 'application/x-www-form-urlencoded',
-      origin: base,
-      'sec-fetch-site': 'same-origin',
-      cookie: form.cookie,
-      'x-forwarded-for': address,
-    },
-    body: new URLSearchParams({ csrf: form.csrf, email, password }).toString(),
-    signal: AbortSignal.timeout(60_000),
-  })
-  await response.arrayBuffer()
-  return response.status
-}
-
 async function signInFlood(tree: string): Promise<SignInRun> {
   const { service, runId } = await startFor(tree)
   const base = service.base
@@ -181,7 +152,7 @@ async function signInFlood(tree: string): Promise<SignInRun> {
   // budgets for one email (60 attempts a minute) and for one email from one address (10).
   let signIns = 0
   const ownerSignIn = async () => {
-    const status = await signIn(base, form, owner, PASSWORD, `198.51.100.${20 + (signIns++ % 8)}`)
+    const status = await signInFrom(base, form, owner, PASSWORD, `198.51.100.${20 + (signIns++ % 8)}`)
     if (status !== 303) throw new Error(`answered ${status}`)
     return status
   }
@@ -193,8 +164,8 @@ async function signInFlood(tree: string): Promise<SignInRun> {
     SECONDS,
     () =>
       Math.random() < 0.3
-        ? signIn(base, form, attacked, `guess ${Math.random()}`, randomAddress())
-        : signIn(base, form, `${crypto.randomUUID().slice(0, 12)}@example.org`, `guess ${Math.random()}`, randomAddress()),
+        ? signInFrom(base, form, attacked, `guess ${Math.random()}`, randomAddress())
+        : signInFrom(base, form, `${crypto.randomUUID().slice(0, 12)}@example.org`, `guess ${Math.random()}`, randomAddress()),
     floodTally,
   )
   // The owner signs in while the flood runs, from its third second on.

@@ -13,11 +13,9 @@
  * for a day as if an instance worked on them (so no worker deletes anything while it runs),
  * each naming someone who has events, so the read hides a few hundred of them.
  */
-import { existsSync, mkdirSync, symlinkSync } from 'node:fs'
-import { join } from 'node:path'
 import postgres from 'postgres'
 import { median } from './measure.ts'
-import { root, runBenchmark, startService } from './support.ts'
+import { beforeTree, databaseNamed, root, runBenchmark, startService } from './support.ts'
 
 const base = process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/bench'
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 300_000)
@@ -26,24 +24,7 @@ const PENDING = 100
 const PERSONS = 20_000
 const DAYS = 90
 
-function urlOf(name: string): string {
-  const url = new URL(base)
-  url.pathname = `/${name}`
-  return url.toString()
-}
-
-function beforeTree(): string {
-  if (process.env.COMPARE_TREE) return process.env.COMPARE_TREE
-  const commit = Bun.spawnSync(['git', 'rev-parse', 'main'], { cwd: root }).stdout.toString().trim()
-  const dir = `/tmp/keygate-before-${commit.slice(0, 12)}`
-  if (!existsSync(join(dir, 'src'))) {
-    mkdirSync(dir, { recursive: true })
-    const archive = Bun.spawnSync(['sh', '-c', `git archive ${commit} | tar -x -C ${dir}`], { cwd: root })
-    if (archive.exitCode !== 0) throw new Error(archive.stderr.toString())
-    symlinkSync(join(root, 'node_modules'), join(dir, 'node_modules'))
-  }
-  return dir
-}
+const urlOf = (name: string): string => databaseNamed(base, name)
 
 /** Page views of one business over the last DAYS days, in time order, PERSONS people each on many. */
 function fill(businessId: string, keyId: string): string {

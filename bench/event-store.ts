@@ -11,11 +11,9 @@
  * Databases: test_part_bench_before and test_part_bench_after beside DATABASE_URL's, made
  * afresh and dropped at the end.
  */
-import { mkdirSync, existsSync, symlinkSync } from 'node:fs'
-import { join } from 'node:path'
 import postgres from 'postgres'
 import { median } from './measure.ts'
-import { root, runBenchmark, startService } from './support.ts'
+import { beforeTree, databaseNamed, root, runBenchmark, startService } from './support.ts'
 
 const base = process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/test_part'
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 10_000_000)
@@ -24,24 +22,7 @@ const BUSINESSES = 10
 const DAYS = 365
 const CHUNK = 1_000_000
 
-function urlOf(name: string): string {
-  const url = new URL(base)
-  url.pathname = `/${name}`
-  return url.toString()
-}
-
-function beforeTree(): string {
-  if (process.env.COMPARE_TREE) return process.env.COMPARE_TREE
-  const commit = Bun.spawnSync(['git', 'rev-parse', 'main'], { cwd: root }).stdout.toString().trim()
-  const dir = `/tmp/keygate-before-${commit.slice(0, 12)}`
-  if (!existsSync(join(dir, 'src'))) {
-    mkdirSync(dir, { recursive: true })
-    const archive = Bun.spawnSync(['sh', '-c', `git archive ${commit} | tar -x -C ${dir}`], { cwd: root })
-    if (archive.exitCode !== 0) throw new Error(archive.stderr.toString())
-    symlinkSync(join(root, 'node_modules'), join(dir, 'node_modules'))
-  }
-  return dir
-}
+const urlOf = (name: string): string => databaseNamed(base, name)
 
 /**
  * Typical page views of 10 businesses in turn, over the last year, in time order as they

@@ -14,7 +14,7 @@ import postgres from 'postgres'
 import { openDatabase } from '../db/client.ts'
 import { maintainEvents, partitionName } from '../src/events/maintenance.ts'
 import { median } from './measure.ts'
-import { ALLOWED_ORIGIN, runBenchmark, startService } from './support.ts'
+import { ALLOWED_ORIGIN, databaseNamed, runBenchmark, startService } from './support.ts'
 
 const base = process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/test_part'
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 6)
@@ -22,11 +22,7 @@ const REPETITIONS = Number(process.env.BENCH_REPETITIONS ?? 3)
 const CLIENTS = Number(process.env.CLIENTS ?? 16)
 const EXPIRED_ROWS = 300_000
 
-function urlOf(name: string): string {
-  const url = new URL(base)
-  url.pathname = `/${name}`
-  return url.toString()
-}
+const urlOf = (name: string): string => databaseNamed(base, name)
 
 interface Phase {
   maintenance: boolean

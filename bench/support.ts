@@ -2,6 +2,7 @@
  * Plumbing shared by the benchmark scripts: the database, the servers and wrk they start,
  * and the business and key they measure with. Nothing here measures anything.
  */
+import { existsSync, mkdirSync, symlinkSync } from 'node:fs'
 import { cpus } from 'node:os'
 import { join } from 'node:path'
 import postgres from 'postgres'
@@ -84,6 +85,30 @@ export function wrkVersion(): string {
 }
 
 // ---- Database ----------------------------------------------------------------------
+
+/** The URL of the database `name` on the server `base` names. */
+export function databaseNamed(base: string, name: string): string {
+  const url = new URL(base)
+  url.pathname = `/${name}`
+  return url.toString()
+}
+
+/**
+ * The tree a benchmark compares with: COMPARE_TREE, or main's commit unpacked once under
+ * /tmp with this checkout's node_modules linked in.
+ */
+export function beforeTree(): string {
+  if (process.env.COMPARE_TREE) return process.env.COMPARE_TREE
+  const commit = Bun.spawnSync(['git', 'rev-parse', 'main'], { cwd: root }).stdout.toString().trim()
+  const dir = `/tmp/keygate-before-${commit.slice(0, 12)}`
+  if (!existsSync(join(dir, 'src'))) {
+    mkdirSync(dir, { recursive: true })
+    const archive = Bun.spawnSync(['sh', '-c', `git archive ${commit} | tar -x -C ${dir}`], { cwd: root })
+    if (archive.exitCode !== 0) throw new Error(archive.stderr.toString())
+    symlinkSync(join(root, 'node_modules'), join(dir, 'node_modules'))
+  }
+  return dir
+}
 
 /** Creates the database of `url` when it does not exist, through the server's `postgres` database. */
 export async function ensureDatabase(url: string): Promise<void> {
