@@ -12,6 +12,7 @@ const ACTIONS: Record<AuditEntryRow['action'], string> = {
   'key.rolled': 'Key rolled',
   'member.created': 'Member added',
   'member.removed': 'Member removed',
+  'member.joined': 'Member joined',
   'business.updated': 'Business settings changed',
   'analytics.erased': "A person's events erased",
 }
@@ -23,6 +24,7 @@ type RecordedField =
   | 'rolledFrom'
   | 'email'
   | 'role'
+  | 'pending'
   | 'eventRetentionDays'
   | 'erasure'
   | 'deleted'
@@ -43,6 +45,7 @@ const FIELDS: Record<RecordedField, string> = {
   rolledFrom: 'Rolled from',
   revokedAt: 'Revoked',
   email: 'Email',
+  pending: 'Pending',
   role: 'Role',
   eventRetentionDays: "Event retention (days; none: the operator's)",
   erasure: 'Erasure request',

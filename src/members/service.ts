@@ -136,7 +136,11 @@ export function createMemberService(db: Db, passwords: Passwords = argon2idPassw
    * link of the account, whichever business it was made for, and accepts the link's
    * membership. False when the link was used meanwhile.
    */
-  async function useLink(tx: Tx, link: { linkId: string; id: string; accountId: string }, now: Date): Promise<boolean> {
+  async function useLink(
+    tx: Tx,
+    link: { linkId: string; id: string; accountId: string; businessId: string; email: string },
+    now: Date,
+  ): Promise<boolean> {
     const used = await tx
       .update(memberSignInLinks)
       .set({ usedAt: now })
@@ -152,10 +156,20 @@ export function createMemberService(db: Db, passwords: Passwords = argon2idPassw
           inArray(memberSignInLinks.memberId, tx.select({ id: members.id }).from(members).where(eq(members.accountId, link.accountId))),
         ),
       )
-    await tx
+    const joined = await tx
       .update(members)
       .set({ acceptedAt: now })
       .where(and(eq(members.id, link.id), isNull(members.acceptedAt)))
+      .returning({ id: members.id })
+    if (joined.length > 0) {
+      await recordChange(tx, {
+        businessId: link.businessId,
+        action: 'member.joined',
+        by: { actor: `member:${link.email}` },
+        memberId: link.id,
+        changes: { pending: { from: true, to: false } },
+      })
+    }
     return true
   }
 

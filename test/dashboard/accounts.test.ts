@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'bun:test'
 import { and, eq, isNull } from 'drizzle-orm'
-import { accounts, businesses, members, memberSessions, memberSignInLinks } from '../../db/schema/index.ts'
+import { accounts, auditEntries, businesses, members, memberSessions, memberSignInLinks } from '../../db/schema/index.ts'
 import type { Service } from '../../src/app.ts'
 import { testDatabase } from '../support/database.ts'
 import { admin, seedBusiness, testService } from '../support/service.ts'
@@ -192,6 +192,7 @@ describe('every way a link or a membership is made', () => {
     expect(before.acceptedAt).toBeNull()
     expect((await choose(service, token, 'a password of the owner')).status).toBe(401)
     expect((await membership(businessId, 'rex@example.com')).passwordHash).toBe(before.passwordHash)
+    expect(await joinedEntries(businessId)).toEqual([])
     // Another business's link for him is outstanding too; joining with this one kills it.
     const third = await admin(service, `/businesses/${await seedBusiness(service, 'Third')}/members`, {
       body: { email: 'rex@example.com', role: 'member' },
@@ -199,6 +200,11 @@ describe('every way a link or a membership is made', () => {
     const thirdLink = new URL(((await third.json()) as { signInLink: { url: string } }).signInLink.url).searchParams.get('token')!
     expect((await postForm(service, LINK, { token, password: PASSWORD })).status).toBe(303)
     expect((await membership(businessId, 'rex@example.com')).acceptedAt).not.toBeNull()
+    // The trail of the business he joined, and no other, says so, in his name.
+    expect(await joinedEntries(businessId)).toEqual([
+      { actor: 'member:rex@example.com', memberId: before.id, changes: { pending: { from: true, to: false } } },
+    ])
+    expect(await joinedEntries(other)).toEqual([])
     expect((await choose(service, thirdLink, CARL)).status).toBe(410)
     expect((await trySignIn(service, 'rex@example.com', PASSWORD)).status).toBe(303)
   })
@@ -298,3 +304,11 @@ describe('every way a link or a membership is made', () => {
     expect((await trySignIn(service, 'new@example.com', VICTIM)).status).toBe(303)
   })
 })
+
+/** The business's `member.joined` entries in the audit trail. */
+async function joinedEntries(businessId: string) {
+  return (await db())
+    .select({ actor: auditEntries.actor, memberId: auditEntries.memberId, changes: auditEntries.changes })
+    .from(auditEntries)
+    .where(and(eq(auditEntries.businessId, businessId), eq(auditEntries.action, 'member.joined')))
+}

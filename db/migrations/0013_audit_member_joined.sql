@@ -1,0 +1,3 @@
+-- A pending member who joins through their link is a change to a member: the trail records it (docs/dashboard.md).
+ALTER TABLE "audit_entries" DROP CONSTRAINT "audit_entries_action_check";--> statement-breakpoint
+ALTER TABLE "audit_entries" ADD CONSTRAINT "audit_entries_action_check" CHECK ("audit_entries"."action" in ('key.created', 'key.updated', 'key.revoked', 'key.rolled', 'member.created', 'member.removed', 'member.joined', 'business.updated', 'analytics.erased'));
