@@ -723,19 +723,22 @@ describe('cli members create', () => {
 })
 
 describe('cli members list', () => {
-  test('prints a table of id, email, role and created, and no password', async () => {
+  test('prints a table of id, email, role, status and created, and no password', async () => {
     const businessId = await seedBusiness(service)
     const ada = await addMember(businessId, { email: 'ada@example.com', role: 'owner' })
     const bob = await addMember(businessId, { email: 'bob@example.com', role: 'member' })
+    const cy = await addMember(businessId, { email: 'cy@example.com', role: 'member', password: null })
     const other = await seedBusiness(service, 'Other')
     await addMember(other, { email: 'eve@example.com' })
     const result = await cli(['members', 'list', '--business', businessId])
     expect(result.code).toBe(0)
     const lines = result.stdout.trim().split('\n')
-    expect(lines[0]).toMatch(/^ID\s+EMAIL\s+ROLE\s+CREATED$/)
-    expect(lines).toHaveLength(3)
-    expect(result.stdout).toMatch(new RegExp(`^${ada.id}\\s+ada@example\\.com\\s+owner\\s+\\d{4}-\\d\\d-\\d\\dT\\S+Z$`, 'm'))
-    expect(result.stdout).toMatch(new RegExp(`^${bob.id}\\s+bob@example\\.com\\s+member\\s+\\d{4}-`, 'm'))
+    expect(lines[0]).toMatch(/^ID\s+EMAIL\s+ROLE\s+STATUS\s+CREATED$/)
+    expect(lines).toHaveLength(4)
+    expect(result.stdout).toMatch(new RegExp(`^${ada.id}\\s+ada@example\\.com\\s+owner\\s+joined\\s+\\d{4}-\\d\\d-\\d\\dT\\S+Z$`, 'm'))
+    expect(result.stdout).toMatch(new RegExp(`^${bob.id}\\s+bob@example\\.com\\s+member\\s+joined\\s+\\d{4}-`, 'm'))
+    // Added without a password: pending until the link is used.
+    expect(result.stdout).toMatch(new RegExp(`^${cy.id}\\s+cy@example\\.com\\s+member\\s+pending\\s+\\d{4}-`, 'm'))
     expect(result.stdout).not.toContain('eve@example.com')
     expect(result.stdout).not.toContain(PASSWORD)
     expect(result.stdout).not.toContain('$argon2')

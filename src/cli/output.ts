@@ -144,8 +144,8 @@ export function memberDetails(member: Member): string {
 export function memberTable(members: Member[]): string {
   if (members.length === 0) return 'No members.'
   return table(
-    ['ID', 'EMAIL', 'ROLE', 'CREATED'],
-    members.map((m) => [m.id, m.email, m.role, time(m.createdAt)]),
+    ['ID', 'EMAIL', 'ROLE', 'STATUS', 'CREATED'],
+    members.map((m) => [m.id, m.email, m.role, m.pending ? 'pending' : 'joined', time(m.createdAt)]),
   )
 }
 
