@@ -89,7 +89,7 @@ export function createGate(deps: GateDeps): Gate {
     if (decision.reportedOrigin !== undefined) usage?.origin(key.id, decision.reportedOrigin, true, now())
     if (decision.reportedIp !== undefined) usage?.ip(key.id, decision.reportedIp, true, now())
     const own = key.rateLimit ?? defaults[key.type]
-    // A private key's budget is the key's (section 8).
+    // A private key's budget is the key's (docs/api.md, "Rate limits").
     if (key.type === 'private') return settle(limiter.take(key.id, own, at), (outcome) => grant(request, key, outcome))
     // A public key's is each visitor's, so that one visitor never spends a site's budget for
     // the others; then the key's ceiling over all of them, so that many addresses together
