@@ -1,4 +1,4 @@
-import { describe, expect, test } from 'bun:test'
+import { describe, test } from 'bun:test'
 import fc from 'fast-check'
 import { codePointLength, cutToCharacters, hasCodePointsWithin } from '../../src/shared/characters.ts'
 
