@@ -15,8 +15,8 @@ import { Chars } from '../shared/characters.ts'
 // done and writes the audit entry, with the count and never the identifier, in the same
 // transaction (the count is known only then). Identifiers are cleared when it is done.
 // A business has at most MAX_PENDING_ERASURES pending (more answer 429), the worker serves
-// businesses in turn, and finished requests are deleted after DONE_ERASURES_KEPT_MS
-// (docs/decisions.md, "Fair erasures, cheap to read past").
+// businesses in turn, and the event maintenance deletes finished requests after
+// DONE_ERASURES_KEPT_MS (docs/decisions.md, "Fair erasures, cheap to read past").
 
 /** Who an erasure is about: a `personId`, an `anonymousId`, or both (either matches). */
 export interface ErasureTarget {
@@ -97,10 +97,6 @@ export interface ErasureOptions {
   maxPending?: number
   /** A business's pending requests one pass works together, in one scan of its events (default 100). */
   jobsPerPass?: number
-  /** How long a finished request stays readable before it is deleted (default DONE_ERASURES_KEPT_MS). */
-  keepDoneMs?: number
-  /** How often finished requests past `keepDoneMs` are deleted (default hourly). */
-  pruneEveryMs?: number
   /** A failure other than the database being unavailable (that one is retried silently). */
   onError?: (error: unknown) => void
 }
@@ -109,6 +105,15 @@ export interface ErasureOptions {
 export const MAX_PENDING_ERASURES = 100
 /** A finished request answers GET for 30 days, then its row is deleted (docs/api.md, "Erasure"). */
 export const DONE_ERASURES_KEPT_MS = 30 * 86_400_000
+
+/**
+ * The finished requests past DONE_ERASURES_KEPT_MS at `now`: the event maintenance deletes
+ * them (./maintenance.ts) with the other tables past their retention. A pending request has
+ * no `completed_at`, so it is never among them.
+ */
+export function expiredErasures(now: number) {
+  return { table: 'analytics_erasures', column: 'completed_at', before: new Date(now - DONE_ERASURES_KEPT_MS) } as const
+}
 /** Retry-After of the 429 at the cap: about one pass of the worker over a business. */
 const FULL_RETRY_SECONDS = 30
 
@@ -117,10 +122,8 @@ export interface Erasures {
   request(businessId: string, target: ErasureTarget, by: ChangeAuthor & { keyId?: string }): Promise<ErasureRecord>
   /** The business's request; 404 for an unknown id or another business's. */
   get(businessId: string, id: string): Promise<ErasureRecord>
-  /** Picks up pending requests now and every `sweepMs`, and prunes finished ones (start-up). */
+  /** Picks up pending requests now and every `sweepMs` (start-up). */
   start(): void
-  /** Deletes finished requests older than `keepDoneMs`; answers how many. */
-  prune(): Promise<number>
   /** Resolves once no deletion is running (tests wait for it before reading storage). */
   idle(): Promise<void>
   /** Stops after the statement running now. */
@@ -155,7 +158,6 @@ export function createErasures(db: Db, background: Db, options: ErasureOptions =
   const sweepMs = options.sweepMs ?? 60_000
   const maxPending = options.maxPending ?? MAX_PENDING_ERASURES
   const jobsPerPass = options.jobsPerPass ?? 100
-  const keepDoneMs = options.keepDoneMs ?? DONE_ERASURES_KEPT_MS
   let delay = firstDelay
   let running: Promise<void> | null = null
   let again = false
@@ -163,7 +165,6 @@ export function createErasures(db: Db, background: Db, options: ErasureOptions =
   let retry: ReturnType<typeof setTimeout> | undefined
   let wake: ReturnType<typeof setTimeout> | undefined
   let sweep: ReturnType<typeof setInterval> | undefined
-  let pruning: ReturnType<typeof setInterval> | undefined
 
   function kick(): void {
     if (closed) return
@@ -346,26 +347,6 @@ export function createErasures(db: Db, background: Db, options: ErasureOptions =
     return true
   }
 
-  /** Deletes finished requests older than `keepDoneMs`, in bounded statements; answers how many. */
-  async function prune(): Promise<number> {
-    const x = analyticsErasures
-    // Bounded statements: a backlog of months leaves in slices, each well inside the timeout.
-    let total = 0
-    for (;;) {
-      const [row] = await queryRows<{ n: number }>(
-        background,
-        sql`with gone as (
-              delete from ${x} where ${x.id} in (
-                select ${x.id} from ${x} where ${x.status} = 'done'
-                  and ${x.completedAt} < now() - make_interval(secs => ${keepDoneMs / 1000}) limit 10000)
-              returning 1)
-            select count(*)::int as n from gone`,
-      )
-      total += row?.n ?? 0
-      if (!row || row.n < 10_000 || closed) return total
-    }
-  }
-
   /** Refuses a request past the cap; the caller holds the business's request lock. */
   async function assertRoom(tx: Db, businessId: string): Promise<void> {
     const x = analyticsErasures
@@ -418,17 +399,8 @@ export function createErasures(db: Db, background: Db, options: ErasureOptions =
       if (closed || sweep) return
       sweep = setInterval(kick, sweepMs)
       sweep.unref?.()
-      const pruneNow = () => {
-        prune().catch((error: unknown) => {
-          if (!isDatabaseUnavailable(error)) options.onError?.(error)
-        })
-      }
-      pruning = setInterval(pruneNow, options.pruneEveryMs ?? 3_600_000)
-      pruning.unref?.()
-      pruneNow()
       kick()
     },
-    prune,
     async idle() {
       while (running) await running
     },
@@ -437,7 +409,6 @@ export function createErasures(db: Db, background: Db, options: ErasureOptions =
       clearTimeout(retry)
       clearTimeout(wake)
       clearInterval(sweep)
-      clearInterval(pruning)
       await running
     },
   }

@@ -1,12 +1,14 @@
 import { queryRows, sql, type Database, type Db } from '../../db/client.ts'
 import { expiredUsage } from '../usage/retention.ts'
+import { expiredErasures } from './erasure.ts'
 import { keptSince, type Kept } from './retention.ts'
 
 // The event store's upkeep (contract section 16, docs/decisions.md "Event partitions"):
 // monthly partitions of analytics_events ahead of need, whole partitions dropped past the
 // operator's retention, the rows past a retention (the business's or the operator's) in
 // the months still kept deleted in bounded batches, analytics_untimed_ids kept to its 24
-// hours, and the usage tables to theirs (src/usage/retention.ts). At start-up and hourly;
+// hours, and the usage tables and finished erasures to theirs (src/usage/retention.ts,
+// ./erasure.ts). At start-up and hourly;
 // with several instances, one at a time (an advisory lock, skipped by the others). Every
 // step fails alone: it is logged and tried again at the next run, and nothing here ever
 // marks the database unavailable (that is the probe's call, db/availability.ts).
@@ -40,7 +42,7 @@ export interface EventMaintenanceOptions {
   onError?: (step: MaintenanceStep, error: unknown) => void
 }
 
-export type MaintenanceStep = 'partitions' | 'drop' | 'retention' | 'untimed' | 'usage'
+export type MaintenanceStep = 'partitions' | 'drop' | 'retention' | 'untimed' | 'pruning'
 
 /** What one run did; `skipped` when another instance ran it at the time. */
 export interface MaintenanceReport {
@@ -51,7 +53,7 @@ export interface MaintenanceReport {
   deleted: number
   /** Untimed ids forgotten. */
   forgotten: number
-  /** Usage rows past their retention deleted (src/usage/retention.ts). */
+  /** Rows of other tables past their retention deleted: usage (src/usage/retention.ts) and finished erasures (./erasure.ts). */
   pruned: number
   failed: MaintenanceStep[]
 }
@@ -115,8 +117,8 @@ export async function maintainEvents(database: Database, options: EventMaintenan
         await step('untimed', async () => {
           report.forgotten += await forgetUntimedIds(db, now, options)
         })
-        await step('usage', async () => {
-          report.pruned += await pruneUsage(db, now, options)
+        await step('pruning', async () => {
+          report.pruned += await pruneExpired(db, now, options)
         })
       },
       limits,
@@ -285,10 +287,10 @@ export async function forgetUntimedIds(
   return deleteOlderThan(db, { table: 'analytics_untimed_ids', column: 'occurred_at', before: new Date(now - UNTIMED_ID_MS) }, options)
 }
 
-/** Usage rows past their retention (src/usage/retention.ts), table by table, in batches. */
-export async function pruneUsage(db: Db, now: number, options: Pick<EventMaintenanceOptions, 'batchRows' | 'pauseMs'>): Promise<number> {
+/** Usage rows (src/usage/retention.ts) and finished erasures (./erasure.ts) past their retention, table by table, in batches. */
+export async function pruneExpired(db: Db, now: number, options: Pick<EventMaintenanceOptions, 'batchRows' | 'pauseMs'>): Promise<number> {
   let pruned = 0
-  for (const expired of expiredUsage(now)) pruned += await deleteOlderThan(db, expired, options)
+  for (const expired of [...expiredUsage(now), expiredErasures(now)]) pruned += await deleteOlderThan(db, expired, options)
   return pruned
 }
 

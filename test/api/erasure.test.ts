@@ -1,6 +1,8 @@
 import { describe, expect, test } from 'bun:test'
 import { and, eq, sql } from 'drizzle-orm'
 import { queryRows } from '../../db/client.ts'
+import { DEFAULT_EVENT_RETENTION_DAYS } from '../../src/config.ts'
+import { maintainEvents } from '../../src/events/maintenance.ts'
 import { analyticsErasures, analyticsEvents, auditEntries } from '../../db/schema/index.ts'
 import { testDatabase } from '../support/database.ts'
 import { loopback, type Loopback } from '../support/loopback.ts'
@@ -461,7 +463,10 @@ describe('fair between businesses, bounded per business, harmless to reads', () 
       ])
       .returning()
     const [old, recent, pending] = rows.map((row) => row.id) as [string, string, string]
-    expect(await s.service.services.erasures.prune()).toBe(1)
+    // The hourly event maintenance prunes them, on the one instance that holds its lock.
+    const report = await maintainEvents(await testDatabase(), { retentionDays: DEFAULT_EVENT_RETENTION_DAYS })
+    expect(report.failed).toEqual([])
+    expect(report.pruned).toBe(1)
     const kept = await db.select({ id: analyticsErasures.id }).from(analyticsErasures)
     expect(kept.map((row) => row.id).sort()).toEqual([recent, pending].sort())
     expect((await s.http.api(`/analytics/erasures/${old}`, s.sk)).status).toBe(404)
