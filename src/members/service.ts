@@ -195,7 +195,7 @@ export function createMemberService(db: Db, passwords: Passwords = argon2idPassw
     return row ? { ...row, asks: linkAsks(row.issuedBy, row.passwordHash) } : null
   }
 
-  const service = {
+  return {
     get,
 
     /**
@@ -390,20 +390,6 @@ export function createMemberService(db: Db, passwords: Passwords = argon2idPassw
     },
 
     /**
-     * The account whose email and password these are, with the membership a new session
-     * opens on (the business it joined first; pending ones are not joined), or null; costs
-     * the same either way.
-     */
-    async verifyPassword(email: string, password: string): Promise<SignedIn | null> {
-      const credentials = await service.credentialsOf(email)
-      if (credentials === null) {
-        await service.checkDecoy(password)
-        return null
-      }
-      return service.checkPassword(credentials, password)
-    },
-
-    /**
      * The sign-in's lookup, before any hashing: the account with a password under this
      * email and the membership a new session opens on (the business it joined first), or
      * null. The dashboard's sign-in decides from it what the check costs.
@@ -431,7 +417,6 @@ export function createMemberService(db: Db, passwords: Passwords = argon2idPassw
       await passwords.verify(password, await decoyHash)
     },
   }
-  return service
 }
 
 /** A signed-in account and the membership its session opens on. */

@@ -56,7 +56,9 @@ test(
         role: 'owner',
       })
       const members = createMemberService(db)
-      expect(await members.verifyPassword('ada@example.com', 'correct horse battery staple')).toEqual({
+      // The sign-in's two steps: the account and the membership it opens on, then the hash.
+      const credentials = await members.credentialsOf('ada@example.com')
+      expect(credentials && (await members.checkPassword(credentials, 'correct horse battery staple'))).toEqual({
         accountId: ada!.id,
         memberId: ada!.id,
       })
