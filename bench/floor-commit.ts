@@ -1,6 +1,6 @@
 import type { Static } from 'elysia'
 import type { TrackedEvent } from '../src/areas/analytics/model.ts'
-import { type EventRow, toEventRow } from '../src/areas/analytics/service.ts'
+import { type EventRow, toEventRow } from '../src/events/write.ts'
 
 /** Rows a statement, as the service's group commit takes them. */
 const MAX_ROWS = 500
@@ -16,7 +16,7 @@ interface Waiting {
  * hold the turn's rows, and at the turn's end send them as one statement on each free
  * connection (`inFlight` of them); a statement that commits answers its requests and takes
  * what waits. No per-tenant queues, no bound, no client check, no failure isolation, no
- * retry: what the service's group commit (src/areas/analytics/group-commit.ts) adds to this
+ * retry: what the service's group commit (src/events/group-commit.ts) adds to this
  * is its own cost. `insert` is the service's own statement, so the database's work is the
  * same on both sides.
  */

@@ -1,6 +1,6 @@
 import { TypeCompiler } from '@sinclair/typebox/compiler'
 import { TrackBody } from '../src/areas/analytics/model.ts'
-import type { EventRow } from '../src/areas/analytics/service.ts'
+import type { EventRow } from '../src/events/write.ts'
 import { apiSuccessHeaders } from '../src/http/request-context.ts'
 import { createTurnEnd } from '../src/http/turn-end.ts'
 import { floorRow } from './floor-commit.ts'

@@ -47,7 +47,7 @@ import { eq, sql } from 'drizzle-orm'
 import postgres from 'postgres'
 import { openDatabase } from '../db/client.ts'
 import { analyticsEvents } from '../db/schema/index.ts'
-import { COPY_EVENTS, copyText, type EventRow, eventWriter } from '../src/areas/analytics/service.ts'
+import { COPY_EVENTS, copyText, type EventRow, eventWriter } from '../src/events/write.ts'
 import { POSTGRES_INSERTS_IN_FLIGHT as STATEMENTS_IN_FLIGHT } from '../src/config.ts'
 import { cpuSecondsOf, median as medianOf } from './measure.ts'
 import {

@@ -53,7 +53,7 @@ export interface Database {
   archive?(): Promise<Blob>
   /**
    * `COPY ... FROM STDIN` with `text` as its input, within the statement deadline.
-   * PostgreSQL only: the event writer's fast path (src/areas/analytics/service.ts).
+   * PostgreSQL only: the event writer's fast path (src/events/write.ts).
    */
   copyIn?(statement: string, text: string): Promise<void>
   close(): Promise<void>

@@ -3,7 +3,7 @@ import { index, jsonb, pgTable, primaryKey, text, timestamp, uuid } from 'drizzl
 
 /**
  * Tracked events, an append-only log written in batches by the group committer
- * (src/areas/analytics/group-commit.ts). `occurredAt` is the event's own `timestamp`, or the
+ * (src/events/group-commit.ts). `occurredAt` is the event's own `timestamp`, or the
  * receive time when it sent none; lists page on (occurredAt, id), newest first, so it has
  * millisecond precision (a cursor carries it as a JavaScript Date).
  *

@@ -4,7 +4,7 @@ import type { DirectRoutes } from '../http/direct-route.ts'
 import type { IngestFigures } from '../observability/metrics.ts'
 import type { Erasures } from '../events/erasure.ts'
 import type { Retention } from '../events/retention.ts'
-import type { CopyIn, EventRow } from './analytics/service.ts'
+import type { CopyIn, EventRow } from '../events/write.ts'
 
 /** What every area plugin receives from createApp. */
 export interface AreaDeps {
@@ -24,7 +24,7 @@ export interface AreaDeps {
   onShutdown(task: () => Promise<void>): void
   /** Where /metrics reads the ingest queue's figures (keygate_ingest_queue_rows, keygate_ingest_rows_total). */
   reportIngest?(source: () => IngestFigures): void
-  /** Bounds of the analytics write queue (src/areas/analytics/group-commit.ts). */
+  /** Bounds of the analytics write queue (src/events/group-commit.ts). */
   ingest?: {
     maxQueuedRows: number
     concurrency: number

@@ -3,7 +3,7 @@ import { asc, eq, sql } from 'drizzle-orm'
 import fc from 'fast-check'
 import { queryRows } from '../../db/client.ts'
 import { analyticsEvents } from '../../db/schema/index.ts'
-import { COPY_MIN_ROWS, type EventRow, eventInserter, eventWriter } from '../../src/areas/analytics/service.ts'
+import { COPY_MIN_ROWS, type EventRow, eventInserter, eventWriter } from '../../src/events/write.ts'
 import { testDatabase } from '../support/database.ts'
 import { call, errorOf, seedBusiness, seedKey, testService } from '../support/service.ts'
 

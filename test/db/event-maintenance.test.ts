@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, test } from 'bun:test'
 import postgres from 'postgres'
 import { queryRows, sql } from '../../db/client.ts'
-import { eventWriter, type EventRow } from '../../src/areas/analytics/service.ts'
+import { eventWriter, type EventRow } from '../../src/events/write.ts'
 import { maintainEvents, partitionName, type EventMaintenanceOptions } from '../../src/events/maintenance.ts'
 import { SERVER_OPTIONS } from '../../src/http/server-options.ts'
 import { ensureEventPartitions, testDatabase, testDatabaseUrl } from '../support/database.ts'

@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'bun:test'
-import { createGroupCommitter } from '../../src/areas/analytics/group-commit.ts'
+import { createGroupCommitter } from '../../src/events/group-commit.ts'
 
 function deferred() {
   let resolve!: () => void

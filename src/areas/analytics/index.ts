@@ -7,11 +7,11 @@ import type { AreaDeps } from '../deps.ts'
 import { decodePosition, pageSize } from '../../shared/paging.ts'
 import { assertStorableJson, fieldPath, invalidField, recordPath } from '../../shared/validation.ts'
 import { parseTime } from '../../shared/time.ts'
-import { createGroupCommitter } from './group-commit.ts'
+import { createGroupCommitter } from '../../events/group-commit.ts'
 import { Accepted, EARLIEST_TIMESTAMP, EventPage, EventQuery, MAX_FUTURE_MS, TrackBody, type TrackedEvent } from './model.ts'
 import { listEvents } from '../../events/read.ts'
 import { DAY_MS, keptSince, type Kept } from '../../events/retention.ts'
-import { eventWriter, toEventRow, type EventRow } from './service.ts'
+import { eventWriter, toEventRow, type EventRow } from '../../events/write.ts'
 
 /**
  * POST /api/v0/analytics, the page-view route: a direct route (src/http/direct-route.ts),

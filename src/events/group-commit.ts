@@ -1,5 +1,5 @@
-import { DEFAULT_INGEST_QUEUE_ROWS } from '../../config.ts'
-import { ApiError } from '../../errors.ts'
+import { DEFAULT_INGEST_QUEUE_ROWS } from '../config.ts'
+import { ApiError } from '../errors.ts'
 
 export interface GroupCommitStats {
   /** Rows waiting for an insert or in one that has not committed yet (a gauge). */

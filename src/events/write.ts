@@ -1,10 +1,10 @@
 import { sql } from 'drizzle-orm'
 import type { Static } from 'elysia'
-import type { Db } from '../../../db/client.ts'
-import { analyticsEvents } from '../../../db/schema/index.ts'
-import { isDatabaseUnavailable } from '../../../db/faults.ts'
-import { DEADLOCK_DETECTED, sqlState } from '../../shared/validation.ts'
-import type { TrackedEvent } from './model.ts'
+import type { Db } from '../../db/client.ts'
+import { analyticsEvents } from '../../db/schema/index.ts'
+import { isDatabaseUnavailable } from '../../db/faults.ts'
+import { DEADLOCK_DETECTED, sqlState } from '../shared/validation.ts'
+import type { TrackedEvent } from '../areas/analytics/model.ts'
 
 /** One event as the writer stores it; times are ISO strings, ready for JSON. */
 export interface EventRow {
