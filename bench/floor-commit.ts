@@ -1,6 +1,7 @@
 import type { Static } from 'elysia'
 import type { TrackedEvent } from '../src/areas/analytics/model.ts'
-import { type EventRow, toEventRow } from '../src/events/write.ts'
+import type { EventRow } from '../src/events/write.ts'
+import { toEventRow } from '../src/areas/analytics/rows.ts'
 
 /** Rows a statement, as the service's group commit takes them. */
 const MAX_ROWS = 500

@@ -12,7 +12,8 @@
  */
 import postgres from 'postgres'
 import { openDatabase } from '../db/client.ts'
-import { maintainEvents, partitionName } from '../src/events/maintenance.ts'
+import { maintainEvents } from '../src/events/maintenance.ts'
+import { partitionName } from '../src/events/partitions.ts'
 import { median } from './measure.ts'
 import { ALLOWED_ORIGIN, databaseNamed, runBenchmark, startService } from './support.ts'
 

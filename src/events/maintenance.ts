@@ -1,7 +1,9 @@
 import { queryRows, sql, type Database, type Db } from '../../db/client.ts'
 import { expiredUsage } from '../usage/retention.ts'
 import { expiredErasures } from './erasure.ts'
+import { createPartitionsAhead, dropExpiredPartitions } from './partitions.ts'
 import { keptSince, type Kept } from './retention.ts'
+import { DAY_MS } from './time-bounds.ts'
 
 // The event store's upkeep (contract section 16, docs/decisions.md "Event partitions"):
 // monthly partitions of analytics_events ahead of need, whole partitions dropped past the
@@ -14,11 +16,8 @@ import { keptSince, type Kept } from './retention.ts'
 // marks the database unavailable (that is the probe's call, db/availability.ts).
 
 const HOUR = 3_600_000
-const DAY = 24 * HOUR
-/** How far ahead of now a timestamp is accepted (contract section 16): its month must exist. */
-const FUTURE_MS = DAY
-/** How long an id sent without timestamp is remembered (contract section 16). */
-export const UNTIMED_ID_MS = DAY
+/** How long an id sent without timestamp is remembered (docs/api.md, "Events: ids and exactly-once"). */
+export const UNTIMED_ID_MS = DAY_MS
 const LOCK = 'keygate:event-maintenance'
 const MAX_PAUSE_MS = 1_000
 /** Businesses read at a time by the retention step. */
@@ -130,95 +129,6 @@ export async function maintainEvents(database: Database, options: EventMaintenan
     options.onError?.('partitions', error)
   }
   return report
-}
-
-/** The partition holding `month` (a UTC month start): `analytics_events_YYYY_MM`. */
-export function partitionName(month: Date): string {
-  return `analytics_events_${month.getUTCFullYear()}_${String(month.getUTCMonth() + 1).padStart(2, '0')}`
-}
-
-const PARTITION_NAME = /^analytics_events_(\d{4})_(\d{2})$/
-
-function monthOf(at: number): Date {
-  const d = new Date(at)
-  return new Date(Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1))
-}
-
-function nextMonth(month: Date): Date {
-  return new Date(Date.UTC(month.getUTCFullYear(), month.getUTCMonth() + 1, 1))
-}
-
-async function partitions(db: Db): Promise<string[]> {
-  const rows = await queryRows<{ name: string }>(
-    db,
-    sql`select c.relname as name from pg_inherits i join pg_class c on c.oid = i.inhrelid
-        where i.inhparent = 'analytics_events'::regclass`,
-  )
-  return rows.map((row) => row.name)
-}
-
-/**
- * Every month from the oldest a retention keeps (now - `retentionDays`) to the month after
- * the latest accepted timestamp (now + 24 h) gets its partition, so none is ever missing
- * when an event comes, and the next month's exists a month before it is needed. A new
- * partition is made as a table and then attached: ATTACH takes a SHARE UPDATE EXCLUSIVE
- * lock on analytics_events, which inserts and reads do not wait for, where CREATE TABLE
- * ... PARTITION OF would take an ACCESS EXCLUSIVE one. There is no DEFAULT partition: its
- * rows would have to be scanned (and moved) before each new partition could be attached.
- */
-export async function createPartitionsAhead(db: Db, now: number, retentionDays: number): Promise<string[]> {
-  const existing = new Set(await partitions(db))
-  const created: string[] = []
-  const last = nextMonth(monthOf(now + FUTURE_MS))
-  for (let month = monthOf(now - retentionDays * DAY); month <= last; month = nextMonth(month)) {
-    const name = partitionName(month)
-    if (existing.has(name)) continue
-    const table = sql.identifier(name)
-    await db.execute(sql`create table if not exists ${table} (like analytics_events including defaults)`)
-    await db.execute(
-      sql`alter table analytics_events attach partition ${table}
-          for values from (${sql.raw(`'${month.toISOString()}'`)}) to (${sql.raw(`'${nextMonth(month).toISOString()}'`)})`,
-    )
-    created.push(name)
-  }
-  return created
-}
-
-/**
- * Partitions whose every event is past the operator's retention leave whole: on PostgreSQL
- * detached CONCURRENTLY (no lock that inserts or reads wait for) and then dropped; a detach
- * left pending by a run that failed half way is finished first. PGlite has one connection,
- * which nothing else holds while this runs: a plain DROP.
- */
-export async function dropExpiredPartitions(db: Db, engine: Database['engine'], now: number, retentionDays: number): Promise<string[]> {
-  const cutoff = now - retentionDays * DAY
-  const dropped: string[] = []
-  if (engine === 'postgres') {
-    const pending = await queryRows<{ name: string }>(
-      db,
-      sql`select c.relname as name from pg_inherits i join pg_class c on c.oid = i.inhrelid
-          where i.inhparent = 'analytics_events'::regclass and i.inhdetachpending`,
-    )
-    for (const { name } of pending) await db.execute(sql`alter table analytics_events detach partition ${sql.identifier(name)} finalize`)
-  }
-  // A month detached by a run that failed before its DROP is a table of its own now.
-  const leftovers = await queryRows<{ name: string }>(
-    db,
-    sql`select c.relname as name from pg_class c join pg_namespace n on n.oid = c.relnamespace
-        where n.nspname = current_schema() and c.relkind = 'r' and not c.relispartition and c.relname like 'analytics\_events\_%'`,
-  )
-  for (const name of [...(await partitions(db)), ...leftovers.map((row) => row.name)].sort()) {
-    const match = PARTITION_NAME.exec(name)
-    if (match === null) continue
-    const end = nextMonth(new Date(Date.UTC(Number(match[1]), Number(match[2]) - 1, 1)))
-    if (end.getTime() > cutoff) continue
-    const table = sql.identifier(name)
-    const attached = leftovers.every((row) => row.name !== name)
-    if (attached && engine === 'postgres') await db.execute(sql`alter table analytics_events detach partition ${table} concurrently`)
-    await db.execute(sql`drop table ${table}`)
-    dropped.push(name)
-  }
-  return dropped
 }
 
 /**

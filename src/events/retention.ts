@@ -1,10 +1,8 @@
 import { eq, sql, type SQL } from 'drizzle-orm'
 import type { Db } from '../../db/client.ts'
 import { businesses } from '../../db/schema/index.ts'
-import { changedFields, recordChange, type ChangeAuthor } from '../audit/trail.ts'
-import { ApiError } from '../errors.ts'
 import { BoundedMap } from '../shared/bounded-map.ts'
-import { invalidField } from '../shared/validation.ts'
+import { DAY_MS } from './time-bounds.ts'
 
 // How long a business's events are kept (contract section 16): the operator's
 // EVENT_RETENTION_DAYS, or less where the business says so; and never from before
@@ -14,7 +12,6 @@ import { invalidField } from '../shared/validation.ts'
 // by the same bound (./maintenance.ts); ingestion checks `timestamp` against a cached value
 // (below), as cheap as a Map lookup.
 
-export const DAY_MS = 86_400_000
 
 /** What the business keeps: its effective days, and the instant before which its events are gone for good. */
 export interface Kept {
@@ -41,8 +38,8 @@ export function keptSince(kept: Kept, now: number): number {
 export interface Retention {
   /** EVENT_RETENTION_DAYS: the longest any business keeps events. */
   readonly operatorDays: number
-  /** What the business keeps; synchronous on a cache hit. */
-  keptFor(businessId: string): Kept | Promise<Kept>
+  /** What the business keeps: the cached value while fresh, else a read of its row. */
+  keptFor(businessId: string): Promise<Kept>
   /** Forget the cached value (after a change). */
   forget(businessId: string): void
   /**
@@ -101,7 +98,7 @@ export function createRetention(db: Db, operatorDays: number, options: Retention
 
   return {
     operatorDays,
-    keptFor(businessId) {
+    async keptFor(businessId) {
       const hit = cached.get(businessId)
       if (hit !== undefined && clock() < hit.until) return hit.kept
       return read(businessId)
@@ -132,61 +129,4 @@ export function retentionStart(businessId: string, operatorDays: number): SQL {
   const b = businesses
   return sql`coalesce((select greatest(now() - make_interval(days => least(coalesce(${b.eventRetentionDays}, ${operatorDays}), ${operatorDays})), ${b.eventsExpiredBefore})
     from ${b} where ${b.id} = ${businessId}), now() - make_interval(days => ${operatorDays}))`
-}
-
-/** Checks a requested `eventRetentionDays` (1 to the operator's value, or null), naming the field. */
-export function checkRetentionDays(value: unknown, operatorDays: number): number | null {
-  if (value === null) return null
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > operatorDays) {
-    throw invalidField(
-      'eventRetentionDays',
-      `must be a whole number of days from 1 to ${operatorDays} (the operator's EVENT_RETENTION_DAYS), or null for the operator's value`,
-    )
-  }
-  return value
-}
-
-export interface BusinessSettings {
-  name: string
-  eventRetentionDays: number | null
-}
-
-/**
- * Changes a business's settings and records `business.updated` with each changed field, in
- * one transaction; then forgets the cached retention. A 404 for an unknown business.
- * A change of the retention moves `eventsExpiredBefore` up to where the old one reached
- * (the database's clock, as reads use): what it had expired stays expired, whatever the
- * new value, until maintenance deletes it.
- */
-export async function updateBusiness(
-  db: Db,
-  retention: Retention,
-  businessId: string,
-  changes: Partial<BusinessSettings>,
-  by: ChangeAuthor,
-): Promise<typeof businesses.$inferSelect> {
-  const updated = await db.transaction(async (tx) => {
-    const [before] = await tx.select().from(businesses).where(eq(businesses.id, businessId)).for('update')
-    if (!before) throw new ApiError('not_found', `No business with id ${businessId}.`)
-    const next = {
-      name: changes.name ?? before.name,
-      eventRetentionDays: changes.eventRetentionDays === undefined ? before.eventRetentionDays : changes.eventRetentionDays,
-    }
-    const changed = changedFields(before, { ...before, ...next }, ['name', 'eventRetentionDays'])
-    if (Object.keys(changed).length === 0) return before
-    const oldDays = effectiveDays(before.eventRetentionDays, retention.operatorDays)
-    const expired =
-      'eventRetentionDays' in changed
-        ? { eventsExpiredBefore: sql`greatest(${businesses.eventsExpiredBefore}, now() - make_interval(days => ${oldDays}::int))` }
-        : {}
-    const [after] = await tx
-      .update(businesses)
-      .set({ ...next, ...expired })
-      .where(eq(businesses.id, businessId))
-      .returning()
-    await recordChange(tx, { businessId, action: 'business.updated', by, changes: changed })
-    return after!
-  })
-  retention.forget(businessId)
-  return updated
 }

@@ -1,10 +1,8 @@
 import { sql } from 'drizzle-orm'
-import type { Static } from 'elysia'
 import type { Db } from '../../db/client.ts'
 import { analyticsEvents } from '../../db/schema/index.ts'
 import { isDatabaseUnavailable } from '../../db/faults.ts'
 import { DEADLOCK_DETECTED, sqlState } from '../shared/validation.ts'
-import type { TrackedEvent } from '../areas/analytics/model.ts'
 
 /** One event as the writer stores it; times are ISO strings, ready for JSON. */
 export interface EventRow {
@@ -29,34 +27,6 @@ export interface EventRow {
    * repeat, so it is stored only when analytics_untimed_ids does not know its id yet.
    */
   untimed: boolean
-}
-
-/**
- * A checked event's stored row: the sender's id or a UUIDv7, empty URLs as null, the times
- * as given (the caller checked `occurred`).
- */
-export function toEventRow(
-  event: Static<typeof TrackedEvent>,
-  key: { businessId: string; id: string },
-  origin: string | null,
-  occurred: string,
-  received: string,
-): EventRow {
-  return {
-    id: event.id ?? Bun.randomUUIDv7(),
-    business_id: key.businessId,
-    key_id: key.id,
-    origin,
-    event_type: event.eventType,
-    url: event.url || null,
-    referrer: event.referrer || null,
-    anonymous_id: event.anonymousId ?? null,
-    person_id: event.personId ?? null,
-    properties: event.properties ?? {},
-    occurred_at: occurred,
-    received_at: received,
-    untimed: event.id !== undefined && event.timestamp === undefined,
-  }
 }
 
 /**

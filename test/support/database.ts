@@ -68,7 +68,7 @@ async function keepArchive(database: Database): Promise<void> {
  * maintenance keeps them (a test that drops some calls this again).
  */
 export async function ensureEventPartitions(database: Database): Promise<void> {
-  const { createPartitionsAhead } = await import('../../src/events/maintenance.ts')
+  const { createPartitionsAhead } = await import('../../src/events/partitions.ts')
   const { DEFAULT_EVENT_RETENTION_DAYS } = await import('../../src/config.ts')
   await createPartitionsAhead(database.db, Date.now(), DEFAULT_EVENT_RETENTION_DAYS)
 }

@@ -7,9 +7,6 @@ import { Chars } from '../../shared/characters.ts'
 
 export const MAX_EVENTS_PER_REQUEST = 500
 
-/** An accepted `timestamp` lies between this and 24 hours after the request arrived. */
-export const EARLIEST_TIMESTAMP = Date.parse('2000-01-01T00:00:00Z')
-export const MAX_FUTURE_MS = 24 * 60 * 60 * 1000
 
 export const EventType = t.String({
   pattern: EVENT_TYPE_PATTERN,
