@@ -8,6 +8,7 @@
  * events` of them (default 2,000) the person's, spread over the whole span; then times the
  * worker from the request to done. Run it on a database of its own: it adds rows.
  */
+import { createScheduler } from '../src/background/scheduler.ts'
 import { sql } from 'drizzle-orm'
 import { openDatabase } from '../db/client.ts'
 import { migrate } from '../db/migrate.ts'
@@ -35,7 +36,8 @@ for (let from = 0; from < total; from += 100_000) {
 await database.background.execute(sql`analyze analytics_events`)
 console.log(`filled ${total} events in ${Math.round(performance.now() - started)} ms`)
 
-const erasures = createErasures(db, database.background, { settleMs: 0 })
+const scheduler = createScheduler({ database, onError: (job, error) => console.error(job, error) })
+const erasures = createErasures(db, database.background, scheduler, { settleMs: 0 })
 const at = performance.now()
 const request = await erasures.request(business!.id, { personId: 'the-person' }, { actor: 'admin' })
 let record = await erasures.get(business!.id, request.id)
@@ -45,4 +47,5 @@ while (record.status === 'pending') {
 }
 console.log(`erased ${record.deleted} of ${total} events in ${Math.round(performance.now() - at)} ms`)
 await erasures.close()
+await scheduler.stop()
 await database.close()

@@ -27,6 +27,8 @@ import { createFailureBudget } from './access/rate-limit/failure-budget.ts'
 import { createRateLimiter } from './access/rate-limit/limiter.ts'
 import { createAdminGuard } from './http/admin-guard.ts'
 import { createErasures, type ErasureOptions } from './events/erasure.ts'
+import { scheduleEventMaintenance } from './events/maintenance.ts'
+import { createScheduler, type Timers } from './background/scheduler.ts'
 import { createRetention } from './events/retention.ts'
 import {
   DEFAULT_EVENT_RETENTION_DAYS,
@@ -61,7 +63,14 @@ export interface AppOptions {
   /** EVENT_RETENTION_DAYS: the longest any business keeps events (default 400). */
   eventRetentionDays?: number
   /** The erasure worker's batches, pauses and retries (tests shorten them). */
-  erasure?: Omit<ErasureOptions, 'onError'>
+  erasure?: ErasureOptions
+  /**
+   * Run the event maintenance on the scheduler (partitions ahead, retention, pruning): at
+   * once and hourly, one instance at a time. src/index.ts turns it on; tests run it by hand.
+   */
+  eventMaintenance?: boolean
+  /** The background scheduler's clock and timers (tests move them). */
+  timers?: Timers
   /** INGEST_QUEUE_ROWS: most event rows waiting to commit before 503 (default 20000). */
   ingestQueueRows?: number
   /** The rate limits' clock, in ms (monotonic by default; tests move it). */
@@ -100,6 +109,14 @@ export function createApp(options: AppOptions) {
   const { db } = options.database
   const logger = options.logger ?? createLogger()
   const metrics = options.metrics ?? createMetrics()
+  const scheduler = createScheduler({
+    database: options.database,
+    timers: options.timers,
+    // A database outage is logged once, as a state change (watchDatabaseInLog); the runs are retried silently.
+    onError: (job, error) => {
+      if (!isDatabaseUnavailable(error)) logger.error(`${job} failed; tried again later`, errorFields(error))
+    },
+  })
   const retention = createRetention(db, options.eventRetentionDays ?? DEFAULT_EVENT_RETENTION_DAYS)
   // A key's load reads its business's retention in the same query (one round trip, not two).
   const keyStore = createKeyStore(db, { beforeBusinessRead: retention.beforeOutsideRead, ...options.keyCache })
@@ -130,12 +147,19 @@ export function createApp(options: AppOptions) {
     onDrop: dropped('usage counts'),
     ...options.usage,
   })
+  scheduler.schedule('lastUsedAt writes', lastUsed.intervalMs, () => lastUsed.flushDue())
+  scheduler.schedule('usage writes', usage.intervalMs, () => usage.flushDue(), { firstRunInMs: usage.intervalMs })
   metrics.readBackgroundWrites(() => ({ usage: usage.stats.writes, last_used: lastUsed.stats }))
   const keys = createKeyService(db, (hash) => keyStore.invalidate(hash))
-  const erasures = createErasures(db, background, {
-    ...options.erasure,
-    onError: (e) => logger.error('erasure failed; retried later', errorFields(e)),
-  })
+  // Erasures left pending by an earlier run (or another instance that stopped) go on at once.
+  const erasures = createErasures(db, background, scheduler, options.erasure)
+  const eventRetentionDays = options.eventRetentionDays ?? DEFAULT_EVENT_RETENTION_DAYS
+  if (options.eventMaintenance) {
+    scheduleEventMaintenance(scheduler, options.database.engine, {
+      retentionDays: eventRetentionDays,
+      onError: (step, error) => logger.warn(`event maintenance (${step}) failed; the next run tries again`, errorFields(error)),
+    })
+  }
   const budgets = options.rateLimits ?? DEFAULT_RATE_LIMITS
   const clientAddress = options.clientAddress ?? createClientAddressOf(options.trustProxy ?? [])
   const limiter = createRateLimiter({ redisUrl: options.redisUrl, log: lineLogger(logger, 'warn') })
@@ -231,7 +255,9 @@ export function createApp(options: AppOptions) {
     metrics,
     /** Writes what is buffered (events, lastUsedAt); call before closing the database. */
     async drain() {
-      await Promise.all([...shutdownTasks.map((task) => task()), erasures.close()])
+      // No background run starts after this; those running finish first.
+      await Promise.all([scheduler.stop(), erasures.close()])
+      await Promise.all(shutdownTasks.map((task) => task()))
       await lastUsed.close()
       await usage.close()
       await keyFeed?.close()

@@ -1,7 +1,6 @@
 import { openDatabase, type Database } from '../db/client.ts'
 import { migrate } from '../db/migrate.ts'
 import type { Service } from './app.ts'
-import { startEventMaintenance, type EventMaintenance } from './events/maintenance.ts'
 import { loadConfig, STOP_TIMEOUT_MS } from './config.ts'
 import { SERVER_OPTIONS } from './http/server-options.ts'
 import { createLogger, errorFields, flushLog, lineLogger } from './observability/log.ts'
@@ -13,7 +12,6 @@ import { firstStartNotice } from './process/first-start.ts'
 // The signal handlers come first: a stop during a slow start closes what was opened.
 let database: Database | undefined
 let service: Service | undefined
-let maintenance: EventMaintenance | undefined
 let stopping = false
 // JSON until the configuration says otherwise (a bad configuration is reported as JSON too).
 let logger = createLogger()
@@ -31,7 +29,6 @@ async function stop(signal: string) {
   let code = 0
   try {
     await service?.app.server?.stop(false)
-    await maintenance?.stop()
     await service?.drain()
   } catch (error) {
     // Still close and exit: a stop that throws must not leave the process running.
@@ -85,11 +82,6 @@ const [opened, { createApp }, { bootstrapFirstOwner }] = await Promise.all([
 ])
 database = opened
 await migrate(database)
-// Partitions ahead and retention: now, in the background, and hourly (src/events/maintenance.ts).
-maintenance = startEventMaintenance(database, {
-  retentionDays: config.eventRetentionDays,
-  onError: (step, error) => logger.warn(`event maintenance (${step}) failed; the next run tries again`, errorFields(error)),
-})
 service = createApp({
   database,
   adminToken: adminToken.token,
@@ -98,13 +90,13 @@ service = createApp({
   redisUrl: config.redisUrl,
   ingestQueueRows: config.ingestQueueRows,
   eventRetentionDays: config.eventRetentionDays,
+  // Partitions ahead and retention: now, in the background, and hourly (src/events/maintenance.ts).
+  eventMaintenance: true,
   logger,
   logRequests: config.logRequests,
   keyChanges: true,
 })
 if (!stopping) {
-  // Erasures left pending by an earlier run (or another instance that stopped) go on now.
-  service.services.erasures.start()
   try {
     service.app.listen({ port: config.port, ...SERVER_OPTIONS })
   } catch (error) {

@@ -1,6 +1,7 @@
 import type { Db } from '../../db/client.ts'
 import { createBackgroundWriter, type BackgroundWriterOptions, type BackgroundWriteStats } from '../../db/background-writes.ts'
 import { sql } from 'drizzle-orm'
+import { BoundedMap } from '../shared/bounded-map.ts'
 import type { ActiveKey } from './key-store.ts'
 
 /** `lastUsedAt` is kept to the minute: a use is written when the stored value is null or older. */
@@ -9,10 +10,14 @@ export const LAST_USED_RESOLUTION_MS = 60_000
 export interface LastUsedRecorder {
   /** Notes an accepted request. Never waits for the database. */
   touch(key: ActiveKey, at: number): void
+  /** The scheduled round: writes what is queued, then the retries that are due. */
+  flushDue(): Promise<void>
   /** Writes what is queued and every write waiting for a retry, now. */
   flush(): Promise<void>
-  /** Stops the timer after a last flush (graceful shutdown). */
+  /** A last flush, then nothing more (graceful shutdown). */
   close(): Promise<void>
+  /** How often the app's scheduler calls `flushDue`. */
+  readonly intervalMs: number
   /** Rows written, failed tries, rows dropped after their last try, rows waiting. */
   readonly stats: BackgroundWriteStats
 }
@@ -29,7 +34,7 @@ export interface LastUsedOptions {
 
 /**
  * Coalesces uses off the request path: each key is queued at most once a minute, and every
- * `flushIntervalMs` one UPDATE writes the whole queue. The contract wants a use visible
+ * `flushIntervalMs` (the app's scheduler, src/background/scheduler.ts) one UPDATE writes the whole queue. The contract wants a use visible
  * within 2 s; the default interval leaves a second of margin for the write itself. A write
  * that fails is retried in smaller batches and then dropped, counted in `stats`
  * (db/background-writes.ts): a later use writes the key again anyway.
@@ -43,9 +48,10 @@ export function createLastUsedRecorder(db: Db, options: LastUsedOptions = {}): L
     onFailure: options.onError,
     onDrop: options.onDrop,
   })
-  let timer: ReturnType<typeof setTimeout> | null = null
+  // When each key's use was last noted here: the cached key itself is never written to, and
+  // a key forgotten by this bound is at worst written once more.
+  const noted = new BoundedMap<string, number>(100_000)
   let flushing: Promise<void> = Promise.resolve()
-  let closed = false
 
   async function write(batch: readonly [string, number][]): Promise<void> {
     const rows = sql.join(
@@ -63,35 +69,23 @@ export function createLastUsedRecorder(db: Db, options: LastUsedOptions = {}): L
 
   /** Writes what is queued, then the retries that are due (all of them when `everything`). */
   function flush(everything: boolean): Promise<void> {
-    timer = null
     const batch = [...pending]
     pending.clear()
-    flushing = flushing.then(async () => {
-      await writer.run(batch, { everything })
-      // Retries wait for a round: keep one coming while any does.
-      if (writer.stats.waiting > 0) schedule()
-    })
+    flushing = flushing.then(() => writer.run(batch, { everything }))
     return flushing
-  }
-
-  function schedule(): void {
-    if (timer === null && !closed) {
-      timer = setTimeout(() => void flush(false), interval)
-      timer.unref?.()
-    }
   }
 
   return {
     touch(key, at) {
-      if (key.lastUsedAt !== null && at - key.lastUsedAt <= LAST_USED_RESOLUTION_MS) return
-      key.lastUsedAt = at
+      const last = noted.get(key.id) ?? key.lastUsedAt
+      if (last !== null && at - last <= LAST_USED_RESOLUTION_MS) return
+      noted.set(key.id, at)
       pending.set(key.id, at)
-      schedule()
     },
+    flushDue: () => flush(false),
     flush: () => flush(true),
+    intervalMs: interval,
     async close() {
-      closed = true
-      if (timer !== null) clearTimeout(timer)
       await flush(true)
       writer.abandon()
     },

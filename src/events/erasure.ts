@@ -1,6 +1,6 @@
 import { and, eq, inArray, sql } from 'drizzle-orm'
 import { queryRows, type Db } from '../../db/client.ts'
-import { isDatabaseUnavailable } from '../../db/faults.ts'
+import type { Scheduler } from '../background/scheduler.ts'
 import { analyticsErasures } from '../../db/schema/index.ts'
 import { recordChange, type ChangeAuthor } from '../audit/trail.ts'
 import { ApiError } from '../errors.ts'
@@ -87,9 +87,9 @@ export interface ErasureOptions {
    * since it was made, so one pass finds every event it names (default 15 s).
    */
   settleMs?: number
-  /** Pause before retrying after a failure, doubled each time up to a minute (default 5 s). */
+  /** Pause before retrying after a failure, doubled each time up to `sweepMs` (default 5 s). */
   retryDelayMs?: number
-  /** How often pending requests are looked for at the latest (a request another instance left behind; default 60 s). */
+  /** How often pending requests are looked for at the latest (at start-up, then a request another instance left behind; default 60 s). */
   sweepMs?: number
   /** How long an instance holds the requests it works on before another may take them (default 2 min). */
   leaseMs?: number
@@ -97,8 +97,6 @@ export interface ErasureOptions {
   maxPending?: number
   /** A business's pending requests one pass works together, in one scan of its events (default 100). */
   jobsPerPass?: number
-  /** A failure other than the database being unavailable (that one is retried silently). */
-  onError?: (error: unknown) => void
 }
 
 /** Pending erasure requests a business may have at once (docs/api.md, "Erasure"). */
@@ -122,8 +120,6 @@ export interface Erasures {
   request(businessId: string, target: ErasureTarget, by: ChangeAuthor & { keyId?: string }): Promise<ErasureRecord>
   /** The business's request; 404 for an unknown id or another business's. */
   get(businessId: string, id: string): Promise<ErasureRecord>
-  /** Picks up pending requests now and every `sweepMs` (start-up). */
-  start(): void
   /** Resolves once no deletion is running (tests wait for it before reading storage). */
   idle(): Promise<void>
   /** Stops after the statement running now. */
@@ -149,48 +145,18 @@ interface Job {
  * of their events in one scan of that business's events. A business with thousands pending
  * thus delays another's request by one pass at most.
  */
-export function createErasures(db: Db, background: Db, options: ErasureOptions = {}): Erasures {
+export function createErasures(db: Db, background: Db, scheduler: Scheduler, options: ErasureOptions = {}): Erasures {
   const batchRows = options.batchRows ?? 5_000
   const windowMs = options.windowMs ?? 7 * 86_400_000
   const settleMs = options.settleMs ?? 15_000
-  const firstDelay = options.retryDelayMs ?? 5_000
   const leaseMs = options.leaseMs ?? 120_000
   const sweepMs = options.sweepMs ?? 60_000
   const maxPending = options.maxPending ?? MAX_PENDING_ERASURES
   const jobsPerPass = options.jobsPerPass ?? 100
-  let delay = firstDelay
-  let running: Promise<void> | null = null
-  let again = false
   let closed = false
-  let retry: ReturnType<typeof setTimeout> | undefined
-  let wake: ReturnType<typeof setTimeout> | undefined
-  let sweep: ReturnType<typeof setInterval> | undefined
-
-  function kick(): void {
-    if (closed) return
-    if (running) {
-      again = true
-      return
-    }
-    running = drain()
-      .then(() => {
-        delay = firstDelay
-      })
-      .catch((error: unknown) => {
-        if (!isDatabaseUnavailable(error)) options.onError?.(error)
-        clearTimeout(retry)
-        retry = setTimeout(kick, delay)
-        retry.unref?.()
-        delay = Math.min(delay * 2, 60_000)
-      })
-      .finally(() => {
-        running = null
-        if (again) {
-          again = false
-          kick()
-        }
-      })
-  }
+  // Pending requests are looked for every `sweepMs`, and at once after a new request; a
+  // failed pass is tried again after `retryDelayMs`, doubled up to `sweepMs`.
+  const worker = scheduler.schedule('erasures', sweepMs, drain, { retryMs: options.retryDelayMs ?? 5_000 })
 
   async function drain(): Promise<void> {
     for (;;) {
@@ -216,10 +182,7 @@ export function createErasures(db: Db, background: Db, options: ErasureOptions =
           from ${x} where ${x.status} = 'pending'`,
     )
     if (!next?.at || closed) return
-    const inMs = Math.min(Math.max(new Date(next.at).getTime() - Date.now() + 50, 50), sweepMs)
-    clearTimeout(wake)
-    wake = setTimeout(kick, inMs)
-    wake.unref?.()
+    worker.runSoon(Math.min(Math.max(new Date(next.at).getTime() - Date.now() + 50, 50), sweepMs))
   }
 
   /**
@@ -382,7 +345,7 @@ export function createErasures(db: Db, background: Db, options: ErasureOptions =
           .returning()
         return inserted!
       })
-      kick()
+      worker.runSoon()
       return toErasureRecord(row!)
     },
     async get(businessId, id) {
@@ -395,21 +358,10 @@ export function createErasures(db: Db, background: Db, options: ErasureOptions =
       if (!row) throw new ApiError('not_found', `No erasure request with id ${id}.`)
       return toErasureRecord(row)
     },
-    start() {
-      if (closed || sweep) return
-      sweep = setInterval(kick, sweepMs)
-      sweep.unref?.()
-      kick()
-    },
-    async idle() {
-      while (running) await running
-    },
+    idle: () => worker.idle(),
     async close() {
       closed = true
-      clearTimeout(retry)
-      clearTimeout(wake)
-      clearInterval(sweep)
-      await running
+      await worker.idle()
     },
   }
 }

@@ -1,4 +1,5 @@
 import { queryRows, sql, type Database, type Db } from '../../db/client.ts'
+import { exclusively, type Scheduler } from '../background/scheduler.ts'
 import { expiredUsage } from '../usage/retention.ts'
 import { expiredErasures } from './erasure.ts'
 import { createPartitionsAhead, dropExpiredPartitions } from './partitions.ts'
@@ -10,15 +11,14 @@ import { DAY_MS } from './time-bounds.ts'
 // operator's retention, the rows past a retention (the business's or the operator's) in
 // the months still kept deleted in bounded batches, analytics_untimed_ids kept to its 24
 // hours, and the usage tables and finished erasures to theirs (src/usage/retention.ts,
-// ./erasure.ts). At start-up and hourly;
-// with several instances, one at a time (an advisory lock, skipped by the others). Every
+// ./erasure.ts). At start-up and hourly, on the app's scheduler; with several instances,
+// one at a time (its advisory lock, skipped by the others). Every
 // step fails alone: it is logged and tried again at the next run, and nothing here ever
 // marks the database unavailable (that is the probe's call, db/availability.ts).
 
 const HOUR = 3_600_000
 /** How long an id sent without timestamp is remembered (docs/api.md, "Events: ids and exactly-once"). */
 export const UNTIMED_ID_MS = DAY_MS
-const LOCK = 'keygate:event-maintenance'
 const MAX_PAUSE_MS = 1_000
 /** Businesses read at a time by the retention step. */
 const BUSINESS_PAGE = 1_000
@@ -57,40 +57,39 @@ export interface MaintenanceReport {
   failed: MaintenanceStep[]
 }
 
-export interface EventMaintenance {
-  /** One run now (after the one in progress, if any). */
-  run(): Promise<MaintenanceReport>
-  /** No further runs; waits for the one in progress. */
-  stop(): Promise<void>
+/** The scheduler's name for the maintenance job, and its advisory lock's (src/background/scheduler.ts). */
+export const MAINTENANCE_JOB = 'event-maintenance'
+
+/** Maintenance on the app's scheduler: at once, then every `intervalMs`, on one instance at a time. */
+export function scheduleEventMaintenance(scheduler: Scheduler, engine: Database['engine'], options: EventMaintenanceOptions): void {
+  scheduler.schedule(MAINTENANCE_JOB, options.intervalMs ?? HOUR, async ({ db }) => void (await maintainIn(db, engine, options)), {
+    exclusive: true,
+  })
 }
 
-/** Runs maintenance at once and every `intervalMs`, each run after the previous one. */
-export function startEventMaintenance(database: Database, options: EventMaintenanceOptions): EventMaintenance {
-  let last: Promise<unknown> = Promise.resolve()
-  let stopped = false
-  const run = () => {
-    const next = last.then(() => maintainEvents(database, options))
-    last = next.catch(() => {})
-    return next
-  }
-  void run()
-  const timer = setInterval(() => {
-    if (!stopped) void run()
-  }, options.intervalMs ?? HOUR)
-  timer.unref?.()
-  return {
-    run,
-    async stop() {
-      stopped = true
-      clearInterval(timer)
-      await last
-    },
-  }
-}
-
-/** One maintenance run, unless another instance is running one. Never rejects. */
+/**
+ * One maintenance run, unless another instance is running one, as the scheduler runs it
+ * (tests and benches call it directly). Never rejects.
+ */
 export async function maintainEvents(database: Database, options: EventMaintenanceOptions): Promise<MaintenanceReport> {
-  const report: MaintenanceReport = { skipped: false, created: [], dropped: [], deleted: 0, forgotten: 0, pruned: 0, failed: [] }
+  const limits = { statementTimeoutMs: options.statementTimeoutMs ?? 30_000, lockTimeoutMs: options.lockTimeoutMs ?? 2_000 }
+  try {
+    const outcome = await exclusively(database, MAINTENANCE_JOB, (db) => maintainIn(db, database.engine, options), limits)
+    return outcome.ran ? outcome.result : { ...emptyReport(), skipped: true }
+  } catch (error) {
+    // The session itself could not be opened: the next run tries again.
+    options.onError?.('partitions', error)
+    return { ...emptyReport(), failed: ['partitions'] }
+  }
+}
+
+function emptyReport(): MaintenanceReport {
+  return { skipped: false, created: [], dropped: [], deleted: 0, forgotten: 0, pruned: 0, failed: [] }
+}
+
+/** The steps of one run on `db`, the session holding the maintenance lock. Every step fails alone. */
+async function maintainIn(db: Db, engine: Database['engine'], options: EventMaintenanceOptions): Promise<MaintenanceReport> {
+  const report = emptyReport()
   const step = async (name: MaintenanceStep, task: () => Promise<void>) => {
     try {
       await task()
@@ -99,35 +98,18 @@ export async function maintainEvents(database: Database, options: EventMaintenan
       options.onError?.(name, error)
     }
   }
-  const limits = { statementTimeoutMs: options.statementTimeoutMs ?? 30_000, lockTimeoutMs: options.lockTimeoutMs ?? 2_000 }
-  try {
-    const outcome = await database.tryExclusively(
-      LOCK,
-      async (db) => {
-        const now = (options.now ?? Date.now)()
-        await step('partitions', async () => void report.created.push(...(await createPartitionsAhead(db, now, options.retentionDays))))
-        await step(
-          'drop',
-          async () => void report.dropped.push(...(await dropExpiredPartitions(db, database.engine, now, options.retentionDays))),
-        )
-        await step('retention', async () => {
-          report.deleted += await deleteExpiredRows(db, now, options)
-        })
-        await step('untimed', async () => {
-          report.forgotten += await forgetUntimedIds(db, now, options)
-        })
-        await step('pruning', async () => {
-          report.pruned += await pruneExpired(db, now, options)
-        })
-      },
-      limits,
-    )
-    report.skipped = !outcome.ran
-  } catch (error) {
-    // The session itself could not be opened: the next run tries again.
-    report.failed.push('partitions')
-    options.onError?.('partitions', error)
-  }
+  const now = (options.now ?? Date.now)()
+  await step('partitions', async () => void report.created.push(...(await createPartitionsAhead(db, now, options.retentionDays))))
+  await step('drop', async () => void report.dropped.push(...(await dropExpiredPartitions(db, engine, now, options.retentionDays))))
+  await step('retention', async () => {
+    report.deleted += await deleteExpiredRows(db, now, options)
+  })
+  await step('untimed', async () => {
+    report.forgotten += await forgetUntimedIds(db, now, options)
+  })
+  await step('pruning', async () => {
+    report.pruned += await pruneExpired(db, now, options)
+  })
   return report
 }
 

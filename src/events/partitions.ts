@@ -69,7 +69,8 @@ export async function dropExpiredPartitions(db: Db, engine: Database['engine'], 
   const cutoff = now - retentionDays * DAY_MS
   const dropped: string[] = []
   if (engine === 'postgres') {
-    for (const name of await partitions(db, true)) await db.execute(sql`alter table analytics_events detach partition ${sql.identifier(name)} finalize`)
+    for (const name of await partitions(db, true))
+      await db.execute(sql`alter table analytics_events detach partition ${sql.identifier(name)} finalize`)
   }
   // A month detached by a run that failed before its DROP is a table of its own now.
   const leftovers = await queryRows<{ name: string }>(
@@ -90,4 +91,3 @@ export async function dropExpiredPartitions(db: Db, engine: Database['engine'], 
   }
   return dropped
 }
-

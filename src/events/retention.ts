@@ -12,7 +12,6 @@ import { DAY_MS } from './time-bounds.ts'
 // by the same bound (./maintenance.ts); ingestion checks `timestamp` against a cached value
 // (below), as cheap as a Map lookup.
 
-
 /** What the business keeps: its effective days, and the instant before which its events are gone for good. */
 export interface Kept {
   days: number

@@ -32,9 +32,14 @@ export interface UsageRecorder {
   origin(keyId: string, origin: string | null, reported: boolean, at: number): void
   /** A client address a private key's allowedIps do not allow: refused, or served (`reported`, ipPolicy report). */
   ip(keyId: string, address: string, reported: boolean, at: number): void
+  /** The scheduled round: writes what is counted, then the retries that are due. */
+  flushDue(): Promise<void>
   /** Writes what is counted and every write waiting for a retry, now. */
   flush(): Promise<void>
+  /** A last flush, then nothing more (graceful shutdown). */
   close(): Promise<void>
+  /** How often the app's scheduler calls `flushDue`. */
+  readonly intervalMs: number
   readonly stats: UsageStats
 }
 
@@ -168,9 +173,6 @@ export function createUsageRecorder(db: Db, options: UsageRecorderOptions = {}):
     refusalEntries += summary.seen.size - size
   }
 
-  const timer = setInterval(() => void round(false), interval)
-  timer.unref?.()
-
   /** What is counted so far, as rows; the counters start again empty. */
   function take(): UsageRow[] {
     const rows: UsageRow[] = []
@@ -282,9 +284,10 @@ export function createUsageRecorder(db: Db, options: UsageRecorderOptions = {}):
     ip(keyId, address, reported, at) {
       countRefusal('ip', keyId, reported, address.slice(0, MAX_ORIGIN), at)
     },
+    flushDue: () => round(false),
     flush: () => round(true),
+    intervalMs: interval,
     async close() {
-      clearInterval(timer)
       await round(true)
       writer.abandon()
     },

@@ -190,14 +190,18 @@ describe('POST /api/v0/analytics/erasures', () => {
   })
 
   test('picked up at start-up: a pending request left by an earlier run is finished', async () => {
-    const s = await setup()
+    const s = await setup({ erasure: { settleMs: 0, retryDelayMs: 100, sweepMs: 3_600_000 } })
     await storeHistory(s)
     const { db } = await testDatabase()
     const [left] = await db
       .insert(analyticsErasures)
       .values({ businessId: s.businessId, personId: PERSON, requestedBy: 'admin' })
       .returning()
-    s.service.services.erasures.start()
+    // The first instance looks again only in an hour; an instance starting now takes it at once.
+    await s.service.services.erasures.idle()
+    expect((await (await s.http.api(`/analytics/erasures/${left!.id}`, s.sk)).json()) as ErasureAnswer).toMatchObject({ status: 'pending' })
+    const restarted = await testService({ eventRetentionDays: 400 })
+    await restarted.services.erasures.idle()
     expect(await untilDone(() => s.http.api(`/analytics/erasures/${left!.id}`, s.sk))).toMatchObject({ status: 'done', deleted: 3 })
   })
 
@@ -229,10 +233,8 @@ describe('POST /api/v0/analytics/erasures', () => {
     const erased = await storeHistory(s)
     const second = await testService({ eventRetentionDays: 400 })
     loopback(second)
-    second.services.erasures.start()
     const created = await s.http.api('/analytics/erasures', s.sk, { body: { personId: PERSON, anonymousId: VISITOR } })
     const { id } = (await created.json()) as { id: string }
-    second.services.erasures.start()
     expect(await untilDone(() => s.http.api(`/analytics/erasures/${id}`, s.sk))).toMatchObject({ status: 'done', deleted: erased })
     await Promise.all([s.service.services.erasures.idle(), second.services.erasures.idle()])
     const { db } = await testDatabase()

@@ -14,7 +14,7 @@ const FLOORS: readonly Floor[] = [
   { db: ['db/**'] },
   { shared: ['src/shared/**'] },
   { config: ['src/config.ts'] },
-  { observability: ['src/observability/**'], usage: ['src/usage/**'], audit: ['src/audit/**'] },
+  { observability: ['src/observability/**'], usage: ['src/usage/**'], audit: ['src/audit/**'], background: ['src/background/**'] },
   { access: ['src/access/**'] },
   {
     flows: ['src/flows/**'],
@@ -24,6 +24,7 @@ const FLOORS: readonly Floor[] = [
     events: ['src/events/**'],
     http: ['src/http/**'],
   },
+  { businesses: ['src/businesses/**'] },
   { areas: ['src/areas/**'], admin: ['src/admin/**'], dashboard: ['src/dashboard/**'] },
   { app: ['src/app.ts'], cli: ['src/cli.ts', 'src/cli/**'] },
   { index: ['src/index.ts'] },

@@ -7,7 +7,6 @@ import { Chars } from '../../shared/characters.ts'
 
 export const MAX_EVENTS_PER_REQUEST = 500
 
-
 export const EventType = t.String({
   pattern: EVENT_TYPE_PATTERN,
   error: 'must be 1-64 characters of letters, digits, "_", ".", ":" or "-", like "page_view"',

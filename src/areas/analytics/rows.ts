@@ -80,4 +80,3 @@ export function toEventRow(
     untimed: event.id !== undefined && event.timestamp === undefined,
   }
 }
-
