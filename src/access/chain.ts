@@ -50,19 +50,13 @@ export type AccessDecision =
 const REALM = 'Bearer realm="api"'
 const INVALID_TOKEN = `${REALM}, error="invalid_token"`
 
-export function authorize(
-  request: RequestFacts,
-  route: RouteAccess,
-  keys: KeyStore,
-  now: number,
-): AccessDecision | Promise<AccessDecision> {
+export async function authorize(request: RequestFacts, route: RouteAccess, keys: KeyStore, now: number): Promise<AccessDecision> {
   const bearer = readBearer(request.authorization)
   if (!bearer.ok) {
     const challenge = bearer.code === 'missing_api_key' ? REALM : INVALID_TOKEN
     return deny({ code: bearer.code, message: bearer.message, headers: { 'www-authenticate': challenge } }, null)
   }
-  const found = keys.resolve(hashKey(bearer.key))
-  return found instanceof Promise ? found.then((key) => checkKey(key, request, route, now)) : checkKey(found, request, route, now)
+  return checkKey(await keys.resolve(hashKey(bearer.key)), request, route, now)
 }
 
 function checkKey(key: ActiveKey | null, request: RequestFacts, route: RouteAccess, now: number): AccessDecision {

@@ -44,11 +44,10 @@ export interface GateDeps {
 
 export interface Gate {
   /**
-   * The access chain of contract section 3, then the budgets of section 8: the grant, or a
-   * thrown ApiError. Synchronous unless the key must be read from the database or the
-   * budget asked of Redis.
+   * The key chain (docs/api.md, "Calling the API"), then the budgets (docs/api.md, "Rate
+   * limits"): the grant, or a rejection with the ApiError to answer.
    */
-  check(request: RequestFacts, rule: RouteAccess): Grant | Promise<Grant>
+  check(request: RequestFacts, rule: RouteAccess): Promise<Grant>
   /** Counts a granted request under its final answer: only a 2xx is a use (contract section 2). */
   count(grant: Grant, rule: RouteAccess, status: number, errorCode: string | undefined): void
 }
@@ -66,40 +65,37 @@ export function createGate(deps: GateDeps): Gate {
   const { limiter, defaults, authFailures } = deps.rateLimits
   const clock = deps.rateLimits.clock ?? (() => performance.now())
 
-  function check(request: RequestFacts, rule: RouteAccess): Grant | Promise<Grant> {
-    const at = clock()
+  async function check(request: RequestFacts, rule: RouteAccess): Promise<Grant> {
+    const arrived = clock()
     // An address that drew too many failures is refused before any key lookup.
-    const wait = authFailures.active(at) ? authFailures.blocked(request.clientAddress(), at) : null
+    const wait = authFailures.active(arrived) ? authFailures.blocked(request.clientAddress(), arrived) : null
     if (wait !== null)
       throw rateLimited(
         wait,
         'Too many requests with unknown, revoked or expired keys or refused origins or addresses came from this address',
       )
-    const decision = authorize(request, rule, deps.keys, now())
-    // A key read from the database meets its budget when it arrives: by then requests that
-    // came later may have taken from it, and GCRA must never see its clock go back.
-    if (decision instanceof Promise) return decision.then((settled) => budget(request, settled, clock()))
-    return budget(request, decision, at)
+    const decision = await authorize(request, rule, deps.keys, now())
+    // The key meets its budget when it is known: a key read from the database arrives after
+    // requests that came later may have taken from it, and GCRA must never see its clock go back.
+    return budget(request, decision, clock())
   }
 
   /** A refusal of the chain is counted and thrown; a granted key then meets its budget. */
-  function budget(request: RequestFacts, decision: AccessDecision, at: number): Grant | Promise<Grant> {
+  async function budget(request: RequestFacts, decision: AccessDecision, at: number): Promise<Grant> {
     if (!decision.ok) refuse(request, decision, at)
     const { key } = decision
     if (decision.reportedOrigin !== undefined) usage?.origin(key.id, decision.reportedOrigin, true, now())
     if (decision.reportedIp !== undefined) usage?.ip(key.id, decision.reportedIp, true, now())
     const own = key.rateLimit ?? defaults[key.type]
     // A private key's budget is the key's (docs/api.md, "Rate limits").
-    if (key.type === 'private') return settle(limiter.take(key.id, own, at), (outcome) => grant(request, key, outcome))
+    if (key.type === 'private') return grant(request, key, await limiter.take(key.id, own, at))
     // A public key's is each visitor's, so that one visitor never spends a site's budget for
     // the others; then the key's ceiling over all of them, so that many addresses together
     // cannot either (src/config.ts, publicKeyCeiling). A visitor over its own budget is
     // refused before it counts toward the ceiling.
-    const visitor = limiter.take(`${key.id} ${budgetSubject(request.clientAddress())}`, own, at)
-    return settle(visitor, (outcome) => {
-      if (!outcome.allowed) return grant(request, key, outcome)
-      return settle(limiter.take(`${key.id} all`, publicKeyCeiling(own), at), (ceiling) => grant(request, key, ceiling, 'ceiling'))
-    })
+    const visitor = await limiter.take(`${key.id} ${budgetSubject(request.clientAddress())}`, own, at)
+    if (!visitor.allowed) return grant(request, key, visitor)
+    return grant(request, key, await limiter.take(`${key.id} all`, publicKeyCeiling(own), at), 'ceiling')
   }
 
   function refuse(request: RequestFacts, decision: AccessDecision & { ok: false }, at: number): never {
@@ -149,9 +145,4 @@ export function createGate(deps: GateDeps): Gate {
       } else usage?.refused(grant.key.id, errorCode ?? `http_${status}`, at)
     },
   }
-}
-
-/** `then` for a value that may or may not be a promise: the synchronous path stays synchronous. */
-function settle<T, R>(value: T | Promise<T>, then: (settled: T) => R | Promise<R>): R | Promise<R> {
-  return value instanceof Promise ? value.then(then) : then(value)
 }

@@ -37,8 +37,8 @@ export interface ActiveKey {
 }
 
 export interface KeyStore {
-  /** The key with this digest, null when unknown. Synchronous on a cache hit. */
-  resolve(hash: string): ActiveKey | null | Promise<ActiveKey | null>
+  /** The key with this digest, null when unknown: from the cache while fresh, else one read shared by concurrent callers. */
+  resolve(hash: string): Promise<ActiveKey | null>
   /** Forget what is cached for this digest: called after every change to a key, here or elsewhere. */
   invalidate(hash: string): void
   /** Forget everything (the invalidation feed was lost or is back: anything may have changed meanwhile). */
@@ -128,7 +128,7 @@ export function createKeyStore(db: Db, options: KeyStoreOptions = {}): KeyStore 
   }
 
   return {
-    resolve(hash) {
+    async resolve(hash) {
       const hit = known.get(hash)
       if (hit !== undefined) {
         if (performance.now() < hit.until) {

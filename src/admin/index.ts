@@ -232,8 +232,8 @@ export function adminRoutes(deps: {
 }
 
 /** Bodies go through the same reader and screen as the API's (1 MiB, JSON only, depth, storable strings). */
-function readAdminJson({ request }: { request: Request }): Promise<unknown> | undefined {
+async function readAdminJson({ request }: { request: Request }): Promise<unknown> {
   // readApiText: over 1 MiB a 413, another content type a 415, both with the envelope and unread.
-  const text = readApiText(request)
-  return text === null ? undefined : text.then(parseJsonBody)
+  const text = await readApiText(request)
+  return text === null ? undefined : parseJsonBody(text)
 }

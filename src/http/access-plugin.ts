@@ -33,14 +33,12 @@ export function grantedKeyId(set: object): string | undefined {
  * plain object Elysia keeps per request.
  */
 export function createAccessPlugin(gate: Gate, clientAddressOf: ClientAddressOf) {
-  function check(request: Request, path: string, set: Stamped, server: PeerSource | null, rule: RouteAccess): void | Promise<void> {
+  async function check(request: Request, path: string, set: Stamped, server: PeerSource | null, rule: RouteAccess): Promise<void> {
     if (set[GRANTED] !== undefined) return
     const origin = request.headers.get('origin')
     // First, so refusals carry the request id and the Origin echo too.
     stampApiAnswer(set, origin)
-    const granted = gate.check(describeRequest(request, path, server, origin, clientAddressOf), rule)
-    if (granted instanceof Promise) return granted.then((grant) => keep(set, grant))
-    keep(set, granted)
+    keep(set, await gate.check(describeRequest(request, path, server, origin, clientAddressOf), rule))
   }
 
   return new Elysia({ name: 'access' }).macro({

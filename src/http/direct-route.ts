@@ -82,11 +82,10 @@ export function directRoute(deps: DirectRouteDeps, route: DirectRoute): (request
         // A route without room (a full write queue) refuses before reading what it could not
         // take, and again before parsing it: the room may have gone while the body came.
         rule.checkRoom?.(grant.key.businessId)
-        const text = readApiText(request, bodyLimitOf(grant.key.type))
+        const text = await readApiText(request, bodyLimitOf(grant.key.type))
         if (text !== null) {
-          const received = await text
           rule.checkRoom?.(grant.key.businessId)
-          body = parseJsonBody(received)
+          body = parseJsonBody(text)
         }
       }
       const reply = await route.handler(grant, body, request)

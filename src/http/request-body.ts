@@ -27,17 +27,16 @@ export const JSON_CONTENT_TYPE = /^application\/json\s*(;|$)/i
  * refusing deep nesting before JSON.parse and strings PostgreSQL cannot store. No body at
  * all is null.
  */
-export function readApiBody(request: Request, limit = MAX_BODY_BYTES): null | Promise<unknown> {
-  const text = readApiText(request, limit)
-  // One promise for the text, parsed in its callback: no async frame of its own.
-  return text === null ? null : text.then(parseJsonBody)
+export async function readApiBody(request: Request, limit = MAX_BODY_BYTES): Promise<unknown> {
+  const text = await readApiText(request, limit)
+  return text === null ? null : parseJsonBody(text)
 }
 
 /**
  * readApiBody's checks and the body's text, not yet parsed: for a caller with work between
  * the two (src/http/direct-route.ts checks the route's room again before parsing).
  */
-export function readApiText(request: Request, limit = MAX_BODY_BYTES): null | Promise<string> {
+export async function readApiText(request: Request, limit = MAX_BODY_BYTES): Promise<string | null> {
   const length = request.headers.get('content-length')
   // `request.body` is read only without a Content-Length (a chunked body, or a Request made
   // in this process, as under app.handle): in Bun, reading it turns the body into a stream

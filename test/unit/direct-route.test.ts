@@ -12,7 +12,7 @@ function routes() {
   const seen: { status: number; startedAt: number; handledAt: number }[] = []
   let handledAt = Number.NaN
   const gate: Gate = {
-    check: (): Grant => {
+    check: async (): Promise<Grant> => {
       handledAt = performance.now()
       return { key, origin: null, rateLimitHeaders: null }
     },

@@ -70,12 +70,11 @@ describe('GCRA (contract section 8)', () => {
     { limit: 7, windowSeconds: 86_400 },
   ]
   for (const rate of rates) {
-    test(`${rate.limit}/${rate.windowSeconds}: a burst of limit + 5 gets exactly the limit`, () => {
+    test(`${rate.limit}/${rate.windowSeconds}: a burst of limit + 5 gets exactly the limit`, async () => {
       const limiter = createRateLimiter()
       let allowed = 0
       for (let i = 0; i < rate.limit + 5; i++) {
-        const outcome = limiter.take('k', rate, 10)
-        if (!(outcome instanceof Promise) && outcome.allowed) allowed++
+        if ((await limiter.take('k', rate, 10)).allowed) allowed++
       }
       expect(allowed).toBe(rate.limit)
     })
@@ -83,22 +82,31 @@ describe('GCRA (contract section 8)', () => {
 })
 
 describe('the limiter in memory', () => {
-  test('buckets are apart, and the number of buckets is bounded', () => {
+  test('buckets are apart, and the number of buckets is bounded', async () => {
     const limiter = createRateLimiter({ maxBuckets: 3 })
-    const take = (bucket: string) => limiter.take(bucket, { limit: 1, windowSeconds: 60 }, 0) as { allowed: boolean }
-    expect(take('a').allowed).toBe(true)
-    expect(take('a').allowed).toBe(false)
-    expect(take('b').allowed).toBe(true)
+    const take = (bucket: string) => limiter.take(bucket, { limit: 1, windowSeconds: 60 }, 0)
+    expect((await take('a')).allowed).toBe(true)
+    expect((await take('a')).allowed).toBe(false)
+    expect((await take('b')).allowed).toBe(true)
     // Four more buckets push 'a' out: forgotten, it starts with a full budget (memory stays bounded).
-    for (const bucket of ['c', 'd', 'e', 'f']) take(bucket)
-    expect(take('a').allowed).toBe(true)
+    for (const bucket of ['c', 'd', 'e', 'f']) await take(bucket)
+    expect((await take('a')).allowed).toBe(true)
   })
 
-  test('each take answers an outcome of its own, which later takes never change', () => {
+  test('each take answers an outcome of its own, which later takes never change', async () => {
     const limiter = createRateLimiter()
     const three = { limit: 3, windowSeconds: 60 }
-    const take = (bucket: string, now: number) => limiter.take(bucket, three, now) as RateLimitOutcome
-    const seen = [take('a', 0), take('b', 0), take('a', 0), take('b', 1), take('a', 2), take('a', 3)]
+    const take = (bucket: string, now: number) => limiter.take(bucket, three, now)
+    const seen: RateLimitOutcome[] = []
+    for (const [bucket, now] of [
+      ['a', 0],
+      ['b', 0],
+      ['a', 0],
+      ['b', 1],
+      ['a', 2],
+      ['a', 3],
+    ] as const)
+      seen.push(await take(bucket, now))
     expect(seen.map((o) => [o.allowed, o.remaining])).toEqual([
       [true, 2],
       [true, 2],
@@ -108,7 +116,7 @@ describe('the limiter in memory', () => {
       [false, 0],
     ])
     expect(seen[5]!.retryAfterSeconds).toBe(20)
-    expect(take('b', 4)).toMatchObject({ allowed: true, remaining: 0 })
+    expect(await take('b', 4)).toMatchObject({ allowed: true, remaining: 0 })
   })
 })
 
@@ -133,7 +141,7 @@ describe('the limiter with shared counters', () => {
     const shared = scripted([{ tokens: 0, remaining: 1, waitMs: 0 }, null])
     const limiter = createRateLimiter({ shared })
     const two = { limit: 2, windowSeconds: 60 }
-    expect((limiter.take('bucket', two, 0) as RateLimitOutcome).allowed).toBe(true)
+    expect((await limiter.take('bucket', two, 0)).allowed).toBe(true)
     // The first lease settles (a turn's end runs every microtask before it).
     await new Promise((resolve) => setImmediate(resolve))
     expect(shared.leases).toBe(1)

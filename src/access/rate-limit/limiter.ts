@@ -14,7 +14,7 @@ export interface RateLimitOutcome {
 
 export interface RateLimiter {
   /** Counts one request against `bucket`'s budget. Synchronous unless the shared counters must be asked. */
-  take(bucket: string, budget: Budget, now: number): RateLimitOutcome | Promise<RateLimitOutcome>
+  take(bucket: string, budget: Budget, now: number): Promise<RateLimitOutcome>
   /** What `bucket`'s budget stands at, counting nothing (for a refusal's RateLimit-* headers); as this instance knows it. */
   peek(bucket: string, budget: Budget, now: number): RateLimitOutcome
   /** True while budgets are shared through Redis; false when counting alone. */
@@ -125,7 +125,7 @@ export function createRateLimiter(options: RateLimiterOptions = {}): RateLimiter
   }
 
   return {
-    take(bucket, budget, now) {
+    async take(bucket, budget, now) {
       if (shared === null) return takeLocally(bucket, budget, now)
       if (!shared.available()) return fallBack(bucket, budget, now)
       const lease = leases.get(bucket)
