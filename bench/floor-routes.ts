@@ -1,9 +1,11 @@
 import { TypeCompiler } from '@sinclair/typebox/compiler'
 import { TrackBody } from '../src/areas/analytics/model.ts'
 import type { EventRow } from '../src/events/write.ts'
-import { apiSuccessHeaders } from '../src/http/request-context.ts'
+import { createRequestContext } from '../src/http/request-context.ts'
 import { createTurnEnd } from '../src/http/turn-end.ts'
 import { floorRow } from './floor-commit.ts'
+
+const { apiSuccessHeaders } = createRequestContext()
 
 /** The body of the bare and floor whoami routes: the real whoami's shape. */
 export const WHOAMI_ANSWER = {

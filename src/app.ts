@@ -4,7 +4,7 @@ import { isDatabaseUnavailable } from '../db/faults.ts'
 import { createKeyStore, type KeyStoreOptions } from './access/key-store.ts'
 import { createLastUsedRecorder, type LastUsedOptions } from './access/last-used.ts'
 import { createUsageRecorder, type UsageRecorderOptions } from './usage/recorder.ts'
-import { createAccessPlugin } from './http/access-plugin.ts'
+import { createKeyChainPlugin } from './http/key-chain-plugin.ts'
 import { createGate } from './access/gate.ts'
 import { adminRoutes } from './admin/index.ts'
 import { DASHBOARD_PREFIX, dashboardFailurePage, dashboardRoutes } from './dashboard/index.ts'
@@ -20,7 +20,7 @@ import { errorHandling } from './http/errors.ts'
 import { healthRoutes } from './http/health.ts'
 import { homeRoutes } from './http/home.ts'
 import { apiReference } from './http/openapi.ts'
-import { stampRequestId } from './http/request-context.ts'
+import { createRequestContext } from './http/request-context.ts'
 import { createKeyService } from './keys/service.ts'
 import { createClientAddressOf, type ClientAddressOf } from './shared/client-address.ts'
 import { createFailureBudget } from './access/rate-limit/failure-budget.ts'
@@ -177,7 +177,8 @@ export function createApp(options: AppOptions) {
     onRefusal: (code) => metrics.authRefused(code),
     usage,
   })
-  const access = createAccessPlugin(gate, clientAddress)
+  const requestContext = createRequestContext()
+  const keyChain = createKeyChainPlugin(gate, clientAddress, requestContext)
   const requireAdmin = createAdminGuard(options.adminToken, {
     failures: createFailureBudget(budgets.adminAuthFailures),
     clientAddress,
@@ -188,12 +189,13 @@ export function createApp(options: AppOptions) {
     logger,
     logRequests: options.logRequests ?? false,
     clientAddress,
+    keyIdOf: keyChain.keyIdOf,
   })
-  const direct = createDirectRoutes({ gate, logger, observe: observation.record, clientAddressOf: clientAddress, server: () => app.server })
+  const direct = createDirectRoutes({ gate, requestContext, logger, observe: observation.record, clientAddressOf: clientAddress })
   const shutdownTasks: (() => Promise<void>)[] = []
   const area: AreaDeps = {
     db,
-    access,
+    keyChain: keyChain.plugin,
     direct,
     retention,
     erasures,
@@ -215,7 +217,7 @@ export function createApp(options: AppOptions) {
   // theirs in the access chain's first hook.
   const passwords = options.passwords ?? argon2idPasswords(options.passwordCost)
   const surfaces = new Elysia({ name: 'surfaces' })
-    .onTransform(stampRequestId)
+    .onTransform(requestContext.stampRequestId)
     .use(healthRoutes(options.database.ping))
     .use(homeRoutes())
     .use(metricsRoute({ metrics, requireAdmin }))
@@ -235,18 +237,23 @@ export function createApp(options: AppOptions) {
       }),
     )
 
-  // The hot routes come before the global hooks, so none of them runs for those routes;
-  // the listening server calls them without Elysia's per-request wrapper.
+  // The hot routes are declared first, and come before the global hooks, so none of them
+  // runs for those routes; the listening server calls them without Elysia's per-request wrapper.
+  const hot = hotAreas(area)
   const app = new Elysia({ serve: { routes: direct.served as never } })
-    .use(hotAreas(area))
+    .use(hot)
     .use(observation.plugin)
-    .use(errorHandling(logger, methodsOf, { pagesPrefix: `${DASHBOARD_PREFIX}/`, pageFailure: dashboardFailurePage(db) }))
+    .use(
+      errorHandling(logger, methodsOf, {
+        pagesPrefix: `${DASHBOARD_PREFIX}/`,
+        pageFailure: dashboardFailurePage(db),
+        requestContext,
+      }),
+    )
     .use(surfaces)
     .use(apiAreas(area))
 
   routes = app.routes
-  observation.declareRoutes(routes)
-  observation.readServer(() => app.server)
 
   return {
     app,

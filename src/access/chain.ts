@@ -7,7 +7,7 @@ import type { RouteAccess } from './scopes.ts'
 
 /**
  * The access chain of contract section 3, as small checks that each return a denial
- * value or null. Nothing here knows HTTP frameworks; src/http/access-plugin.ts wires it to
+ * value or null. Nothing here knows HTTP frameworks; src/http/key-chain-plugin.ts wires it to
  * Elysia and turns a denial into an answer.
  */
 export interface Denial {

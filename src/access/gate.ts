@@ -1,7 +1,7 @@
 import { publicKeyCeiling, type Budget } from '../config.ts'
 import { ApiError, type ErrorCode } from '../errors.ts'
 import type { UsageRecorder } from '../usage/recorder.ts'
-import { budgetSubject } from '../shared/client-address.ts'
+import { cachedBudgetSubjects } from '../shared/client-address.ts'
 import { authorize, type AccessDecision, type RequestFacts } from './chain.ts'
 import type { ActiveKey, KeyStore } from './key-store.ts'
 import type { LastUsedRecorder } from './last-used.ts'
@@ -56,7 +56,7 @@ export interface Gate {
 const BUDGETED_FAILURES: ReadonlySet<ErrorCode> = new Set(['invalid_api_key', 'expired_api_key', 'origin_not_allowed', 'ip_not_allowed'])
 
 /**
- * The request-level access work, with nothing of HTTP: src/http/access-plugin.ts runs it
+ * The request-level access work, with nothing of HTTP: src/http/key-chain-plugin.ts runs it
  * in Elysia's hooks, src/http/direct-route.ts in one function for the hot routes.
  */
 export function createGate(deps: GateDeps): Gate {
@@ -64,6 +64,7 @@ export function createGate(deps: GateDeps): Gate {
   const usage = deps.usage
   const { limiter, defaults, authFailures } = deps.rateLimits
   const clock = deps.rateLimits.clock ?? (() => performance.now())
+  const visitorOf = cachedBudgetSubjects()
 
   async function check(request: RequestFacts, rule: RouteAccess): Promise<Grant> {
     const arrived = clock()
@@ -93,7 +94,7 @@ export function createGate(deps: GateDeps): Gate {
     // the others; then the key's ceiling over all of them, so that many addresses together
     // cannot either (src/config.ts, publicKeyCeiling). A visitor over its own budget is
     // refused before it counts toward the ceiling.
-    const visitor = await limiter.take(`${key.id} ${budgetSubject(request.clientAddress())}`, own, at)
+    const visitor = await limiter.take(`${key.id} ${visitorOf(request.clientAddress())}`, own, at)
     if (!visitor.allowed) return grant(request, key, visitor)
     return grant(request, key, await limiter.take(`${key.id} all`, publicKeyCeiling(own), at), 'ceiling')
   }

@@ -1,5 +1,5 @@
 import type { Db } from '../../db/client.ts'
-import type { createAccessPlugin } from '../http/access-plugin.ts'
+import type { KeyChainPlugin } from '../http/key-chain-plugin.ts'
 import type { DirectRoutes } from '../http/direct-route.ts'
 import type { IngestFigures } from '../observability/metrics.ts'
 import type { Erasures } from '../events/erasure.ts'
@@ -9,8 +9,8 @@ import type { CopyIn, EventRow } from '../events/write.ts'
 /** What every area plugin receives from createApp. */
 export interface AreaDeps {
   db: Db
-  /** The access-chain plugin: `.use(deps.access)` gives routes the `access` option. */
-  access: ReturnType<typeof createAccessPlugin>
+  /** The key chain as an Elysia plugin: `.use(deps.keyChain)` gives routes the `access` option (their rule) and handlers the `grant`. */
+  keyChain: KeyChainPlugin
   /**
    * Hot routes answered by one function (src/http/direct-route.ts). Such routes go to
    * `hotAreas`, before the app's global hooks.

@@ -4,13 +4,14 @@ import type { RouteAccess } from '../access/scopes.ts'
 import { errorBody } from '../errors.ts'
 import type { Logger } from '../observability/log.ts'
 import type { ClientAddressOf, PeerSource } from '../shared/client-address.ts'
-import { accessDetail } from './access-plugin.ts'
+import { accessDetail } from './key-chain-plugin.ts'
 import { explainFailure } from './errors.ts'
 import { CauseLog } from '../observability/cause-log.ts'
 import { describeRequest } from './request-facts.ts'
 import { parseJsonBody } from './json-body.ts'
 import { bodyLimitOf, readApiText } from './request-body.ts'
-import { apiSuccessHeaders, nextRequestId, stampApiAnswer } from './request-context.ts'
+import { answerApi } from './api-answer.ts'
+import type { RequestContext } from './request-context.ts'
 import { createTurnEnd } from './turn-end.ts'
 
 /** A direct route's success: its status and the JSON body to send. */
@@ -45,38 +46,43 @@ export type RequestObserver = (
   arrivedAt: number,
   requestId: string,
   keyId: string | undefined,
+  server: PeerSource | null,
 ) => void
 
 export interface DirectRouteDeps {
   gate: Gate
+  requestContext: RequestContext
   logger: Logger
   observe: RequestObserver
   clientAddressOf: ClientAddressOf
-  /** The listening server (the TCP peer for budgets); null under `app.handle`. */
-  server: () => PeerSource | null
 }
+
+/** A direct route's function: the request, and the listening server (the TCP peer for budgets; null under `app.handle`). */
+export type DirectAnswer = (request: Request, server: PeerSource | null) => Promise<Response>
 
 /**
  * An /api/v0 route answered by one function instead of Elysia's hook pipeline, for the hot
  * public routes (page views, whoami), whose rates make each hook's cost visible
- * (docs/architecture.md, "The hot routes"). The same steps as the `access` macro, in the
- * same order: the gate, the route's room check, the body, the handler, the answer; usage
- * and metrics counted under the final status.
+ * (docs/architecture.md, "The hot routes"). The same steps as the key chain's plugin
+ * (./key-chain-plugin.ts), in the same order: the gate, the route's room check, the body, the
+ * handler; and the same function makes the answer (./api-answer.ts).
  */
-export function directRoute(deps: DirectRouteDeps, route: DirectRoute): (request: Request, arrivedAt?: number) => Promise<Response> {
-  const { gate, observe, clientAddressOf } = deps
+export function directRoute(
+  deps: DirectRouteDeps,
+  route: DirectRoute,
+): (request: Request, server: PeerSource | null, arrivedAt?: number) => Promise<Response> {
+  const { gate, observe, clientAddressOf, requestContext } = deps
   const failureLog = new CauseLog(deps.logger)
   const { spec } = route
   const rule = spec.access
 
-  return async function answerDirectly(request, arrivedAt = performance.now()) {
-    const requestId = nextRequestId()
+  return async function answerDirectly(request, server, arrivedAt = performance.now()) {
+    const requestId = requestContext.nextRequestId()
     const origin = request.headers.get('origin')
     let grant: Grant | undefined
     let response: Response
-    let errorCode: string | undefined
     try {
-      grant = await gate.check(describeRequest(request, spec.path, deps.server(), origin, clientAddressOf), rule)
+      grant = await gate.check(describeRequest(request, spec.path, server, origin, clientAddressOf), rule)
       let body: unknown = null
       if (spec.body !== null) {
         // A route without room (a full write queue) refuses before reading what it could not
@@ -89,28 +95,24 @@ export function directRoute(deps: DirectRouteDeps, route: DirectRoute): (request
         }
       }
       const reply = await route.handler(grant, body, request)
-      response = new Response(JSON.stringify(reply.body), { status: reply.status, headers: apiSuccessHeaders(origin) })
+      // A success's headers come from a template per Origin (./request-context.ts); its own request id goes on its copy.
+      response = answerApi(gate, rule, grant, { status: reply.status, body: reply.body, headers: requestContext.apiSuccessHeaders(origin) })
       response.headers.set('x-request-id', requestId)
-      addHeaders(response.headers, grant.rateLimitHeaders)
     } catch (error) {
       const failure = explainFailure(failureLog, error, { method: request.method, path: spec.path, route: spec.path, requestId })
-      errorCode = failure.code
       const headers: Record<string, string> = { 'x-request-id': requestId }
-      stampApiAnswer({ headers }, origin)
-      Object.assign(headers, grant?.rateLimitHeaders, failure.headers, { 'content-type': 'application/json' })
-      response = new Response(JSON.stringify(errorBody(failure.code, failure.message, requestId, failure.field)), {
+      requestContext.stampApiAnswer({ headers }, origin)
+      Object.assign(headers, failure.headers)
+      response = answerApi(gate, rule, grant, {
         status: failure.status,
+        body: errorBody(failure.code, failure.message, requestId, failure.field),
         headers,
+        errorCode: failure.code,
       })
     }
-    if (grant !== undefined) gate.count(grant, rule, response.status, errorCode)
-    observe(request, spec.path, response.status, arrivedAt, requestId, grant?.key.id)
+    observe(request, spec.path, response.status, arrivedAt, requestId, grant?.key.id, server)
     return response
   }
-}
-
-function addHeaders(headers: Headers, extra: Readonly<Record<string, string>> | null): void {
-  if (extra !== null) for (const name in extra) headers.set(name, extra[name]!)
 }
 
 /**
@@ -120,7 +122,7 @@ function addHeaders(headers: Headers, extra: Readonly<Record<string, string>> | 
 export function createDirectRoutes(deps: DirectRouteDeps) {
   const atTurnEnd = createTurnEnd()
   const routes: DirectRoute[] = []
-  const served: Record<string, Record<string, (request: Request) => Promise<Response>>> = {}
+  const served: Record<string, Record<string, DirectAnswer>> = {}
   return {
     routes: routes as readonly DirectRoute[],
     /**
@@ -130,7 +132,7 @@ export function createDirectRoutes(deps: DirectRouteDeps) {
      */
     served: served as Readonly<typeof served>,
     /** Declares a direct route; answers the function to give the Elysia route as its handler. */
-    route(spec: DirectRouteSpec, handler: DirectHandler): (request: Request) => Promise<Response> {
+    route(spec: DirectRouteSpec, handler: DirectHandler): DirectAnswer {
       const route: DirectRoute = { spec, handler }
       routes.push(route)
       const answerDirectly = directRoute(deps, route)
@@ -139,12 +141,12 @@ export function createDirectRoutes(deps: DirectRouteDeps) {
       // its write then joins the group commit a turn sooner.
       const handle =
         spec.body === null
-          ? async (request: Request) => {
+          ? async (request: Request, server: PeerSource | null) => {
               const arrivedAt = performance.now()
               await atTurnEnd()
-              return answerDirectly(request, arrivedAt)
+              return answerDirectly(request, server, arrivedAt)
             }
-          : (request: Request) => answerDirectly(request)
+          : (request: Request, server: PeerSource | null) => answerDirectly(request, server)
       served[spec.path] = { ...served[spec.path], [spec.method]: handle }
       return handle
     },

@@ -5,7 +5,7 @@ import { ApiError, errorBody, type ErrorCode } from '../errors.ts'
 import { CauseLog } from '../observability/cause-log.ts'
 import { errorFields, type Logger } from '../observability/log.ts'
 import { methodLabel, UNMATCHED_ROUTE } from '../observability/metrics.ts'
-import { API_PREFIX, stampApiAnswer, stampRequestId } from './request-context.ts'
+import { API_PREFIX, createRequestContext, type RequestContext } from './request-context.ts'
 import type { MethodTable } from './routes.ts'
 import { validationProblem, type ValidationProblem } from '../shared/validation-message.ts'
 
@@ -27,9 +27,12 @@ export function errorHandling(
     pagesPrefix?: string
     /** The pages' own answer to an address no route takes (404), or a method it does not take (405). */
     pageFailure?: (request: Request, failure: Failure) => Promise<Response>
+    /** The app's request ids and Origin echo (a new one when absent: tests' own apps). */
+    requestContext?: RequestContext
   } = {},
 ) {
   const { pagesPrefix, pageFailure } = options
+  const { stampApiAnswer, stampRequestId } = options.requestContext ?? createRequestContext()
   const failureLog = new CauseLog(logger)
   return new Elysia({ name: 'error-handling' }).onError({ as: 'global' }, function renderError({ code, error, set, request, path, route }) {
     // Server-rendered pages answer a bad id or form with a page of their own (src/dashboard/failures.ts).

@@ -1,15 +1,9 @@
 import { Elysia } from 'elysia'
 import { statusOf } from './status.ts'
-import type { Server } from 'elysia/universal/server'
 import type { AdminGuard } from './admin-guard.ts'
-import type { ClientAddressOf } from '../shared/client-address.ts'
-import { grantedKeyId } from './access-plugin.ts'
+import type { ClientAddressOf, PeerSource } from '../shared/client-address.ts'
 import type { Logger } from '../observability/log.ts'
 import { methodLabel, UNMATCHED_ROUTE, type Metrics } from '../observability/metrics.ts'
-
-/** When a request arrived, under a symbol on `set` (the one plain object Elysia keeps per request). */
-const STARTED = Symbol('request started')
-type Timed = { [STARTED]?: number; status?: number | string; headers: Record<string, unknown> }
 
 /**
  * Counts every answer in the metrics and, with `logRequests`, writes one line per request:
@@ -28,13 +22,12 @@ export function requestObservation(deps: {
   logRequests: boolean
   /** The TRUST_PROXY rule the limiter counts by, so the log and the budgets agree. */
   clientAddress: ClientAddressOf
+  /** The key a request was granted with (src/http/key-chain-plugin.ts). */
+  keyIdOf: (request: Request) => string | undefined
 }) {
-  const { metrics, logger, logRequests, clientAddress } = deps
-  // Labels come only from declared routes: whatever path a client sends, the label set stays bounded.
-  let declared: ReadonlySet<string> = new Set()
-  // The app's own server, read only for a log line: Elysia builds `server` into a hook's
-  // context only when the hook names it.
-  let server: () => Server | null = () => null
+  const { metrics, logger, logRequests, clientAddress, keyIdOf } = deps
+  // When each request arrived: keyed by the request, nothing added to Elysia's context.
+  const started = new WeakMap<Request, number>()
 
   /** Counts one answered request and, with `logRequests`, logs it. */
   function record(
@@ -44,6 +37,7 @@ export function requestObservation(deps: {
     startedAt: number,
     requestId: string | undefined,
     keyId: string | undefined,
+    server: PeerSource | null,
   ) {
     const seconds = (performance.now() - startedAt) / 1000
     metrics.recordRequest(request.method, route, status, seconds)
@@ -55,44 +49,55 @@ export function requestObservation(deps: {
         status,
         durationMs: Math.round(seconds * 1e6) / 1e3,
         keyId,
-        client: clientAddress(request, server()),
+        client: clientAddress(request, server),
       })
     }
   }
 
+  /** Elysia names a route only when one matched: the label set stays bounded whatever path a client sends. */
+  function recordAnswer(
+    request: Request,
+    route: string | undefined,
+    status: number,
+    server: PeerSource | null,
+    headers: Record<string, unknown>,
+  ) {
+    record(
+      request,
+      route ?? UNMATCHED_ROUTE,
+      status,
+      started.get(request) ?? performance.now(),
+      headers['x-request-id'] as string | undefined,
+      keyIdOf(request),
+      server,
+    )
+  }
+
+  // Elysia builds `server` into a hook's context only when the hook names it: only the
+  // request log (the client's address) asks for it.
   const plugin = new Elysia({ name: 'observability' })
-    .onRequest(function startClock({ set }) {
-      ;(set as Timed)[STARTED] = performance.now()
+    .onRequest(function startClock({ request }) {
+      started.set(request, performance.now())
     })
-    .mapResponse({ as: 'global' }, function observe({ request, route, set, responseValue }) {
-      const timed = set as Timed
-      const label = route !== undefined && declared.has(route) ? route : UNMATCHED_ROUTE
-      const status = statusOf(responseValue, timed.status)
-      record(
-        request,
-        label,
-        status,
-        timed[STARTED] ?? performance.now(),
-        timed.headers['x-request-id'] as string | undefined,
-        grantedKeyId(set),
-      )
-      // Elysia 1.4 drops the body of a NOT_FOUND answer when a global mapResponse returns
-      // nothing; handing the value back keeps the error envelope (test/api/http.test.ts).
-      if (route === undefined) return responseValue as Response | undefined
-    })
+    .mapResponse(
+      { as: 'global' },
+      logRequests
+        ? function observeWithPeer({ request, route, set, server, responseValue }) {
+            recordAnswer(request, route, statusOf(responseValue, set.status), server, set.headers)
+            // Elysia 1.4 drops the body of a NOT_FOUND answer when a global mapResponse returns
+            // nothing; handing the value back keeps the error envelope (test/api/http.test.ts).
+            if (route === undefined) return responseValue as Response | undefined
+          }
+        : function observe({ request, route, set, responseValue }) {
+            recordAnswer(request, route, statusOf(responseValue, set.status), null, set.headers)
+            if (route === undefined) return responseValue as Response | undefined
+          },
+    )
 
   return {
     plugin,
     /** For routes answered outside the hooks (src/http/direct-route.ts): `route` as declared. */
     record,
-    /** Called once the app is built, with its final route list. */
-    declareRoutes(routes: readonly { path: string }[]) {
-      declared = new Set(routes.map((route) => route.path))
-    },
-    /** The server the app listens with, once it does (for the client address). */
-    readServer(read: () => Server | null) {
-      server = read
-    },
   }
 }
 

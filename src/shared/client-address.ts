@@ -42,7 +42,8 @@ export function parseTrustedProxies(entries: readonly string[]): (address: strin
 const MAX_WRITTEN_ADDRESS = 100
 
 export function createClientAddressRule(trustedProxies: readonly string[]): ClientAddressRule {
-  if (trustedProxies.length === 0) return (peer) => canonical(peer)
+  const canonical = canonicalPeers()
+  if (trustedProxies.length === 0) return canonical
   const isTrusted = parseTrustedProxies(trustedProxies)
   return function clientAddress(peer, forwardedFor) {
     const address = canonical(peer)
@@ -64,23 +65,24 @@ export function createClientAddressRule(trustedProxies: readonly string[]): Clie
 }
 
 /**
- * Addresses read lately and what they came to. Parsing and formatting an address with
- * BigInt arithmetic cost 3-7 µs a public-key request, 15-25% of whoami and page views
- * (bench/README.md, "The peer's address"); a visitor's next request finds it here.
+ * A cache of the canonical forms of the peers read lately, one per rule (each app its own).
+ * Parsing and formatting an address with BigInt arithmetic cost 3-7 µs a public-key
+ * request, 15-25% of whoami and page views (bench/README.md, "The peer's address"); a
+ * visitor's next request finds it here.
  */
-const canonicalPeers = new BoundedMap<string, string>(10_000)
-const budgetSubjects = new BoundedMap<string, string>(10_000)
-
-/** The socket's address in canonical form (Bun writes IPv4 peers of a dual-stack socket as ::ffff:a.b.c.d). */
-function canonical(peer: string | undefined): string {
-  if (peer === undefined) return 'unknown'
-  let address = canonicalPeers.get(peer)
-  if (address === undefined) {
-    const parsed = parseIp(peer)
-    address = parsed === null ? 'unknown' : formatIp(parsed)
-    canonicalPeers.set(peer, address)
+function canonicalPeers(): (peer: string | undefined) => string {
+  const known = new BoundedMap<string, string>(10_000)
+  /** The socket's address in canonical form (Bun writes IPv4 peers of a dual-stack socket as ::ffff:a.b.c.d). */
+  return function canonical(peer) {
+    if (peer === undefined) return 'unknown'
+    let address = known.get(peer)
+    if (address === undefined) {
+      const parsed = parseIp(peer)
+      address = parsed === null ? 'unknown' : formatIp(parsed)
+      known.set(peer, address)
+    }
+    return address
   }
-  return address
 }
 
 /**
@@ -89,10 +91,18 @@ function canonical(peer: string | undefined): string {
  * What is not an address is a budget of its own.
  */
 export function budgetSubject(address: string): string {
-  let subject = budgetSubjects.get(address)
-  if (subject === undefined) {
-    subject = networkOf(address, { 4: 32, 6: 64 }) ?? address
-    budgetSubjects.set(address, subject)
+  return networkOf(address, { 4: 32, 6: 64 }) ?? address
+}
+
+/** budgetSubject with the addresses seen lately remembered: for the key chain, which asks on every public-key request. */
+export function cachedBudgetSubjects(max = 10_000): (address: string) => string {
+  const known = new BoundedMap<string, string>(max)
+  return function subjectOf(address) {
+    let subject = known.get(address)
+    if (subject === undefined) {
+      subject = budgetSubject(address)
+      known.set(address, subject)
+    }
+    return subject
   }
-  return subject
 }

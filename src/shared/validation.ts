@@ -215,7 +215,7 @@ export function oneOrBatch<One extends TSchema, Batch extends TSchema>(one: One,
   return {
     schema: t.Union([strictOne.schema, strictBatch.schema]),
     // Hooks name what they read (`{ body }`): Elysia then builds only that part of the
-    // request context (see src/http/access-plugin.ts).
+    // request context (see src/http/key-chain-plugin.ts).
     /** Throws 400 `invalid_request` naming the first field at fault. */
     check(request: { body: unknown }): void {
       const { body } = request

@@ -118,10 +118,10 @@ test("answers ready at once go out at the end of the turn, with the rest of the 
   const request = (withKey: boolean) =>
     new Request(`${base}/api/v0/whoami`, { headers: withKey ? { authorization: `Bearer ${key}`, origin: ORIGIN } : {} })
   // The first use loads the key from the database; from then on its answer is ready at once.
-  expect((await whoami(request(true))).status).toBe(200)
+  expect((await whoami(request(true), null)).status).toBe(200)
   const settled: number[] = []
-  void whoami(request(true)).then((response) => settled.push(response.status))
-  void whoami(request(false)).then((response) => settled.push(response.status))
+  void whoami(request(true), null).then((response) => settled.push(response.status))
+  void whoami(request(false), null).then((response) => settled.push(response.status))
   for (let i = 0; i < 10; i++) await Promise.resolve()
   expect(settled).toEqual([])
   await new Promise<void>((resolve) => setImmediate(resolve))

@@ -1,7 +1,7 @@
 import { Elysia, t } from 'elysia'
 import { createKeyStore, type KeyStoreOptions } from '../../src/access/key-store.ts'
 import { createLastUsedRecorder } from '../../src/access/last-used.ts'
-import { createAccessPlugin } from '../../src/http/access-plugin.ts'
+import { createKeyChainPlugin } from '../../src/http/key-chain-plugin.ts'
 import { createGate, type RateLimitDeps } from '../../src/access/gate.ts'
 import { createClientAddressOf } from '../../src/shared/client-address.ts'
 import { createFailureBudget } from '../../src/access/rate-limit/failure-budget.ts'
@@ -30,16 +30,16 @@ export async function chainApp(
     authFailures: createFailureBudget(DEFAULT_RATE_LIMITS.apiAuthFailures),
     ...options.rateLimits,
   }
-  const access = createAccessPlugin(createGate({ keys: keyStore, lastUsed, now: options.now, rateLimits }), createClientAddressOf([]))
+  const keyChain = createKeyChainPlugin(createGate({ keys: keyStore, lastUsed, now: options.now, rateLimits }), createClientAddressOf([]))
   const reached: string[] = []
   const app = new Elysia()
     .use(errorHandling(options.logger ?? silentLogger))
-    .use(access)
+    .use(keyChain.plugin)
     .get(
       '/api/v0/public-read',
-      ({ access }) => {
+      ({ grant }) => {
         reached.push('public-read')
-        return { keyId: access.key.id }
+        return { keyId: grant.key.id }
       },
       {
         access: { scope: 'BLOG_READ', public: true },

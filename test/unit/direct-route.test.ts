@@ -1,3 +1,4 @@
+import { createRequestContext } from '../../src/http/request-context.ts'
 import { expect, test } from 'bun:test'
 import type { Gate, Grant } from '../../src/access/gate.ts'
 import type { ActiveKey } from '../../src/access/key-store.ts'
@@ -19,11 +20,11 @@ function routes() {
     count: () => {},
   }
   const direct = createDirectRoutes({
+    requestContext: createRequestContext(),
     gate,
     logger: createLogger({ write: () => {} }),
     observe: (_request, _route, status, startedAt) => seen.push({ status, startedAt, handledAt }),
     clientAddressOf: () => '198.51.100.1',
-    server: () => null,
   })
   return { direct, seen }
 }
@@ -40,7 +41,7 @@ test('a route without a body is handled at the end of the turn, and its duration
     status: 200,
     body: { ok: true },
   }))
-  const answered = answer(new Request('http://localhost/api/v0/test'))
+  const answered = answer(new Request('http://localhost/api/v0/test'), null)
   const returnedAt = performance.now()
   // Not handled within the turn it arrived in.
   expect(seen).toEqual([])
@@ -72,6 +73,7 @@ test('a route with a body is handled on arrival (its write must not wait a turn 
       headers: { 'content-type': 'application/json', 'content-length': '9' },
       body: '{"a":"b"}',
     }),
+    null,
   )
   const returnedAt = performance.now()
   // The gate ran before answer() returned; the body is read in this turn's microtasks.
@@ -114,6 +116,7 @@ test('a body that arrives after its route ran out of room is refused with the ro
     const body = new ReadableStream<Uint8Array>({ start: (controller) => finish(controller) })
     const answered = answer(
       new Request('http://localhost/api/v0/test', { method: 'POST', headers: { 'content-type': 'application/json' }, body }),
+      null,
     )
     const controller = await started
     return {

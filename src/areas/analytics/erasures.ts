@@ -10,12 +10,12 @@ const WRITE = { scope: 'ANALYTICS_WRITE', public: false } as const
  * Erasing a person's events (contract section 16): private keys with ANALYTICS_WRITE only.
  * Reads hide the events from the 202 on; GET answers how the deletion goes.
  */
-export function erasureRoutes({ access, erasures }: AreaDeps) {
+export function erasureRoutes({ keyChain, erasures }: AreaDeps) {
   return new Elysia({ name: 'area/analytics/erasures', prefix: '/api/v0/analytics/erasures', detail: { tags: ['analytics'] } })
-    .use(access)
+    .use(keyChain)
     .post(
       '',
-      async ({ body, set, access: { key } }) => {
+      async ({ body, set, grant: { key } }) => {
         const created = await erasures.request(key.businessId, body, { ...byKey(key.id, set), keyId: key.id })
         set.status = 202
         return { id: created.id, status: 'pending' as const }
@@ -32,7 +32,7 @@ export function erasureRoutes({ access, erasures }: AreaDeps) {
         },
       },
     )
-    .get('/:id', ({ params, access: { key } }) => erasures.get(key.businessId, params.id), {
+    .get('/:id', ({ params, grant: { key } }) => erasures.get(key.businessId, params.id), {
       access: { scope: 'ANALYTICS_WRITE', public: false },
       params: IdParams,
       response: ErasureRecordSchema,

@@ -39,7 +39,7 @@ export function trackRoutes({ db, direct, onShutdown, reportIngest, ingest, rete
     await writer.write(grant.key.businessId, rows, request)
     return { status: 202, body: { accepted: rows.length } }
   })
-  return new Elysia({ name: 'area/analytics/track' }).post(spec.path, ({ request }) => handle(request), {
+  return new Elysia({ name: 'area/analytics/track' }).post(spec.path, ({ request, server }) => handle(request, server), {
     response: { 202: Accepted },
     detail: directRouteDetail(spec, {
       summary: 'Track one event, or a batch of up to 500 as {"events": [...]}',
@@ -50,10 +50,10 @@ export function trackRoutes({ db, direct, onShutdown, reportIngest, ingest, rete
 }
 
 /** GET /api/v0/analytics: a business's events, for servers. */
-export function analyticsRoutes({ db, access, retention }: AreaDeps) {
-  return new Elysia({ name: 'area/analytics', prefix: '/api/v0' }).use(access).get(
+export function analyticsRoutes({ db, keyChain, retention }: AreaDeps) {
+  return new Elysia({ name: 'area/analytics', prefix: '/api/v0' }).use(keyChain).get(
     '/analytics',
-    async ({ query, access: { key } }) => {
+    async ({ query, grant: { key } }) => {
       const from = query.from === undefined ? undefined : parseTime(query.from, 'from', 'query')
       const to = query.to === undefined ? undefined : parseTime(query.to, 'to', 'query')
       if (from && to && from >= to) {

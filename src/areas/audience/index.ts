@@ -53,9 +53,9 @@ function assertStorableRecord(record: { properties?: Record<string, unknown> }, 
 const newList = strictBody(NewList)
 const membersBody = strictBody(MembersBody)
 export function audienceRoutes(deps: AreaDeps) {
-  const { db, access } = deps
+  const { db, keyChain } = deps
   return new Elysia({ name: 'area/audience', prefix: '/api/v0/audience', detail: { tags: ['audience'] } })
-    .use(access)
+    .use(keyChain)
     .use(
       matchedRoutes(deps, {
         kind: PEOPLE,
@@ -71,7 +71,7 @@ export function audienceRoutes(deps: AreaDeps) {
     )
     .delete(
       '/people/:id',
-      async ({ params, set, access: { key } }) => {
+      async ({ params, set, grant: { key } }) => {
         await deleteMatched(db, PEOPLE, key.businessId, params.id)
         set.status = 204
         return null
@@ -97,7 +97,7 @@ export function audienceRoutes(deps: AreaDeps) {
     )
     .post(
       '/lists',
-      async ({ body, set, access: { key } }) => {
+      async ({ body, set, grant: { key } }) => {
         assertStorable(body, '')
         const list = toListRecord(await createList(db, key.businessId, body))
         set.status = 201
@@ -113,7 +113,7 @@ export function audienceRoutes(deps: AreaDeps) {
     )
     .get(
       '/lists',
-      async ({ query, access: { key } }) => {
+      async ({ query, grant: { key } }) => {
         const limit = pageSize(query.limit, PAGE_LIMIT.default)
         return listLists(db, key.businessId, { after: decodePosition(query.cursor), limit })
       },
@@ -124,7 +124,7 @@ export function audienceRoutes(deps: AreaDeps) {
         detail: { summary: 'List lists, newest first, in cursor pages' },
       },
     )
-    .get('/lists/:slug', async ({ params, access: { key } }) => toListRecord(await getList(db, key.businessId, params.slug)), {
+    .get('/lists/:slug', async ({ params, grant: { key } }) => toListRecord(await getList(db, key.businessId, params.slug)), {
       access: { scope: 'AUDIENCE_LIST_READ', public: false },
       params: SlugParams,
       response: List,
@@ -132,7 +132,7 @@ export function audienceRoutes(deps: AreaDeps) {
     })
     .get(
       '/lists/:slug/people',
-      async ({ params, query, access: { key } }) => {
+      async ({ params, query, grant: { key } }) => {
         const limit = pageSize(query.limit, PAGE_LIMIT.default)
         return listMembers(db, key.businessId, params.slug, { after: decodePosition(query.cursor), limit })
       },
@@ -146,7 +146,7 @@ export function audienceRoutes(deps: AreaDeps) {
     )
     .post(
       '/lists/:slug/people',
-      async ({ params, body, access: { key } }) => {
+      async ({ params, body, grant: { key } }) => {
         body.people.forEach((ref, i) => {
           assertStorable(ref, recordPath('people', i))
           assertOneIdentifier(ref, recordPath('people', i))
@@ -172,7 +172,7 @@ export function audienceRoutes(deps: AreaDeps) {
     )
     .delete(
       '/lists/:slug/people',
-      async ({ params, body, access: { key } }) => {
+      async ({ params, body, grant: { key } }) => {
         body.people.forEach((ref, i) => {
           assertStorable(ref, recordPath('people', i))
           assertOneIdentifier(ref, recordPath('people', i))
@@ -223,15 +223,15 @@ function recordsOf(body: typeof PeopleBody.schema.static | typeof CompaniesBody.
  * inside audienceRoutes, which gives the /api/v0/audience prefix.
  */
 function matchedRoutes<T extends MatchedTable, R extends PersonRecord | CompanyRecord>(
-  { db, access }: AreaDeps,
+  { db, keyChain }: AreaDeps,
   resource: MatchedResource<T, R>,
 ) {
   const { kind, scopes } = resource
   return new Elysia({ name: `area/audience/${kind.batchKey}`, detail: { tags: ['audience'] } })
-    .use(access)
+    .use(keyChain)
     .post(
       `/${kind.batchKey}`,
-      async ({ body, access: { key } }) => {
+      async ({ body, grant: { key } }) => {
         const { records, isBatch } = recordsOf(body)
         for (const [i, record] of records.entries()) assertStorableRecord(record, recordPath(isBatch ? kind.batchKey : null, i))
         // Only people carry a verified identity (contract section 12); a company has none.
@@ -255,7 +255,7 @@ function matchedRoutes<T extends MatchedTable, R extends PersonRecord | CompanyR
     )
     .get(
       `/${kind.batchKey}`,
-      async ({ query, access: { key } }) => {
+      async ({ query, grant: { key } }) => {
         const { limit, cursor, ...filters } = query
         return listMatched(db, kind, key.businessId, {
           ...filters,
@@ -270,7 +270,7 @@ function matchedRoutes<T extends MatchedTable, R extends PersonRecord | CompanyR
         detail: { summary: `List ${kind.batchKey}, newest first, in cursor pages` },
       },
     )
-    .get(`/${kind.batchKey}/:id`, ({ params, access: { key } }) => getMatched(db, kind, key.businessId, params.id), {
+    .get(`/${kind.batchKey}/:id`, ({ params, grant: { key } }) => getMatched(db, kind, key.businessId, params.id), {
       access: { scope: scopes.read, public: false },
       params: IdParams,
       response: resource.record,

@@ -73,12 +73,12 @@ const limitOf = (raw: string | undefined) => pageSize(raw, BLOG_PAGE_DEFAULT)
  * business.
  */
 export function blogRoutes(deps: AreaDeps) {
-  const { db, access } = deps
+  const { db, keyChain } = deps
   return new Elysia({ name: 'area/blog', prefix: '/api/v0/blog', detail: { tags: ['blog'] } })
-    .use(access)
+    .use(keyChain)
     .get(
       '/blogs',
-      ({ query, access: { key } }) =>
+      ({ query, grant: { key } }) =>
         listBlogs(db, key.businessId, key.type, {
           tag: query.tag,
           author: query.author,
@@ -93,7 +93,7 @@ export function blogRoutes(deps: AreaDeps) {
         detail: { summary: 'List blogs, newest first; filter by tag and author slug (public keys: published only)' },
       },
     )
-    .get('/blogs/:id', ({ params, access: { key } }) => getBlog(db, key.businessId, key.type, params.id), {
+    .get('/blogs/:id', ({ params, grant: { key } }) => getBlog(db, key.businessId, key.type, params.id), {
       access: READ,
       params: IdOrSlugParams,
       response: Blog,
@@ -101,7 +101,7 @@ export function blogRoutes(deps: AreaDeps) {
     })
     .post(
       '/blogs',
-      async ({ body, set, access: { key } }) => {
+      async ({ body, set, grant: { key } }) => {
         const id = await createBlog(db, key.businessId, body)
         set.status = 201
         return getBlog(db, key.businessId, 'private', id)
@@ -116,7 +116,7 @@ export function blogRoutes(deps: AreaDeps) {
     )
     .patch(
       '/blogs/:id',
-      async ({ params, body, access: { key } }) => {
+      async ({ params, body, grant: { key } }) => {
         await updateBlog(db, key.businessId, params.id, body)
         return getBlog(db, key.businessId, 'private', params.id)
       },
@@ -131,7 +131,7 @@ export function blogRoutes(deps: AreaDeps) {
     )
     .delete(
       '/blogs/:id',
-      async ({ params, set, access: { key } }) => {
+      async ({ params, set, grant: { key } }) => {
         await deleteBlog(db, key.businessId, params.id)
         set.status = 204
         return null
@@ -174,14 +174,14 @@ interface NamedResource<T extends NamedTable, R extends AuthorRecord | TagRecord
  * The five routes of authors or tags: list by slug, show by id or slug, create, change,
  * delete. Mounted inside blogRoutes, which gives the /api/v0/blog prefix.
  */
-function namedRoutes<T extends NamedTable, R extends AuthorRecord | TagRecord>({ db, access }: AreaDeps, resource: NamedResource<T, R>) {
+function namedRoutes<T extends NamedTable, R extends AuthorRecord | TagRecord>({ db, keyChain }: AreaDeps, resource: NamedResource<T, R>) {
   const { kind } = resource
   const one = `${kind.noun === 'author' ? 'an' : 'a'} ${kind.noun}`
   return new Elysia({ name: `area/blog/${kind.path}`, detail: { tags: ['blog'] } })
-    .use(access)
+    .use(keyChain)
     .get(
       `/${kind.path}`,
-      ({ query, access: { key } }) => listNamed(db, kind, key.businessId, { cursor: query.cursor, limit: limitOf(query.limit) }),
+      ({ query, grant: { key } }) => listNamed(db, kind, key.businessId, { cursor: query.cursor, limit: limitOf(query.limit) }),
       {
         access: READ,
         query: PageQuery,
@@ -189,7 +189,7 @@ function namedRoutes<T extends NamedTable, R extends AuthorRecord | TagRecord>({
         detail: { summary: `List ${kind.path} by slug` },
       },
     )
-    .get(`/${kind.path}/:id`, ({ params, access: { key } }) => getNamed(db, kind, key.businessId, params.id), {
+    .get(`/${kind.path}/:id`, ({ params, grant: { key } }) => getNamed(db, kind, key.businessId, params.id), {
       access: READ,
       params: IdOrSlugParams,
       response: resource.record,
@@ -197,7 +197,7 @@ function namedRoutes<T extends NamedTable, R extends AuthorRecord | TagRecord>({
     })
     .post(
       `/${kind.path}`,
-      async ({ body, set, access: { key } }) => {
+      async ({ body, set, grant: { key } }) => {
         const record = await createNamed(db, kind, key.businessId, body)
         set.status = 201
         return record
@@ -210,7 +210,7 @@ function namedRoutes<T extends NamedTable, R extends AuthorRecord | TagRecord>({
         detail: { summary: `Create ${one}`, ...alsoAnswers('conflict') },
       },
     )
-    .patch(`/${kind.path}/:id`, ({ params, body, access: { key } }) => updateNamed(db, kind, key.businessId, params.id, body), {
+    .patch(`/${kind.path}/:id`, ({ params, body, grant: { key } }) => updateNamed(db, kind, key.businessId, params.id, body), {
       access: WRITE,
       params: IdParams,
       body: resource.changes.schema,
@@ -220,7 +220,7 @@ function namedRoutes<T extends NamedTable, R extends AuthorRecord | TagRecord>({
     })
     .delete(
       `/${kind.path}/:id`,
-      async ({ params, set, access: { key } }) => {
+      async ({ params, set, grant: { key } }) => {
         await deleteNamed(db, kind, key.businessId, params.id)
         set.status = 204
         return null

@@ -12,12 +12,12 @@ const triggerBody = strictBody(TriggerBody)
  * records a queued run and answers 202 with its id, to public and private keys alike and
  * with nothing else in it. An Idempotency-Key makes retries safe for 24 h.
  */
-export function flowRoutes({ db, access }: AreaDeps) {
+export function flowRoutes({ db, keyChain }: AreaDeps) {
   return new Elysia({ name: 'area/flow', prefix: '/api/v0/flow', detail: { tags: ['flow'] } })
-    .use(access)
+    .use(keyChain)
     .post(
       '/:id/trigger',
-      async ({ params, body, headers, set, access: { key } }) => {
+      async ({ params, body, headers, set, grant: { key } }) => {
         const run = await triggerFlow(db, {
           flowId: params.id,
           businessId: key.businessId,
@@ -51,7 +51,7 @@ export function flowRoutes({ db, access }: AreaDeps) {
         },
       },
     )
-    .get('/:id/runs/:runId', ({ params, access: { key } }) => getRun(db, key.businessId, params.id, params.runId), {
+    .get('/:id/runs/:runId', ({ params, grant: { key } }) => getRun(db, key.businessId, params.id, params.runId), {
       access: { scope: 'FLOW_TRIGGER', public: false },
       params: RunParams,
       response: FlowRun,

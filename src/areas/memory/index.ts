@@ -27,12 +27,12 @@ function checkBody(strict: typeof newDocument | typeof documentChanges) {
  * keys only (no route here is in the public set); every query is scoped to the key's
  * business.
  */
-export function memoryRoutes({ db, access }: AreaDeps) {
+export function memoryRoutes({ db, keyChain }: AreaDeps) {
   return new Elysia({ name: 'area/memory', prefix: '/api/v0/memory', detail: { tags: ['memory'] } })
-    .use(access)
+    .use(keyChain)
     .post(
       '',
-      async ({ body, set, access: { key } }) => {
+      async ({ body, set, grant: { key } }) => {
         const document = await createDocument(db, key.businessId, body)
         set.status = 201
         return document
@@ -47,7 +47,7 @@ export function memoryRoutes({ db, access }: AreaDeps) {
     )
     .get(
       '',
-      ({ query, access: { key } }) =>
+      ({ query, grant: { key } }) =>
         listDocuments(db, key.businessId, {
           q: query.q,
           cursor: query.cursor,
@@ -60,13 +60,13 @@ export function memoryRoutes({ db, access }: AreaDeps) {
         detail: { summary: 'List documents, newest first, or search them with `q` (ranked by relevance)' },
       },
     )
-    .get('/:id', ({ params, access: { key } }) => getDocument(db, key.businessId, params.id), {
+    .get('/:id', ({ params, grant: { key } }) => getDocument(db, key.businessId, params.id), {
       access: READ,
       params: IdParams,
       response: MemoryDocument,
       detail: { summary: 'Show a document' },
     })
-    .patch('/:id', ({ params, body, access: { key } }) => updateDocument(db, key.businessId, params.id, body), {
+    .patch('/:id', ({ params, body, grant: { key } }) => updateDocument(db, key.businessId, params.id, body), {
       access: WRITE,
       params: IdParams,
       body: documentChanges.schema,
@@ -76,7 +76,7 @@ export function memoryRoutes({ db, access }: AreaDeps) {
     })
     .delete(
       '/:id',
-      async ({ params, set, access: { key } }) => {
+      async ({ params, set, grant: { key } }) => {
         await deleteDocument(db, key.businessId, params.id)
         set.status = 204
         return null

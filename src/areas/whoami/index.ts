@@ -23,7 +23,7 @@ const WHOAMI: DirectRouteSpec = { method: 'GET', path: '/api/v0/whoami', access:
  */
 export function whoamiRoutes({ direct }: AreaDeps) {
   const handle = direct.route(WHOAMI, ({ key, origin }) => ({ status: 200, body: clientContext(key, origin) }))
-  return new Elysia({ name: 'area/whoami' }).get(WHOAMI.path, ({ request }) => handle(request), {
+  return new Elysia({ name: 'area/whoami' }).get(WHOAMI.path, ({ request, server }) => handle(request, server), {
     response: ClientContext,
     detail: directRouteDetail(WHOAMI, { summary: 'The client context of the calling key', tags: ['keys'] }),
   })
