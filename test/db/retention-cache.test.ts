@@ -7,7 +7,7 @@ import { createRetention, type Retention } from '../../src/events/retention.ts'
 import { testDatabase } from '../support/database.ts'
 import { holdReads } from '../support/held-db.ts'
 
-// The retention the page-view route asks for on every request (contract section 16): read
+// The retention the page-view route asks for on every request: read
 // once per business, never a query per request, and never a wait once it has been read.
 
 const OPERATOR_DAYS = 400
