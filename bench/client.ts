@@ -1,5 +1,5 @@
 /**
- * The backend client against a plain loop of `fetch` calls (contract section 18): both send
+ * The backend client against a plain loop of `fetch` calls: both send
  * the same 50-event batches, one request at a time, to the same service process, in
  * interleaved rounds; the ratio of their events/s is the client's cost. Then the memory of
  * a client holding a full queue (10,000 events), on Bun and on Node.js.

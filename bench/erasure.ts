@@ -1,5 +1,5 @@
 /**
- * How long an erasure takes against a business holding many events (contract section 16:
+ * How long an erasure takes against a business holding many events (the promise:
  * within a minute per million events of the business).
  *
  *   DATABASE_URL=postgres://postgres@127.0.0.1:5432/bench_db bun bench/erasure.ts [events] [person's events]

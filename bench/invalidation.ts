@@ -1,7 +1,7 @@
 /**
  * `bun bench/invalidation.ts`: how long a revocation made through one instance takes to be
- * refused by another, over one PostgreSQL (contract section 13 allows 1 s; the aim is
- * 100 ms).
+ * refused by another, over one PostgreSQL (the service promises 1 s; the
+ * aim is 100 ms).
  *
  * Starts two instances (`bun src/index.ts`, as deployed, each with its own notification
  * connection), makes one business through the first, then 20 times: a key is created

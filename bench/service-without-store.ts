@@ -5,7 +5,7 @@
  * against a bare Elysia route that has no database either. Not for anything but benchmarks.
  *
  * BENCH_QUERY_TIMEOUT_MS: the statement deadline (default the service's 4 s). Under valgrind
- * (bench/instructions.ts) a JIT compile can hold the event loop for seconds, which a
+ * a JIT compile can hold the event loop for seconds, which a
  * deadline timer would take for a hung database.
  */
 import { openDatabase } from '../db/client.ts'

@@ -47,7 +47,7 @@ export function onCore(core: number, command: string[]): string[] {
 }
 
 const LISTENING = /listening on http:\/\/localhost:(\d+)/
-// Long enough for a server under valgrind (bench/instructions.ts).
+// Long enough for a server under valgrind, which runs it many times slower.
 const START_TIMEOUT_MS = 180_000
 
 /** Starts a server and waits (at most 30 s) for its "listening on" line; answers its base URL. */

@@ -1,8 +1,8 @@
 /**
  * What the service writes beside requests (usage counts, `lastUsedAt`) goes through this:
  * a write that fails or times out is retried in two halves after a pause that doubles
- * each time, and rows that failed `maxAttempts` times are dropped and counted (contract
- * section 13: background records never decide availability, and are bounded). A round
+ * each time, and rows that failed `maxAttempts` times are dropped and counted (background
+ * records never decide availability, and are bounded). A round
  * stops at its first failure, so a database that is slow or locked costs one failed
  * write per round, not one per waiting batch.
  *

@@ -36,7 +36,7 @@ export function boundedClient(sql: Sql, ms: number, availability: StatementGuard
  * The availability probe, within `ms` on the raw client (it must reach the server while
  * statements are being refused): resolves only when the server answers and takes writes.
  * A standby in recovery, or a server set read-only, answers too, so `select 1` is not
- * enough (contract section 17).
+ * enough.
  *
  * Found on such a server, the probe ends every session of this pool there, its own last:
  * the pool then connects again, trying the next host in DATABASE_URL, and finds the

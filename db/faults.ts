@@ -4,7 +4,7 @@ import { causeCodes } from '../src/errors.ts'
  * Which failures mean "no writable primary answers here" (a 503 to the client, a state
  * change in the log) rather than a fault of one statement: a database that is down, hangs
  * or refuses connections, and a server that answers but takes no writes (a standby in
- * recovery, or a primary being failed over; contract section 17). Drivers put their code
+ * recovery, or a primary being failed over). Drivers put their code
  * (a SQLSTATE, a socket error) on an inner cause that Drizzle wraps; causeCodes reads the
  * whole chain.
  */

@@ -63,7 +63,7 @@ export function listenForever(databaseUrl: string, channel: string, handlers: Li
       onclose() {
         if (client === own) lost(new Error('notification connection closed'))
       },
-      // The connection option postgres.js's own `listen` is built on (src/index.js); not in
+      // The connection option postgres.js's own `listen` is built on (postgres/src/index.js); not in
       // its typings. The PostgreSQL tests (test/api/invalidation.test.ts) pin it.
       onnotify(name: string, payload: string) {
         if (name === channel && client === own) handlers.onNotify(payload)

@@ -11,7 +11,7 @@ export interface CliIo {
 }
 
 /**
- * `npm run cli -- <command>`: the operators' CLI over `/admin/v0` (contract section 7).
+ * `npm run cli -- <command>`: the operators' CLI over `/admin/v0`.
  * Exit status 0 done, 1 refused by the server or unreachable, 2 usage error.
  */
 export async function runCli(

@@ -4,13 +4,13 @@ import { parseTrustedProxies } from './shared/client-address.ts'
 
 const BUDGET = '^[0-9]{1,7}/[0-9]{1,5}$'
 
-/** A budget: `<limit>/<seconds>` (contract section 8). */
+/** A budget: `<limit>/<seconds>`. */
 export interface Budget {
   limit: number
   windowSeconds: number
 }
 
-/** Contract section 8's defaults, and the one place they are written. */
+/** The default budgets (docs/api.md, "Rate limits"), and the one place they are written. */
 export const DEFAULT_RATE_LIMITS = {
   public: { limit: 300, windowSeconds: 60 },
   private: { limit: 6000, windowSeconds: 60 },
@@ -47,7 +47,7 @@ export const POSTGRES_INSERTS_IN_FLIGHT = 3
  */
 export const STOP_TIMEOUT_MS = 15_000
 
-/** How long events are kept, in days, unless a business keeps them less (EVENT_RETENTION_DAYS; contract section 16). */
+/** How long events are kept, in days, unless a business keeps them less (EVENT_RETENTION_DAYS). */
 export const DEFAULT_EVENT_RETENTION_DAYS = 400
 
 /** Most analytics rows waiting to be committed, by default (INGEST_QUEUE_ROWS). */

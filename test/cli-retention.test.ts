@@ -6,7 +6,7 @@ import { testDatabase } from './support/database.ts'
 import { loopback } from './support/loopback.ts'
 import { ADMIN_TOKEN, seedBusiness, seedKey, testService } from './support/service.ts'
 
-// The operator CLI's side of contract section 16: a business's event retention, and erasing
+// The operator CLI's side of retention and erasure: a business's event retention, and erasing
 // a person's events, through a real server on loopback.
 
 const repoRoot = join(import.meta.dir, '..')

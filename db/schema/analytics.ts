@@ -13,7 +13,7 @@ import { index, jsonb, pgTable, primaryKey, text, timestamp, uuid } from 'drizzl
  *
  * Range-partitioned by `occurredAt`, one partition a calendar month (UTC), named
  * `analytics_events_YYYY_MM` (docs/decisions.md, "Event partitions"). Drizzle cannot
- * declare partitioning: migration 0008 made the table partitioned by hand, and the event
+ * declare partitioning: migration 0009 made the table partitioned by hand, and the event
  * maintenance (src/events/maintenance.ts) creates partitions ahead and drops expired ones.
  * There is no DEFAULT partition: an event needs the partition of its month.
  */

@@ -2,7 +2,7 @@ import { sql } from 'drizzle-orm'
 import { check, index, jsonb, pgTable, text, timestamp, uuid } from 'drizzle-orm/pg-core'
 import { apiKeys, businesses } from './core.ts'
 
-/** The actions the trail records (contract section 10). */
+/** The actions the trail records. */
 export const AUDIT_ACTIONS = [
   'key.created',
   'key.updated',

@@ -3,9 +3,9 @@ import { check, foreignKey, index, integer, pgTable, text, timestamp, uuid } fro
 
 /**
  * `identitySecret`: the key of the HMAC a business's server computes over a person's
- * identifier so that its pages may update that person with a public key (contract
- * section 12). Shown once when set; null: public-key people writes are create-only.
- * `eventRetentionDays`: how long the business's events are kept (contract section 16),
+ * identifier so that its pages may update that person with a public key (docs/api.md,
+ * "Writes with a public key"). Shown once when set; null: public-key people writes are create-only.
+ * `eventRetentionDays`: how long the business's events are kept,
  * 1 to the operator's EVENT_RETENTION_DAYS; null: the operator's value.
  * `eventsExpiredBefore`: events that happened before it are gone for good, whatever the
  * retention says later (docs/decisions.md, "A lowered retention is final"). Set by each
@@ -28,16 +28,16 @@ export const businesses = pgTable('businesses', {
  * `keyHint` is the redacted form shown in lists (`sk_…wxyz`).
  * `lastUsedAt` moves only forward, at most once a minute per key, by one guarded UPDATE
  * (src/access/last-used.ts). A revoked key keeps its row: `revokedAt` is set once.
- * `rateLimitLimit`/`rateLimitWindowSeconds` are the key's own budget (contract section 8),
+ * `rateLimitLimit`/`rateLimitWindowSeconds` are the key's own budget,
  * both set or both null (null: the service default for the key's type).
  * Every insert, update or delete notifies channel `keygate_api_keys` with the key's
  * digest (a trigger in migration 0001), so every instance's key cache forgets it at once.
- * Rolling (contract section 9) links the two keys both ways: the new one's `rolledFrom`,
+ * Rolling links the two keys both ways: the new one's `rolledFrom`,
  * the old one's `replacedBy` (set once; its `expiresAt` then holds the end of the grace).
  * `originPolicy` `report` (public keys): an Origin the list does not allow is served and
- * counted instead of refused (contract section 11).
+ * counted instead of refused.
  * `allowedIps` (private keys, canonical addresses and CIDR ranges; empty: any address) and
- * `ipPolicy` `report` (serve and count addresses outside the list): contract section 14.
+ * `ipPolicy` `report`: serve and count addresses outside the list.
  */
 export const apiKeys = pgTable(
   'api_keys',

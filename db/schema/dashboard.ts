@@ -4,7 +4,7 @@ import { businesses } from './core.ts'
 
 /**
  * People who sign in to the dashboard: one email, one password, whatever the number of
- * businesses they belong to (contract section 19). `email` is stored trimmed and
+ * businesses they belong to. `email` is stored trimmed and
  * lower-cased and is unique: it is what a person signs in with. `passwordHash` is a
  * `Bun.password` hash (argon2id, salt inside); null until the person chooses a password
  * through a sign-in link. An account lives as long as it has a membership.

@@ -3,7 +3,7 @@ import { bigint, check, index, pgTable, text, timestamp, uuid } from 'drizzle-or
 import { businesses } from './core.ts'
 
 /**
- * Requests to erase a person's tracked events (contract section 16). While `pending`, reads
+ * Requests to erase a person's tracked events. While `pending`, reads
  * hide the business's events of that `personId` or `anonymousId` received before
  * `requestedAt` (src/events/read.ts); a worker deletes them in batches
  * (src/events/erasure.ts), then sets `done`, `completedAt` and `deleted`, and clears both

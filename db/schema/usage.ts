@@ -3,7 +3,7 @@ import { bigint, boolean, check, index, pgTable, primaryKey, text, timestamp, uu
 import { apiKeys } from './core.ts'
 
 /**
- * Requests per key (contract section 11), counted in memory on the request path and added
+ * Requests per key, counted in memory on the request path and added
  * here in batches (src/usage/recorder.ts): one row per key, period start and outcome
  * (`accepted`, or the error code the request was answered with). Each flush adds to the
  * minute, the hour and the day at once, so reads at any interval are one range scan and
@@ -69,7 +69,7 @@ export const keyScopeUses = pgTable(
 )
 
 /**
- * Client addresses a private key's allowedIps did not allow (contract section 14), kept
+ * Client addresses a private key's allowedIps did not allow, kept
  * like refused origins: per key, address and hour, `reported` when served anyway
  * (ipPolicy `report`), at most REFUSALS_KEPT_PER_HOUR per key and hour.
  */

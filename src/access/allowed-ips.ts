@@ -1,7 +1,7 @@
 import { parseRange, rangesMatcher, type IpRange } from '../shared/ip.ts'
 
 /**
- * Private keys' allowed client addresses (contract section 14): the list rules and the
+ * Private keys' allowed client addresses: the list rules and the
  * per-key matcher, over the one IP module (src/shared/ip.ts).
  */
 

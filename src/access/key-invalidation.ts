@@ -17,7 +17,7 @@ export interface KeyChangeFeed {
 }
 
 /**
- * Keeps the key cache in step with changes made anywhere (contract section 13).
+ * Keeps the key cache in step with changes made anywhere.
  *
  * PostgreSQL: every instance LISTENs; a notification drops that key from the cache at
  * once (and bumps the store's generation, so a load in flight cannot cache the old row).

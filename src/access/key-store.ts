@@ -5,7 +5,7 @@ import type { Budget } from '../config.ts'
 import { apiKeys, businesses } from '../../db/schema/index.ts'
 import type { KeyType } from './key-format.ts'
 import { compileIpMatcher, type IpMatcher } from './allowed-ips.ts'
-import { compileOriginMatcher, type OriginMatcher } from './origin.ts'
+import { compileOriginMatcher, type OriginMatcher } from './origin/index.ts'
 import { BoundedMap } from '../shared/bounded-map.ts'
 import type { Scope } from './scopes.ts'
 

@@ -27,7 +27,7 @@ export type Scope = (typeof SCOPES)[number]
 export const ScopeName = t.String({ maxLength: 64, enum: [...SCOPES] })
 
 /**
- * Scopes that some public endpoint uses (contract section 5). A public key may hold only
+ * Scopes that some public endpoint uses. A public key may hold only
  * these: any other scope would grant nothing to a key that can reach public endpoints only.
  */
 export const PUBLIC_KEY_SCOPES: readonly Scope[] = [

@@ -24,7 +24,7 @@ export const AuditEntrySchema = t.Object({
 
 const AuditQuery = t.Object({ limit: limitQuery(AUDIT_PAGE), cursor: CursorQuery })
 
-/** The audit trail, read only: no route changes or deletes an entry (contract section 10). */
+/** The audit trail, read only: no route changes or deletes an entry. */
 export function auditRoutes({ db, keys }: { db: Db; keys: KeyService }) {
   return new Elysia({ name: 'admin/audit' })
     .get(

@@ -4,7 +4,7 @@ import { rollIdentitySecret } from '../identity/secret.ts'
 import { requireBusiness } from './businesses.ts'
 import { IdParams } from './model.ts'
 
-/** Contract section 12: the identity secret is set (or replaced) here and shown only in this answer. */
+/** The identity secret is set (or replaced) here and shown only in this answer. */
 export function identityRoutes({ db }: { db: Db }) {
   return new Elysia({ name: 'admin/identity' }).post(
     '/businesses/:id/identity-secret',
@@ -27,7 +27,7 @@ export function identityRoutes({ db }: { db: Db }) {
       detail: {
         summary: "Set a business's identity secret, replacing any earlier one",
         description:
-          'Public-key people writes with a valid identityHash may then update stored people; list removals by public keys then need one (contract section 12).',
+          'Public-key people writes with a valid identityHash may then update stored people; list removals by public keys then need one.',
       },
     },
   )

@@ -43,7 +43,7 @@ const newFlow = strictBody(NewFlow)
 const rollKey = strictBody(RollKey)
 
 /**
- * The operators' API (contract section 7). The token is checked in `parse` and
+ * The operators' API. The token is checked in `parse` and
  * `transform`, before any body or parameter is looked at, like the key chain.
  */
 export function adminRoutes(deps: {
@@ -204,7 +204,7 @@ export function adminRoutes(deps: {
         detail: {
           summary: 'Roll a key: a new key with the same settings; the old one works until the end of the grace',
           description:
-            'The old key gets replacedBy and an expiresAt at now + graceSeconds (or its own earlier expiry); graceSeconds 0 ends it at once. A revoked, expired or already replaced key answers 409 (contract section 9).',
+            'The old key gets replacedBy and an expiresAt at now + graceSeconds (or its own earlier expiry); graceSeconds 0 ends it at once. A revoked, expired or already replaced key answers 409.',
           ...alsoAnswers('conflict'),
         },
       },

@@ -55,7 +55,7 @@ export const BusinessRecordSchema = t.Object({
     description: "The business's own event retention in days; null: the operator's EVENT_RETENTION_DAYS.",
   }),
   effectiveEventRetentionDays: t.Integer({
-    description: "How many days its events are kept now: its own setting, capped by the operator's (contract section 16).",
+    description: "How many days its events are kept now: its own setting, capped by the operator's.",
   }),
 })
 

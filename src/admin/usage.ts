@@ -48,18 +48,18 @@ export const UsageSchema = t.Object({
   }),
   refusedIps: t.Array(
     t.Object({
-      ip: t.String({ description: 'The client address as seen (contract section 8).' }),
+      ip: t.String({ description: 'The client address as seen.' }),
       count: t.Integer(),
       lastSeenAt: t.String({ format: 'date-time' }),
       reported: t.Boolean({ description: 'Served anyway: the key was report-only (ipPolicy).' }),
     }),
-    { description: "Private keys: the 50 most frequent client addresses outside the key's allowedIps (contract section 14)." },
+    { description: "Private keys: the 50 most frequent client addresses outside the key's allowedIps." },
   ),
   refusedIpsOther: t.Integer({ description: 'Requests refused (or reported) for their client address whose address is not listed above.' }),
   scopes: t.Array(t.Object({ scope: t.String(), lastUsedAt: t.Nullable(t.String({ format: 'date-time' })) })),
 })
 
-/** Contract section 11: a key's requests per period, refused origins and scope use. */
+/** A key's requests per period, refused origins and scope use. */
 export function usageRoutes({ db, keys }: { db: Db; keys: KeyService }) {
   return new Elysia({ name: 'admin/usage' }).get(
     '/keys/:id/usage',

@@ -16,7 +16,7 @@ export interface AreaDeps {
    * `hotAreas`, before the app's global hooks.
    */
   direct: DirectRoutes
-  /** Each business's event retention (contract section 16): reads and the `timestamp` bound. */
+  /** Each business's event retention: reads and the `timestamp` bound. */
   retention: Retention
   /** Erasure requests and their background deletion. */
   erasures: Erasures

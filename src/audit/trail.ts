@@ -4,8 +4,8 @@ import { auditEntries, type AuditAction } from '../../db/schema/index.ts'
 import { before, type Position } from '../shared/paging.ts'
 
 /**
- * Who made a change: the operator's token, a signed-in member (contract section 10), or an
- * API key asking for an erasure through the API (section 16).
+ * Who made a change: the operator's token, a signed-in member, or an
+ * API key asking for an erasure through the API.
  */
 export type Actor = 'admin' | `member:${string}` | `key:${string}`
 
@@ -92,7 +92,7 @@ export async function listChanges(
     .limit(filter.limit)
 }
 
-/** The entry on the wire (contract section 10). */
+/** The entry on the wire. */
 export function toAuditRecord(row: AuditEntryRow) {
   return {
     id: row.id,

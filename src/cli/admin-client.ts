@@ -7,7 +7,7 @@ import type { MemberRecord, SignInLinkRecord } from '../members/model.ts'
 import type { AuditEntrySchema } from '../admin/audit.ts'
 import type { UsageSchema } from '../admin/usage.ts'
 /**
- * The CLI's view of `/admin/v0` (contract section 7): one HTTP call per method, errors
+ * The CLI's view of `/admin/v0`: one HTTP call per method, errors
  * turned into values the CLI can print. Knows nothing about terminals.
  */
 

@@ -16,7 +16,7 @@ const TRAIL_PAGE = 50
 
 const TrailQuery = t.Object({ cursor: FormField })
 
-/** The audit trail (contract section 10), of the business and of one key, newest first. */
+/** The audit trail, of the business and of one key, newest first. */
 export function auditPlugin(deps: { db: Db; keys: KeyService; ownKeys: OwnKeys; member: ReturnType<typeof memberMacro> }) {
   const { db, keys, ownKeys } = deps
 

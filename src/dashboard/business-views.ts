@@ -8,7 +8,7 @@ const identityHash = createHmac('sha256', process.env.KEYGATE_IDENTITY_SECRET)
   .update(user.id).digest('hex')`
 
 /**
- * The business's settings: the identity secret (contract section 12). The secret is shown
+ * The business's settings: the identity secret. The secret is shown
  * once, in the answer that sets it; afterwards the page only says whether one is set.
  */
 /** How long the business's events are kept: its own days (null: the operator's), and a form sent back with its error. */

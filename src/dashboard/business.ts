@@ -15,8 +15,8 @@ import { BUSINESS_PATH } from './views.ts'
 import type { memberMacro } from './member.ts'
 
 /**
- * Business settings: the identity secret (contract section 12) and how long events are kept
- * (section 16), both changed by owners only.
+ * Business settings: the identity secret and how long events are kept, both changed by
+ * owners only.
  */
 export function businessPlugin(deps: { db: Db; member: ReturnType<typeof memberMacro>; retention: Retention }) {
   const { db, retention } = deps

@@ -25,7 +25,7 @@ const LOCAL_TIME = /^\d{4}-\d\d-\d\dT\d\d:\d\d(:\d\d(\.\d{1,3})?)?$/
 const Filters = { key: FormField, type: FormField, from: FormField, to: FormField }
 
 /**
- * The business's events (contract section 19): newest first, filtered by key, type and
+ * The business's events: newest first, filtered by key, type and
  * time, a page at a time, and a live view whose script asks for newer ones. Every read
  * goes through src/events/read.ts with the member's business: another business's events
  * never appear, whatever a filter or cursor says.

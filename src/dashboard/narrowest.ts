@@ -1,4 +1,4 @@
-import { compileOriginMatcher, parseAllowedOrigin } from '../access/origin.ts'
+import { compileOriginMatcher, parseAllowedOrigin } from '../access/origin/index.ts'
 import { NO_ORIGIN } from '../usage/recorder.ts'
 
 export type NarrowestEntry = { ok: true; entry: string } | { ok: false; reason: string }

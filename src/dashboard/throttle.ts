@@ -61,7 +61,7 @@ const EMAIL_LOCKS = 0x5167_0001
 const ADDRESS_LOCKS = 0x5167_0002
 
 /**
- * Sign-in throttling (contract section 8): an attempt is counted before its password is
+ * Sign-in throttling: an attempt is counted before its password is
  * checked and forgiven when it succeeds. First, in memory, attempts per address, per email
  * and address, and per email (per instance, before any transaction or lock); then, in the
  * database, a reservation that counts failures across instances and never waits for

@@ -1,6 +1,6 @@
 import { compileIpMatcher, parseIpEntry } from '../access/allowed-ips.ts'
 import { networkOf } from '../shared/ip.ts'
-import { compileOriginMatcher } from '../access/origin.ts'
+import { compileOriginMatcher } from '../access/origin/index.ts'
 import type { KeyRecord } from '../keys/service.ts'
 import { NO_ORIGIN } from '../usage/recorder.ts'
 import type { UsageReport } from '../usage/report.ts'
@@ -220,7 +220,7 @@ function removeScope(who: SignedIn, key: KeyRecord, scope: string): Html {
 }
 
 /**
- * Client addresses a private key's allowedIps refused (contract section 14), each with
+ * Client addresses a private key's allowedIps refused, each with
  * two one-click "Allow"s: the address itself, and its network (its /24 or /64: one site's
  * addresses, for servers that change address within it). Revoked keys offer none.
  */

@@ -18,7 +18,7 @@ const ADMITTED = Symbol('admin admitted')
 /**
  * Checks `Authorization: Bearer <ADMIN_TOKEN>` in constant time (sameSecret). A client
  * address that drew too many 401s is answered 429 without a compare until its window has
- * passed (contract section 8), which makes guessing the token hopeless.
+ * passed, which makes guessing the token hopeless.
  */
 export function createAdminGuard(adminToken: string, options: AdminGuardOptions) {
   return function requireAdmin({ request, set, server }: { request: Request; set: object; server: PeerSource | null }): void {

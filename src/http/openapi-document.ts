@@ -69,7 +69,7 @@ export interface RouteFacts {
 }
 
 /**
- * The error codes a route can answer, in the chain's order (contract section 3), from
+ * The error codes a route can answer, in the chain's order, from
  * its guard, access rule and what it reads. The one place that knows which refusals a
  * route can give; the reference and its test both read it.
  */

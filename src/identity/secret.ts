@@ -4,7 +4,7 @@ import type { Db } from '../../db/client.ts'
 import { businesses } from '../../db/schema/index.ts'
 
 /**
- * Verified identity (contract section 12): a business's server signs a person's identifier
+ * Verified identity: a business's server signs a person's identifier
  * with the business's identity secret, and its pages send that `identityHash` with the
  * person. A public-key write carrying a valid hash may update the stored person; without
  * one it only creates.

@@ -3,12 +3,12 @@ import { ScopeName } from '../access/scopes.ts'
 import { BodyInteger } from '../shared/strict-number.ts'
 
 /**
- * A key on the wire (contract section 2): the record the admin API and the dashboard show,
+ * A key on the wire: the record the admin API and the dashboard show,
  * and the settings a key's body may carry. The admin API's bodies (src/admin/model.ts) are
  * built from these parts.
  */
 
-/** A key's own budget (contract section 8); null: the service default for its type. */
+/** A key's own budget; null: the service default for its type. */
 export function RateLimit() {
   return t.Object(
     {
@@ -32,19 +32,19 @@ export function RateLimit() {
 
 export const OriginPolicySchema = t.Union([t.Literal('enforce'), t.Literal('report')], {
   error: 'must be "enforce" (refuse origins the list does not allow) or "report" (serve and count them)',
-  description: 'Public keys: "report" serves origins the list does not allow and counts them (contract section 11).',
+  description: 'Public keys: "report" serves origins the list does not allow and counts them.',
 })
 
 export const IpPolicySchema = t.Union([t.Literal('enforce'), t.Literal('report')], {
   error: 'must be "enforce" (refuse addresses the list does not allow) or "report" (serve and count them)',
-  description: 'Private keys: "report" serves client addresses outside allowedIps and counts them (contract section 14).',
+  description: 'Private keys: "report" serves client addresses outside allowedIps and counts them.',
 })
 
 export const AllowedIps = t.Array(
   t.String({ maxLength: 60, description: 'An IPv4 or IPv6 address or CIDR range, e.g. 203.0.113.7, 198.51.100.0/24, 2001:db8::/48.' }),
   {
     maxItems: 100,
-    description: 'Private keys: the client addresses allowed (contract section 14), stored canonical. Empty: any address.',
+    description: 'Private keys: the client addresses allowed, stored canonical. Empty: any address.',
   },
 )
 
@@ -74,5 +74,5 @@ export const KeyRecordSchema = t.Object(
   { description: 'An API key. The key itself appears only once, as `key`, in the create answer.' },
 )
 
-/** The key record on the wire (contract section 2); never carries the key itself. */
+/** The key record on the wire; never carries the key itself. */
 export type KeyRecord = typeof KeyRecordSchema.static

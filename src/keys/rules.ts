@@ -1,5 +1,5 @@
 import { parseIpEntries } from '../access/allowed-ips.ts'
-import { parseAllowedOrigins } from '../access/origin.ts'
+import { parseAllowedOrigins } from '../access/origin/index.ts'
 import { isScope, PUBLIC_KEY_SCOPES, SCOPES, type Scope } from '../access/scopes.ts'
 import type { KeyType } from '../access/key-format.ts'
 import { DATE_RANGE_TEXT, isAcceptedDate, isStorableText } from '../shared/validation.ts'
@@ -18,9 +18,9 @@ export interface KeySettingsInput {
   scopes?: readonly string[]
   expiresAt?: string | null
   rateLimit?: { limit: number; windowSeconds: number } | null
-  /** Public keys: `report` serves and counts origins the list does not allow (section 11). */
+  /** Public keys: `report` serves and counts origins the list does not allow. */
   originPolicy?: OriginPolicy
-  /** Private keys: client addresses and CIDR ranges allowed (section 14); empty: any. */
+  /** Private keys: client addresses and CIDR ranges allowed; empty: any. */
   allowedIps?: readonly string[]
   /** Private keys: `report` serves and counts addresses the list does not allow. */
   ipPolicy?: OriginPolicy
@@ -44,7 +44,7 @@ export interface KeySettings {
 }
 
 /**
- * The creation rules of contract section 2, shared by the admin API and the dashboard.
+ * The creation rules of keys (docs/api.md, "Keys"), shared by the admin API and the dashboard.
  * `input` holds the fields being set (all of them on create, the changed ones on update);
  * the result is the canonical settings to store, or every problem found.
  */

@@ -45,7 +45,7 @@ export interface NewKeyInput extends KeySettingsInput {
   createdBy: string
 }
 
-/** The fields of a key a change can touch, as the trail shows them (contract section 10). */
+/** The fields of a key a change can touch, as the trail shows them. */
 export const AUDITED_FIELDS = [
   'name',
   'description',
@@ -60,7 +60,7 @@ export const AUDITED_FIELDS = [
   'revokedAt',
 ] as const satisfies readonly (keyof KeyRecord)[]
 
-/** The default grace of a roll (contract section 9): a day to deploy the new key. */
+/** The default grace of a roll: a day to deploy the new key. */
 export const DEFAULT_ROLL_GRACE_SECONDS = 86_400
 
 /**
@@ -196,7 +196,7 @@ export function createKeyService(db: Db, onChange: (keyHash: string) => void) {
     },
 
     /**
-     * Contract section 9: a new key with the old one's settings; the old one keeps working
+     * A new key with the old one's settings; the old one keeps working
      * until `now + graceSeconds` (or its own earlier expiry), then is refused as expired.
      * The old row is locked for the transaction, so two rolls of one key cannot both win.
      */

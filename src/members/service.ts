@@ -222,7 +222,7 @@ export function createMemberService(db: Db, passwords: Passwords = argon2idPassw
       const [business] = await db.select({ id: businesses.id, name: businesses.name }).from(businesses).where(eq(businesses.id, businessId))
       if (!business) throw new ApiError('not_found', `No business with id ${businessId}.`)
       const passwordHash = input.password === undefined ? null : await passwords.hash(input.password)
-      // The membership and its entry in the trail commit together (contract section 10).
+      // The membership and its entry in the trail commit together.
       const outcome = await db.transaction(async (tx) => {
         // Creates the account or locks the existing one, so that a concurrent removal of its
         // last membership (which deletes the account) waits for this membership or goes first.

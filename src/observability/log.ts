@@ -3,7 +3,7 @@
  * such as `requestId`), or `LOG_FORMAT=pretty` for people at a terminal.
  *
  * What goes in a line is chosen by the caller, field by field: never a key, a token, a
- * query string or a body (contract section 13). Errors go through `errorFields`, which
+ * query string or a body. Errors go through `errorFields`, which
  * keeps their kind and place but not driver messages that may quote SQL parameters.
  */
 export type LogLevel = 'info' | 'warn' | 'error'

@@ -14,7 +14,7 @@ export const UNMATCHED_ROUTE = 'unmatched'
 const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'OTHER'] as const
 const OTHER_METHOD = METHODS.length - 1
 
-/** The chain's refusal codes (contract section 3), each a series from the first scrape on. */
+/** The chain's refusal codes, each a series from the first scrape on. */
 export const AUTH_REFUSAL_CODES = [
   'missing_api_key',
   'malformed_api_key',

@@ -11,7 +11,7 @@ const held = new Set<string>()
 export class DataDirTaken extends Error {}
 
 /**
- * Makes this process the only owner of `dataDir` (contract section 1): two PGlite copies
+ * Makes this process the only owner of `dataDir`: two PGlite copies
  * of one directory lose data. The lock file is created with O_EXCL, so of two processes
  * starting together exactly one wins. A lock left by a dead process is replaced by a
  * rename (atomic), after checking that its pid is gone; so is one left by this very

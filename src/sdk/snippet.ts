@@ -10,7 +10,7 @@ type Command = [string, ...unknown[]]
 interface Person {
   email?: string
   externalId?: string
-  /** Signed by the business's server (contract section 12): lets this page update a stored person. */
+  /** Signed by the business's server: lets this page update a stored person. */
   identityHash?: string
   firstName?: string
   lastName?: string
@@ -124,7 +124,7 @@ function start(queue: Command[]) {
     }
   }
 
-  // The queue (contract section 15): in localStorage, shared by the origin's tabs and kept
+  // The queue: in localStorage, shared by the origin's tabs and kept
   // across pages until sent or dropped by the bound; in `memory` where storage throws.
   const queueKey = QUEUE_KEY + key.slice(0, 16) + ':'
   const leaseKey = LEASE_KEY + key.slice(0, 16)

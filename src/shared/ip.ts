@@ -1,6 +1,6 @@
 /**
  * IP addresses and CIDR ranges, the one implementation every part uses: the client address
- * and TRUST_PROXY (./client-address.ts), private keys' allowed IPs (src/access/ip.ts) and
+ * and TRUST_PROXY (./client-address.ts), private keys' allowed IPs (src/access/allowed-ips.ts) and
  * IP literals in allowed origins (src/access/origin/entry.ts). Pure and strict: no
  * node:net, so the rules are ours on every runtime (no zone ids, no octal IPv4 forms).
  */

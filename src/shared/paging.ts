@@ -209,7 +209,7 @@ export async function listAdminPage<T extends AdminListed, Out>(
 }
 
 /**
- * What one list answer may weigh as JSON (contract section 6): 1000 records of stored
+ * What one list answer may weigh as JSON: 1000 records of stored
  * properties could otherwise make hundreds of megabytes. The envelope (`{"data":[...],
  * "nextCursor":...}`) gets a kilobyte of it.
  */

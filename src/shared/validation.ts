@@ -240,7 +240,7 @@ export function oneOrBatch<One extends TSchema, Batch extends TSchema>(one: One,
 
 /**
  * What each free-form JSON field (event, person and company `properties`, flow `input`,
- * memory `metadata`) may weigh, as JSON in UTF-8 (contract section 6).
+ * memory `metadata`) may weigh, as JSON in UTF-8.
  */
 export const MAX_JSON_FIELD_BYTES = 16 * 1024
 

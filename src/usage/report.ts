@@ -43,7 +43,7 @@ export function periodStart(at: number, interval: UsageInterval): number {
 const REFUSALS_SHOWN = 50
 
 /**
- * A key's usage between `from` and `to` (contract section 11): every period of the range
+ * A key's usage between `from` and `to`: every period of the range
  * in order, zeros included (a chart needs no gap-filling), the 50 most frequent refused
  * origins and client addresses of the range with the count of the others, and each of the
  * key's scopes with its last use.

@@ -4,7 +4,7 @@ import { apiKeys, businesses, flows } from '../../db/schema/index.ts'
 import { testDatabase } from '../support/database.ts'
 import { admin, call, errorOf, testService } from '../support/service.ts'
 
-// Contract section 7: the operators' API.
+// The operators' API.
 
 async function newBusiness(service: Awaited<ReturnType<typeof testService>>, name = 'Acme') {
   const response = await admin(service, '/businesses', { body: { name } })

@@ -2,7 +2,7 @@ import { afterAll, describe, expect, test } from 'bun:test'
 import type { Service } from '../../src/app.ts'
 import { admin, call, errorOf, seedBusiness, testService } from '../support/service.ts'
 
-// Contract section 14: private keys restricted by client address, through the admin API
+// Private keys restricted by client address, through the admin API
 // and real sockets (the client address is the TCP peer, or X-Forwarded-For behind TRUST_PROXY).
 
 interface KeyBody {

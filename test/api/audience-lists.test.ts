@@ -257,7 +257,7 @@ describe('POST /api/v0/audience/lists/:slug/people', () => {
   })
 })
 
-describe('public keys learn nothing about people from list answers (contract section 6)', () => {
+describe('public keys learn nothing about people from list answers', () => {
   test('adding a ref that names nobody is skipped, and the answer is the same as for one that exists', async () => {
     const s = await setup()
     await createList(s, { slug: 'news', name: 'News' })

@@ -449,7 +449,7 @@ describe('DELETE /api/v0/audience/people/:id', () => {
   })
 })
 
-// Contract section 6: a public key creates people who do not exist and changes nothing
+// A public key creates people who do not exist and changes nothing
 // stored; its answers are the same whether or not a person exists.
 describe('public keys write people without reading or rewriting them', () => {
   test("copying a page's key to rewrite someone's email changes nothing, and answers as a fresh create does", async () => {

@@ -6,7 +6,7 @@ import { recordChange } from '../../src/audit/trail.ts'
 import { testDatabase } from '../support/database.ts'
 import { admin, errorOf, seedBusiness, testService } from '../support/service.ts'
 
-// Contract section 10: every change to a key is recorded, in the change's transaction,
+// Every change to a key is recorded, in the change's transaction,
 // immutably; the trail is read newest first in pages.
 
 interface Entry {

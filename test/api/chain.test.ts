@@ -5,7 +5,7 @@ import { chainApp } from '../support/chain-app.ts'
 import { TEST_AUTHOR, call, errorOf, seedBusiness, type seedKey, testService } from '../support/service.ts'
 import { createLogger } from '../../src/observability/log.ts'
 
-// Contract section 3: the checks, their order, their answers; through app.handle.
+// The checks, their order, their answers; through app.handle.
 
 async function setup(options: Parameters<typeof chainApp>[0] = {}) {
   const chain = await chainApp(options)

@@ -8,7 +8,7 @@ import { testDatabase } from '../support/database.ts'
 import { loopback, type Loopback } from '../support/loopback.ts'
 import { seedBusiness, seedKey, testService } from '../support/service.ts'
 
-// Contract section 16, erasure: a person's events hidden from the 202 on, deleted in the
+// A person's events hidden from the 202 on, deleted in the
 // background in every span of time, counted, audited without the identifier; other
 // businesses' events and later events kept.
 

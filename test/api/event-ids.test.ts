@@ -6,7 +6,7 @@ import { call, errorOf, seedBusiness, seedKey, testService, type Handles } from 
 
 const ORIGIN = 'https://www.example.com'
 
-/** Contract section 6, "Event ids": a business stores an event id at most once. */
+/** Event ids (docs/api.md, "Events: ids and exactly-once"): a business stores an event id at most once. */
 async function setup(name = 'Acme') {
   const service = await testService()
   const businessId = await seedBusiness(service, name)
@@ -157,7 +157,7 @@ describe('event ids', () => {
     expect(rows[0]!.occurredAt.getTime()).toBe(first!.occurredAt.getTime())
   })
 
-  test('the same id with two different timestamps is two events: each stored once (contract section 16)', async () => {
+  test('the same id with two different timestamps is two events: each stored once', async () => {
     // A partitioned table's keys hold the event's time: the id is unique per timestamp. The
     // snippet and the backend client resend an event with the timestamp it was made with.
     const s = await setup()

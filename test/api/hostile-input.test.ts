@@ -55,7 +55,7 @@ const SOME_ID = '00000000-0000-4000-8000-000000000000'
 
 describe('numbers out of range', () => {
   // JSON.parse reads 1e400 as Infinity, which jsonb stored as null behind a 202, and an
-  // integer past 2^53 as a neighbour of it (contract section 3): both are refused.
+  // integer past 2^53 as a neighbour of it: both are refused.
   for (const [big, words] of [
     ['1e400', 'out of range'],
     ['-1e400', 'out of range'],

@@ -4,7 +4,7 @@ import { openDatabase } from '../../db/client.ts'
 import { ADMIN_TOKEN, call, errorOf, seedBusiness, seedKey, testService } from '../support/service.ts'
 import { silentLogger } from '../../src/observability/log.ts'
 
-// Contract section 3, the HTTP envelope: CORS, request ids, 404s, health, 503.
+// The HTTP envelope: CORS, request ids, 404s, health, 503.
 
 describe('CORS preflight', () => {
   test("OPTIONS answers 204 without a key, echoing the Origin, with the route's methods", async () => {

@@ -6,7 +6,7 @@ import type { Service } from '../../src/app.ts'
 import { testDatabase } from '../support/database.ts'
 import { admin, call, errorOf, seedBusiness, seedKey, testService } from '../support/service.ts'
 
-// Contract section 12: a business's server signs a person's identifier; its pages send the
+// A business's server signs a person's identifier; its pages send the
 // hash; a public key may then update that person. Without a valid hash the answer is the
 // same and nothing stored changes.
 const ORIGIN = 'https://www.example.com'

@@ -9,7 +9,7 @@ import { testDatabase, testDatabaseUrl } from '../support/database.ts'
 import { holdReads } from '../support/held-db.ts'
 import { admin, ADMIN_TOKEN, call, seedBusiness, seedKey } from '../support/service.ts'
 
-// Contract section 13: a key changed through any instance is refused or applied by every
+// A key changed through any instance is refused or applied by every
 // instance within 1 s. Two instances here are two createApp, each on a postgres.js pool
 // of its own with its own notification connection, over the run's PostgreSQL.
 

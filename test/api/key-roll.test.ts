@@ -5,7 +5,7 @@ import type { Service } from '../../src/app.ts'
 import { testDatabase } from '../support/database.ts'
 import { admin, call, errorOf, seedBusiness, testService } from '../support/service.ts'
 
-// Contract section 9: rolling a key through the admin API.
+// Rolling a key through the admin API.
 const ORIGIN = 'https://www.example.com'
 
 interface KeyAnswer {

@@ -6,7 +6,7 @@ import { testDatabase } from '../support/database.ts'
 import { admin, call, errorOf, seedBusiness, seedKey, testService } from '../support/service.ts'
 import { createLogger } from '../../src/observability/log.ts'
 
-// Contract section 2: keys, their creation rules, storage, lastUsedAt, revocation, expiry.
+// Keys, their creation rules, storage, lastUsedAt, revocation, expiry.
 
 const base = { name: 'Website', createdBy: 'ops' }
 const publicBase = { ...base, type: 'public', allowedOrigins: ['example.com'], scopes: ['ANALYTICS_WRITE'] }
@@ -34,7 +34,7 @@ describe('creation rules', () => {
     ['an expiry in the past', { ...publicBase, expiresAt: '2020-01-01T00:00:00Z' }, 'expiresAt'],
     ['an expiry that is not a date', { ...publicBase, expiresAt: 'next week' }, 'expiresAt'],
     ['an unknown type', { ...publicBase, type: 'secret' }, 'type'],
-    // Bodies are never coerced (contract section 3): "5" is not 5.
+    // Bodies are never coerced: "5" is not 5.
     ['a rate limit given as text', { ...privateBase, rateLimit: { limit: '5', windowSeconds: 60 } }, 'rateLimit.limit'],
     ['a rate-limit window given as text', { ...privateBase, rateLimit: { limit: 5, windowSeconds: '60' } }, 'rateLimit.windowSeconds'],
     ['a missing createdBy', { type: 'public', name: 'x', allowedOrigins: ['example.com'], scopes: ['ANALYTICS_WRITE'] }, 'createdBy'],

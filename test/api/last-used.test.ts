@@ -14,7 +14,7 @@ async function lastUsedAt(service: Awaited<ReturnType<typeof testService>>, keyI
   return row!.at
 }
 
-// Contract section 2: a use is a request answered 2xx; anything else writes nothing.
+// A use is a request answered 2xx; anything else writes nothing.
 describe('lastUsedAt moves only for 2xx answers', () => {
   const refusedInHandler: { name: string; status: number; send: (s: Setup) => Promise<Response> }[] = [
     {

@@ -7,7 +7,7 @@ import { createMetrics } from '../../src/observability/metrics.ts'
 import { testDatabase } from '../support/database.ts'
 import { type admin, call, seedBusiness, seedKey, testService } from '../support/service.ts'
 
-// Contract section 13: GET /metrics, JSON log lines, the request log, and what no line holds.
+// GET /metrics, JSON log lines, the request log, and what no line holds.
 
 const ORIGIN = 'https://www.example.com'
 

@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'bun:test'
 import { admin, call, errorOf, seedBusiness, seedKey, testService } from '../support/service.ts'
 
-// Contract section 4 through HTTP: each row of the table as a whoami call, each invalid
+// Allowed origins through HTTP (docs/api.md, "Allowed origins"): each row of the table as a whoami call, each invalid
 // entry as a refused key creation. test/unit/origin.test.ts has the exhaustive table.
 
 const rows: [entry: string, matches: (string | null)[], refuses: (string | null)[]][] = [

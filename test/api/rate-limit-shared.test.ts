@@ -81,7 +81,7 @@ describe.if(!redisMissing)('several instances with REDIS_URL', () => {
   })
 })
 
-// Contract section 8: losing Redis never refuses traffic, and never hands out a budget
+// Losing Redis never refuses traffic, and never hands out a budget
 // twice. An instance holding a lease goes on alone from what it knew was left; every
 // instance, busy or idle, logs the loss at once.
 describe.if(!redisMissing)('losing Redis mid-budget', () => {

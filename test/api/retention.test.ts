@@ -7,7 +7,7 @@ import { testDatabase } from '../support/database.ts'
 import { loopback } from '../support/loopback.ts'
 import { seedBusiness, seedKey, testService } from '../support/service.ts'
 
-// Contract section 16, retention: EVENT_RETENTION_DAYS and a business's own eventRetentionDays,
+// EVENT_RETENTION_DAYS and a business's own eventRetentionDays,
 // reads that stop answering expired events at once, and the `timestamp` bounds on ingestion.
 
 const OPERATOR_DAYS = 30

@@ -60,7 +60,7 @@ test('the table holds every /api/v0 route the app declares, and no other', () =>
   expect(new Set(tabled).size).toBe(tabled.length)
 })
 
-test('every route declares the access rule of contract section 5, as the table states it', () => {
+test('every route declares its access rule (docs/api.md, "Endpoints and scopes"), as the table states it', () => {
   const declared = Object.fromEntries(
     declaredApiRoutes(service.app).map((r) => [routeName(r), r.access && { scope: r.access.scope, public: r.access.public }]),
   )
@@ -244,7 +244,7 @@ describe.each(ROUTE_TABLE.map((entry) => [routeName(entry), entry] as const))('%
       const error = await errorOf(response)
       expect({ status: response.status, code: error.code }).toEqual({ status: refusal.status, code: refusal.code })
       expect(error.requestId).toBe(response.headers.get('x-request-id')!)
-      // Page code reads refusals too (contract section 3, CORS).
+      // Page code reads refusals too (CORS).
       expect(response.headers.get('access-control-allow-origin')).toBe(sent.origin ?? ORIGIN)
       refusal.check?.(response, entry, error.message)
       expect(reached).toEqual([])

@@ -2,7 +2,7 @@ import { describe, expect, test } from 'bun:test'
 import type { Service } from '../../src/app.ts'
 import { admin, call, errorOf, seedBusiness, seedKey, testService } from '../support/service.ts'
 
-// Contract section 11: usage per key, refused origins, scopes' last use, report-only.
+// Usage per key, refused origins, scopes' last use, report-only.
 const ALLOWED = 'https://www.example.com'
 const STRANGER = 'https://evil.example.net'
 

@@ -12,7 +12,7 @@ import { killStartedProcesses, startProcess } from '../support/process.ts'
 import { ADMIN_TOKEN, seedBusiness, seedKey, testService } from '../support/service.ts'
 import { startHarness, type Harness } from './support.ts'
 
-// Contract section 15 in a real browser: the snippet's queue, retries and promises while
+// The snippet in a real browser: its queue, retries and promises while
 // the service is stopped, rate-limits or refuses. The snippet itself comes from the
 // harness's server (always up); events go to a second service on the same database, on a
 // port of its own, that the tests stop and start again ("the outage"). The outage cases
@@ -281,7 +281,7 @@ function expectEachOnce(perTag: Map<string, number>, tags: string[]) {
 
 const tags = (tag: string, count: number) => Array.from({ length: count }, (_, n) => `${tag}-${n}`)
 
-describe.skipIf(chromiumMissing)('the snippet delivers every event once (contract section 15)', () => {
+describe.skipIf(chromiumMissing)('the snippet delivers every event once', () => {
   test(
     '(a) 20 events tracked while the service is stopped are all stored once, from the same page',
     async () => {

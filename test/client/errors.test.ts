@@ -7,7 +7,7 @@ import { seedBusiness, seedKey, TEST_AUTHOR } from '../support/service.ts'
 import { ENGINE, listeningService, storedEvents } from './support.ts'
 
 // Bad input through the client, against the real service over HTTP: the documented error
-// (contract section 3) as a typed value, and nothing written that should not be.
+// as a typed value, and nothing written that should not be.
 
 async function setup(scopes: string[]) {
   const running = await listeningService()

@@ -5,9 +5,9 @@ import { killStartedProcesses } from '../support/process.ts'
 import { startTcpProxy } from '../support/tcp-proxy.ts'
 import { ENGINE, listeningService, privateKey, recordingFetch, serviceProcess, type Stored, storedEvents } from './support.ts'
 
-// Contract section 18, against the real service: whatever happens between the client and
+// The backend client against the real service: whatever happens between the client and
 // the service (a restart, a spent budget, the client's own process told to stop), every
-// tracked event is stored, and stored once (event ids, section 6).
+// tracked event is stored, and stored once (docs/api.md, "Events: ids and exactly-once").
 
 afterEach(killStartedProcesses)
 

@@ -173,7 +173,7 @@ describe('other member routes', () => {
   })
 })
 
-describe('members in the audit trail (contract section 10)', () => {
+describe('members in the audit trail', () => {
   test('adding and removing a member through the admin API each write one entry, actor admin with the request id; a 409 writes none', async () => {
     const service = await testService()
     const businessId = await seedBusiness(service)

@@ -13,7 +13,7 @@ import { addMember, KEYS, PASSWORD } from './support.ts'
  * Issue 10's dashboard views in a real headless Chromium against a loopback server: roll,
  * usage chart, allowing a refused origin, removing an unused scope, the audit trail,
  * report-only, the identity secret, the first-request panel and members; and a private
- * key's allowed IPs (contract section 14).
+ * key's allowed IPs.
  */
 
 const E2E_TIMEOUT = 120_000

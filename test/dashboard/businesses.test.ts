@@ -6,7 +6,7 @@ import { testDatabase } from '../support/database.ts'
 import { TEST_AUTHOR, seedBusiness, seedKey, testService } from '../support/service.ts'
 import { addMember, getPage, hiddenValue, KEYS, memberRows, PASSWORD, postForm, signIn, type Session } from './support.ts'
 
-// Issue 33 item 1 (contract section 19): one person, several businesses, one sign-in and a switcher.
+// Issue 33 item 1: one person, several businesses, one sign-in and a switcher.
 const db = async () => (await testDatabase()).db
 const AUDIT = '/dashboard/settings/audit'
 

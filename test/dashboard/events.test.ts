@@ -3,7 +3,7 @@ import type { Service } from '../../src/app.ts'
 import { call, seedKey, testService } from '../support/service.ts'
 import { getPage, KEYS, memberOf, type Session } from './support.ts'
 
-// Issue 33 item 2 (contract section 19): the business's events in the dashboard, live.
+// Issue 33 item 2: the business's events in the dashboard, live.
 const EVENTS = '/dashboard/events'
 
 interface LiveAnswer {

@@ -294,7 +294,7 @@ describe('editing a key', () => {
     expect(fields).toContain('value="MEMORY_WRITE"')
   })
 
-  test("a private key's page shows its allowed IPs and IP policy (contract section 14)", async () => {
+  test("a private key's page shows its allowed IPs and IP policy", async () => {
     const service = await testService()
     const { businessId, session } = await memberOf(service)
     const { record } = await seedKey(service, businessId, { type: 'private' })
@@ -345,7 +345,7 @@ describe('editing a key', () => {
   })
 })
 
-describe("editing a private key's allowed IPs (contract section 14)", () => {
+describe("editing a private key's allowed IPs", () => {
   /** A member's private key "Backend", and `edit`: its form posted with `fields` over valid ones. */
   async function privateKeyToEdit() {
     const service = await testService()

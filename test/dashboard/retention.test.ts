@@ -5,7 +5,7 @@ import { testDatabase } from '../support/database.ts'
 import { seedKey, testService } from '../support/service.ts'
 import { addMember, getPage, memberOf, postForm, signIn } from './support.ts'
 
-// Contract section 16: owners set how long their business's events are kept, in the
+// Owners set how long their business's events are kept, in the
 // business settings; the events page follows it at once.
 
 const PAGE = '/dashboard/settings/business'

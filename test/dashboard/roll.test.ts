@@ -5,7 +5,7 @@ import { testDatabase } from '../support/database.ts'
 import { TEST_AUTHOR, call, seedKey, testService } from '../support/service.ts'
 import { getPage, KEYS, memberOf, postForm } from './support.ts'
 
-// Rolling a public key from its page (contract section 9, issue 10 item 1).
+// Rolling a public key from its page (issue 10 item 1).
 const db = async () => (await testDatabase()).db
 const ORIGIN = 'https://www.example.com'
 

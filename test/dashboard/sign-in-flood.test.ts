@@ -9,7 +9,7 @@ import { testDatabase } from '../support/database.ts'
 import { waitUntil } from '../support/wait.ts'
 import { addMember, PASSWORD } from './support.ts'
 
-// Contract section 8: sign-in throttling holds under concurrent attempts, counted before
+// Sign-in throttling holds under concurrent attempts, counted before
 // any transaction or lock, so a flood answers 429, never 503; and a guesser at one address
 // never locks the owner out at another. Through a listening server, on both engines.
 const listening: Service[] = []

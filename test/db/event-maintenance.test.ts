@@ -8,7 +8,7 @@ import { SERVER_OPTIONS } from '../../src/http/server-options.ts'
 import { ensureEventPartitions, testDatabase, testDatabaseUrl } from '../support/database.ts'
 import { seedBusiness, seedKey, testService } from '../support/service.ts'
 
-// Contract section 16: partitions ahead of need, whole partitions dropped past the
+// Partitions ahead of need, whole partitions dropped past the
 // operator's retention, a business's shorter retention in bounded batches, untimed ids
 // forgotten after 24 hours, one instance at a time, and none of it hurting ingestion.
 const DAY = 86_400_000

@@ -136,7 +136,7 @@ describe.if(Boolean(databaseUrl) && missing.length === 0)('a deployment behind H
     // the X-Forwarded-For it sends stands for the visitor's address, as HAProxy's would.
     const first = await statuses('203.0.113.7', 20)
     const accepted = first.filter((status) => status === 202).length
-    // Contract section 8: within the limit, plus 10%, plus one per instance.
+    // Within the limit, plus 10%, plus one per instance.
     expect(accepted).toBeGreaterThanOrEqual(10)
     expect(accepted).toBeLessThanOrEqual(10 + 1 + 2)
     expect(first.filter((status) => status !== 202).every((status) => status === 429)).toBe(true)

@@ -7,7 +7,7 @@ import { createLogger } from '../../src/observability/log.ts'
 import { ADMIN_TOKEN, seedBusiness, seedKey, testService } from '../support/service.ts'
 import { testDatabaseUrl } from '../support/database.ts'
 
-// Contract section 13: background records never decide availability. Another session
+// Background records never decide availability. Another session
 // holds the usage tables locked (as a long vacuum, a migration or a slow disk would) for
 // longer than the background statement timeout: the usage flush times out, and nothing
 // else notices. PGlite has a single connection and no second session to hold a lock, so

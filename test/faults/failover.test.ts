@@ -6,7 +6,7 @@ import { killStartedProcesses, startProcess } from '../support/process.ts'
 import { ADMIN_TOKEN } from '../support/service.ts'
 import { waitUntil } from '../support/wait.ts'
 
-// A database failover as production goes through it (contract section 17): a PostgreSQL
+// A database failover as production goes through it: a PostgreSQL
 // primary with a synchronous standby, built here with the server's binaries; two service
 // instances as processes, with both hosts in DATABASE_URL; clients posting events with
 // ids of their own. The primary dies (an immediate stop), the standby is promoted a second
@@ -23,7 +23,7 @@ if ('missing' in binaries) console.warn(`  failover test skipped: ${binaries.mis
 const TARGET = 'target_session_attrs=primary'
 const ORIGIN = 'https://shop.example.com'
 const LOOPS = 8
-/** The contract's figures (section 17 and 13), not this machine's. */
+/** The service's promises (back within 10 s, a key change seen within 1 s), not this machine's figures. */
 const BACK_WITHIN_MS = 10_000
 const KEY_CHANGE_WITHIN_MS = 1_000
 

@@ -8,7 +8,7 @@ import { ADMIN_TOKEN, seedBusiness, seedKey, testService } from '../support/serv
 import { waitUntil } from '../support/wait.ts'
 
 // A server that answers but takes no writes: a standby, or a primary set read-only during
-// a failover (contract section 17). Here the test's own sessions are read-only
+// a failover. Here the test's own sessions are read-only
 // (default_transaction_read_only=on in the URL, as a server setting would make them), so
 // the shared database stays writable for everyone else. The service must answer 503 with
 // Retry-After, never 500; not be ready; and end its pool's sessions on that server, so

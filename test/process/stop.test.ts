@@ -10,7 +10,7 @@ import { ADMIN_TOKEN } from '../support/service.ts'
 import { waitUntil } from '../support/wait.ts'
 
 // The service as a real process under load, stopped politely (SIGTERM) and violently
-// (kill -9). 202 means committed (contract section 13), so every acknowledged event must
+// (kill -9). 202 means committed, so every acknowledged event must
 // be in the database afterwards. Whether a write survives a kill depends on the engine, so
 // this runs in both passes: on embedded PGlite in a temp DATA_DIR, and on PostgreSQL.
 const databaseUrl = await testDatabaseUrl()

@@ -6,8 +6,8 @@ import { freePort } from './redis-server.ts'
 /**
  * A PostgreSQL primary and a synchronous standby of its own, on loopback ports, built
  * with the server's binaries (initdb, pg_basebackup -R, pg_ctl) under a temporary
- * directory: the failover that production's primary and standby go through
- * (contract section 17), on this machine. The server refuses to run as root, so every
+ * directory: the failover that production's primary and standby go through,
+ * on this machine. The server refuses to run as root, so every
  * binary runs as the `postgres` user when the test runs as root.
  */
 export interface PrimaryAndStandby {

@@ -102,9 +102,9 @@ export interface RouteEntry {
   method: 'GET' | 'POST' | 'PATCH' | 'DELETE'
   /** The path as the app declares it (`/api/v0/memory/:id`). */
   route: string
-  /** The scope it needs (contract section 5); null: any valid key. */
+  /** The scope it needs; null: any valid key. */
   scope: Scope | null
-  /** Whether public keys may call it (the public set of section 5). */
+  /** Whether public keys may call it (docs/api.md, "Endpoints and scopes"). */
   public: boolean
   /** The answer to `request` from a key holding `scope`. */
   status: number

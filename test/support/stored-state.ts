@@ -17,7 +17,7 @@ let tables: { name: string }[] | undefined
 
 /**
  * Request counters, not records: a refused request of a known key is counted there by
- * design (contract section 11), off the request path, whenever the recorder flushes.
+ * design, off the request path, whenever the recorder flushes.
  */
 const COUNTERS = new Set([
   'key_usage_minutes',

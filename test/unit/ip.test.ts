@@ -3,7 +3,7 @@ import fc from 'fast-check'
 import { formatIp, networkOf, parseIp } from '../../src/shared/ip.ts'
 import { compileIpMatcher, parseIpEntry } from '../../src/access/allowed-ips.ts'
 
-// Contract section 14: the matcher against a plain reference (compare the first `prefix`
+// The matcher against a plain reference (compare the first `prefix`
 // bits of two bit strings), and canonical entries that parse back to themselves.
 
 const v4 = fc.integer({ min: 0, max: 0xffffffff }).map((n) => BigInt(n))

@@ -59,7 +59,7 @@ describe('parseJsonBody', () => {
 })
 
 describe('numbers out of range', () => {
-  // JSON.parse reads 1e400 as Infinity, which jsonb would store as null (contract section 3).
+  // JSON.parse reads 1e400 as Infinity, which jsonb would store as null.
   test.each([
     ['1e400', ''],
     ['{"a": -1e400}', 'a'],

@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'bun:test'
-import { compileOriginMatcher, parseAllowedOrigin, parseAllowedOrigins } from '../../src/access/origin.ts'
+import { compileOriginMatcher, parseAllowedOrigin, parseAllowedOrigins } from '../../src/access/origin/index.ts'
 
 // [raw entry, canonical stored form]
 const VALID: [string, string][] = [
@@ -77,7 +77,7 @@ const INVALID: [string, RegExp][] = [
   ['null', /opaque origin/],
   ['NULL', /opaque origin/],
   ['localhost', /needs a port.*localhost:3000/],
-  // localhost without a port in any form (contract section 4), a default port written out included.
+  // localhost without a port in any form, a default port written out included.
   ['http://localhost', /needs a port.*"http:\/\/localhost:3000"/],
   ['https://localhost', /needs a port.*localhost:3000/],
   ['HTTPS://LocalHost/', /needs a port/],

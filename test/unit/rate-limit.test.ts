@@ -7,7 +7,7 @@ import type { Granted, SharedCounters } from '../../src/access/rate-limit/redis.
 
 const budget = { limit: 10, windowSeconds: 60 }
 
-describe('GCRA (contract section 8)', () => {
+describe('GCRA', () => {
   test('a burst of more than the limit gets exactly the limit', () => {
     let tat = 0
     const allowed = Array.from({ length: 25 }, () => {

@@ -8,8 +8,8 @@ import { uuidv7 } from './uuid.ts'
 /** One event as `POST /api/v0/analytics` takes it; `id` and `timestamp` are set by `track()` when absent. */
 export type TrackEvent = Extract<Body<'POST /api/v0/analytics'>, { events: unknown }>['events'][number]
 
-/** An event as it was queued and sent: with its id and timestamp. */
-export type TrackedEvent = TrackEvent & { id: string; timestamp: string }
+/** An event as it was queued and sent: stamped with its id and timestamp (not the server's schema of a tracked event). */
+export type StampedEvent = TrackEvent & { id: string; timestamp: string }
 
 export interface DeliveryFailure {
   /**
@@ -18,7 +18,7 @@ export interface DeliveryFailure {
    * `shutdown()` ran out of time, or tracked after it.
    */
   reason: 'refused' | 'queue_full' | 'shutdown'
-  events: TrackedEvent[]
+  events: StampedEvent[]
   error: KeygateError | null
 }
 
@@ -78,7 +78,7 @@ function checkTimeout(timeoutMs: number): void {
 }
 
 /**
- * The event queue behind `track()` (contract section 18): events are serialized at the call,
+ * The event queue behind `track()`: events are serialized at the call,
  * with their id and timestamp, so that every retry sends the same bytes; one batch is in
  * flight at a time, and it leaves the queue only when the service acknowledged it or
  * refused it for good.
@@ -386,7 +386,7 @@ export class Delivery {
 
   private tell(reason: DeliveryFailure['reason'], jsons: string[], error: KeygateError | null): void {
     try {
-      this.onError({ reason, error, events: jsons.map((json) => JSON.parse(json) as TrackedEvent) })
+      this.onError({ reason, error, events: jsons.map((json) => JSON.parse(json) as StampedEvent) })
     } catch {
       // A callback that throws must not stop delivery of the other events.
     }

@@ -45,7 +45,7 @@ export class KeygateError extends Error implements KeygateErrorFields {
     this.field = fields.field ?? null
   }
 
-  /** Worth sending again unchanged: no answer, 408, 429 or a 5xx (contract section 18). */
+  /** Worth sending again unchanged: no answer, 408, 429 or a 5xx. */
   get retryable(): boolean {
     if (this.status === 0) return this.code !== 'aborted'
     return this.status === 408 || this.status === 429 || this.status >= 500

@@ -2,7 +2,7 @@ import type { Clock } from './clock.ts'
 import { KeygateError } from './errors.ts'
 import { type CallOptions, camelCase, type Route, routes } from './operations.ts'
 
-/** A key's budget as the answer's `RateLimit-*` headers state it (contract section 8). */
+/** A key's budget as the answer's `RateLimit-*` headers state it. */
 export interface RateLimit {
   /** Requests the budget holds (`RateLimit-Limit`). */
   limit: number

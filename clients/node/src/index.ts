@@ -5,7 +5,7 @@ export {
   MAX_BATCH_SIZE,
   type DeliveryFailure,
   type DeliveryStats,
-  type TrackedEvent,
+  type StampedEvent,
   type TrackEvent,
   type TrackOptions,
 } from './delivery.ts'

@@ -4,7 +4,7 @@ import { formatIp, parseIpv4, parseIpv6 } from '../../shared/ip.ts'
 
 /**
  * The entry side of allowed origins: what people type, validated strictly and stored in
- * one canonical form (see src/access/origin.ts for the rules and their interpretations).
+ * one canonical form (see src/access/origin/index.ts for the rules and their interpretations).
  */
 
 export type ParseOriginResult = { ok: true; entry: string } | { ok: false; reason: string }
@@ -182,7 +182,7 @@ function parseFullForm(scheme: Scheme, rest: string, shown: string): ParsedEntry
     if (ipv6 === null) return refused(`${shown} has an invalid IPv6 address; write e.g. "http://[::1]:3000"`)
     return accepted(origin(ipv6))
   }
-  // localhost without a port in any form (contract section 4): a dev server has one. A
+  // localhost without a port in any form: a dev server has one. A
   // default port written out counts as none: it would be stored as "https://localhost".
   if (rawHost === 'localhost') {
     if (port === null) {

@@ -1,7 +1,7 @@
 import { ApiError } from '../../errors.ts'
 import type { RateLimitOutcome } from './limiter.ts'
 
-/** The three RateLimit-* headers of contract section 8. */
+/** The three RateLimit-* headers (docs/api.md, "Rate limits"). */
 export function rateLimitHeaders(outcome: RateLimitOutcome): Record<string, string> {
   return {
     'ratelimit-limit': String(outcome.limit),

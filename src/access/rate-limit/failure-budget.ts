@@ -18,7 +18,7 @@ interface Tally {
 }
 
 /**
- * Failures per subject (a client address) within a sliding window, for contract section 8:
+ * Failures per subject (a client address) within a sliding window (docs/api.md, "Rate limits"):
  * "more than `limit` within a minute" is refused until it no longer holds. The count over
  * the last window is estimated from two fixed windows (the previous one weighted by the
  * share of it still inside the sliding window), as nginx's and Cloudflare's limiters do:

@@ -49,7 +49,7 @@ const FIRST_CONNECT_TIMEOUT_MS = 3_000
 const PROBE_INTERVAL_MS = 1_000
 /**
  * While up, a PING this often: an instance that is not leasing at the moment still
- * notices (and logs) the loss within a second, not at its next lease (contract section 8).
+ * notices (and logs) the loss within a second, not at its next lease.
  */
 const HEARTBEAT_MS = 500
 

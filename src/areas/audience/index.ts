@@ -66,7 +66,7 @@ export function audienceRoutes(deps: AreaDeps) {
         record: Person,
         page: PersonPage,
         upsertDescription:
-          'Matched on externalId, else on email (any case). One statement per request: all records are written or none. Public keys create people who do not exist and change nothing stored (contract section 6); they get {"upserted": n}, n the records processed.',
+          'Matched on externalId, else on email (any case). One statement per request: all records are written or none. Public keys create people who do not exist and change nothing stored; they get {"upserted": n}, n the records processed.',
       }),
     )
     .delete(
@@ -234,7 +234,7 @@ function matchedRoutes<T extends MatchedTable, R extends PersonRecord | CompanyR
       async ({ body, grant: { key } }) => {
         const { records, isBatch } = recordsOf(body)
         for (const [i, record] of records.entries()) assertStorableRecord(record, recordPath(isBatch ? kind.batchKey : null, i))
-        // Only people carry a verified identity (contract section 12); a company has none.
+        // Only people carry a verified identity; a company has none.
         const secret = key.type === 'public' && kind.noun === 'person' ? await identitySecretOf(db, key.businessId) : null
         const { ids } = await upsertRecords(db, kind, key.businessId, records, isBatch, mayUpdateStored(key, secret))
         // A public key's acknowledgement counts the records processed, whatever they changed.

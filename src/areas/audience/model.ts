@@ -39,7 +39,7 @@ const Domain = t.String({ ...domainOptions, description: 'At most 253 characters
 
 const Name = (description: string) => Chars({ minLength: 1, maxLength: 200, description: `${description}, 1-200 characters.` })
 
-/** Contract section 12: a business's server signs a person's identifier for its pages. */
+/** A business's server signs a person's identifier for its pages. */
 const IdentityHash = t.String({
   pattern: '^[0-9a-f]{64}$',
   error:
@@ -179,8 +179,8 @@ export const MemberPage = pageSchema(Member)
 /**
  * One person named by exactly one of email, externalId or id (checked by
  * assertOneIdentifier: a schema cannot say "one of three, plus an optional fourth"
- * without a union, whose errors name no field), with an identityHash where section 12
- * wants one.
+ * without a union, whose errors name no field), with an identityHash where a public key
+ * updates a stored person (docs/api.md, "Writes with a public key").
  */
 export const MemberRef = t.Object(
   {

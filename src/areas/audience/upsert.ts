@@ -17,7 +17,7 @@ import { DEADLOCK_DETECTED, fieldPath, invalidField, recordPath, sqlState, UNIQU
  * A second key held by a stored record with another externalId is a conflict (409): a key
  * identifies one record, so it cannot move, and nothing of the batch is written.
  *
- * Who may change what (contract section 6): `mayUpdate` says, per record, whether it may
+ * Who may change what: `mayUpdate` says, per record, whether it may
  * change a stored record. A record that may not (a public key's, without a verified
  * identity) creates what does not exist and changes nothing stored, and is never a
  * conflict: a public key must learn nothing about the stored records from its answer.

@@ -34,9 +34,9 @@ export interface KeyFormValues {
   /** Both empty: the service default. */
   rateLimitLimit: string
   rateLimitWindow: string
-  /** originPolicy "report" (contract section 11). */
+  /** originPolicy "report". */
   reportOnly: boolean
-  /** Private keys: one entry per line (contract section 14). */
+  /** Private keys: one entry per line. */
   allowedIps: string
   /** Private keys: ipPolicy "report". */
   ipReportOnly: boolean
@@ -170,7 +170,7 @@ function originFields(values: KeyFormValues, errors: KeyFormErrors): Html {
 </div>`
 }
 
-/** A private key's allowed IPs and IP report-only (contract section 14). */
+/** A private key's allowed IPs and IP report-only. */
 function ipFields(values: KeyFormValues, errors: KeyFormErrors): Html {
   return html`<div class="field${errors.allowedIps ? ' has-error' : ''}">
   <label for="allowed-ips">Allowed IPs <span class="optional">(optional)</span></label>

@@ -31,7 +31,7 @@ export function keyPage(
     created: boolean
     test?: OriginTest
     flash?: Html
-    /** The key that replaced this one (section 9), and the one this key replaced. */
+    /** The key that replaced this one, and the one this key replaced. */
     replacement?: KeyRecord | null
     predecessor?: KeyRecord | null
     /** Panels below the details: usage, scopes, the trail (built by their own views). */

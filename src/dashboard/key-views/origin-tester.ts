@@ -1,4 +1,4 @@
-import type { OriginMatch } from '../../access/origin.ts'
+import type { OriginMatch } from '../../access/origin/index.ts'
 import type { KeyRecord } from '../../keys/service.ts'
 import { html, type Html } from '../html.ts'
 import { keyPath, type KeyState } from './parts.ts'

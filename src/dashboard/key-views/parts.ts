@@ -24,7 +24,7 @@ export function keyCategory(key: KeyRecord, now: Date): Exclude<KeyFilter, 'all'
   return keyState(key, now)
 }
 
-/** Whether the dashboard offers to roll the key (contract section 9: the service says 409 otherwise). */
+/** Whether the dashboard offers to roll the key (the service says 409 otherwise). */
 export function canRoll(key: KeyRecord, now: Date): boolean {
   return key.type === 'public' && keyCategory(key, now) === 'active'
 }

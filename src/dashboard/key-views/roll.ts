@@ -4,7 +4,7 @@ import type { SignedIn } from '../sessions.ts'
 import { csrfField, keyCrumbs, layout } from '../views.ts'
 import { keyPath } from './parts.ts'
 
-/** Grace choices of the roll form, in seconds (contract section 9 allows 0 to 7 days). */
+/** Grace choices of the roll form, in seconds (a roll's grace is 0 to 7 days). */
 export const ROLL_GRACES = [
   { seconds: 0, label: 'Now', hint: 'the old key is refused at once' },
   { seconds: 3600, label: '1 hour', hint: 'enough for a quick deploy' },
@@ -12,7 +12,7 @@ export const ROLL_GRACES = [
   { seconds: 604_800, label: '7 days', hint: 'for apps that take a release to update' },
 ] as const
 
-/** The roll page: how long the old key keeps working (contract section 9). */
+/** The roll page: how long the old key keeps working. */
 export function rollPage(who: SignedIn, key: KeyRecord, error?: string): Html {
   return layout({
     title: `Roll ${key.name}`,

@@ -1,5 +1,5 @@
 /**
- * Allowed origins of public keys (CONTRACT.md section 4).
+ * Allowed origins of public keys.
  *
  * Two sides with different rules:
  * - Entries are typed by people: they are trimmed, lower-cased, IDN-converted and stripped
@@ -11,8 +11,8 @@
  * tldts silently repair inputs the contract refuses (`ex%41mple.com`, `127.1`, `a..b`).
  * tldts is only asked to classify an already valid hostname, and only outside `match()`.
  *
- * The parts: origin/entry.ts parses entries (origin/ip.ts holds the IP literal rules),
- * origin/match.ts compiles a key's entries and matches request origins, origin/explain.ts
+ * The parts: entry.ts parses entries (src/shared/ip.ts holds the IP literal rules),
+ * match.ts compiles a key's entries and matches request origins, explain.ts
  * says why an origin was refused.
  *
  * Interpretations (the contract is silent on these):
@@ -32,5 +32,5 @@ export {
   parseAllowedOrigins,
   type ParseOriginResult,
   type ParseOriginsResult,
-} from './origin/entry.ts'
-export { compileOriginMatcher, type OriginMatch, type OriginMatcher } from './origin/match.ts'
+} from './entry.ts'
+export { compileOriginMatcher, type OriginMatch, type OriginMatcher } from './match.ts'
