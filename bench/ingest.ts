@@ -71,7 +71,7 @@ const WARMUP_SECONDS = 1
 const ROWS_PER_STATEMENT = 500
 /** The batches' ceiling as issue 19 defines it: a client's COPY on two connections, whatever the service runs. */
 const CLIENT_COPY_CONNECTIONS = 2
-// All requests come from one address: the per-visitor budget (contract section 8) is not
+// All requests come from one address: the per-visitor budget is not
 // what this measures, so the keys carry one no run reaches.
 const UNLIMITED = { rateLimit: { limit: 1_000_000, windowSeconds: 1 } }
 const ORIGIN = `https://www.${ALLOWED_ORIGIN}`

@@ -49,7 +49,7 @@ export interface AppOptions {
   keyCache?: KeyStoreOptions
   /** Clock for the key chain (expiry, lastUsedAt); tests move it. */
   now?: () => number
-  /** Budgets of contract section 8; the contract's defaults when absent. */
+  /** The budgets (docs/api.md, "Rate limits"); its defaults when absent. */
   rateLimits?: Config['rateLimits']
   /** TRUST_PROXY: proxies whose X-Forwarded-For is believed; none when absent. */
   trustProxy?: readonly string[]

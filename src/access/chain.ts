@@ -6,7 +6,7 @@ import { parseIp } from '../shared/ip.ts'
 import type { RouteAccess } from './scopes.ts'
 
 /**
- * The access chain of contract section 3, as small checks that each return a denial
+ * The key chain (docs/api.md, "Calling the API"), as small checks that each return a denial
  * value or null. Nothing here knows HTTP frameworks; src/http/key-chain-plugin.ts wires it to
  * Elysia and turns a denial into an answer.
  */
@@ -25,7 +25,7 @@ export interface RequestFacts {
   readonly method: string
   /** The path as routed, for messages only. */
   readonly path: string
-  /** The client address of contract section 8; asked only when a check or a budget needs it. */
+  /** The client address (docs/api.md, "Rate limits"); asked only when a check or a budget needs it. */
   clientAddress(): string
 }
 
@@ -33,7 +33,7 @@ export interface RequestFacts {
  * `key`: the key found, when there was one (usage is counted per known key, refusals
  * included). `reportedOrigin`: an Origin the key's list does not allow, served because the
  * key is report-only; undefined otherwise. `refusedIp` / `reportedIp`: the same for a
- * private key's client address (section 14).
+ * private key's client address (docs/api.md, "Allowed client addresses").
  */
 export type AccessDecision =
   | { ok: true; key: ActiveKey; reportedOrigin?: string | null; reportedIp?: string }

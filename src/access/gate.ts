@@ -15,7 +15,7 @@ export interface Grant {
   readonly key: ActiveKey
   /** The Origin header as sent, or null. */
   readonly origin: string | null
-  /** The RateLimit-* headers every answer to a private key carries (contract section 8); null for public keys. */
+  /** The RateLimit-* headers every answer to a private key carries (docs/api.md, "Rate limits"); null for public keys. */
   readonly rateLimitHeaders: Readonly<Record<string, string>> | null
 }
 
@@ -38,7 +38,7 @@ export interface GateDeps {
   now?: () => number
   /** Told each refusal's code (the metrics count them). */
   onRefusal?: (code: ErrorCode) => void
-  /** Counts each request of a known key under its final answer (contract section 11). */
+  /** Counts each request of a known key under its final answer. */
   usage?: UsageRecorder
 }
 
@@ -48,11 +48,11 @@ export interface Gate {
    * limits"): the grant, or a rejection with the ApiError to answer.
    */
   check(request: RequestFacts, rule: RouteAccess): Promise<Grant>
-  /** Counts a granted request under its final answer: only a 2xx is a use (contract section 2). */
+  /** Counts a granted request under its final answer: only a 2xx is a use. */
   count(grant: Grant, rule: RouteAccess, status: number, errorCode: string | undefined): void
 }
 
-/** The refusals that count toward a client address's failure budget (contract section 8). */
+/** The refusals that count toward a client address's failure budget (docs/api.md, "Rate limits"). */
 const BUDGETED_FAILURES: ReadonlySet<ErrorCode> = new Set(['invalid_api_key', 'expired_api_key', 'origin_not_allowed', 'ip_not_allowed'])
 
 /**
@@ -113,7 +113,7 @@ export function createGate(deps: GateDeps): Gate {
       if (decision.reportedIp !== undefined) usage.ip(keyId, decision.reportedIp, true, time)
     }
     if (BUDGETED_FAILURES.has(code)) authFailures.record(request.clientAddress(), at)
-    // Every answer to a private key carries its budget (section 8), a refusal before it too.
+    // Every answer to a private key carries its budget, a refusal before it too.
     const key = decision.key
     if (key !== null && key.type === 'private') {
       headers = { ...headers, ...rateLimitHeaders(limiter.peek(key.id, key.rateLimit ?? defaults.private, at)) }

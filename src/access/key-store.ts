@@ -20,17 +20,17 @@ export interface ActiveKey {
   readonly allowedOrigins: readonly string[]
   /** Compiled allowed origins; null for private keys, which have none. */
   readonly origins: OriginMatcher | null
-  /** originPolicy "report": an Origin the list does not allow is served and counted (section 11). */
+  /** originPolicy "report": an Origin the list does not allow is served and counted. */
   readonly reportOnly: boolean
   readonly allowedIps: readonly string[]
-  /** Compiled allowed client addresses (section 14); null when any address is allowed. */
+  /** Compiled allowed client addresses; null when any address is allowed. */
   readonly ips: IpMatcher | null
   /** ipPolicy "report": an address the list does not allow is served and counted. */
   readonly ipReportOnly: boolean
   /** Milliseconds since the epoch, or null for a key that never expires. */
   readonly expiresAt: number | null
   readonly revoked: boolean
-  /** The key's own budget, or null for the service default of its type (contract section 8). */
+  /** The key's own budget, or null for the service default of its type (docs/api.md, "Rate limits"). */
   readonly rateLimit: Budget | null
   /** Moved forward by the last-used recorder so a hot key is queued once a minute at most. */
   lastUsedAt: number | null

@@ -64,7 +64,7 @@ const KeyPageQuery = t.Object({
  * origins, refused addresses, unused scopes, trail), editing, rolling and revoking public keys,
  * the one-click "allow" and "remove a scope", and the JSON helpers of the pages' script.
  * Private keys are shown, edited (allowed IPs included) and revoked here; operators create
- * and roll them (contract section 7), so their plaintext is never shown.
+ * and roll them (docs/dashboard.md, "The pages"), so their plaintext is never shown.
  */
 export function keysPlugin(deps: {
   db: Db

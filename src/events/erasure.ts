@@ -9,7 +9,7 @@ import { strictBody } from '../shared/validation.ts'
 import { t } from 'elysia'
 import { Chars } from '../shared/characters.ts'
 
-// Erasing a person's events (contract section 16). A request is a row of
+// Erasing a person's events (docs/api.md, "Erasure"). A request is a row of
 // analytics_erasures: from its insert on, reads hide the events it names (./read.ts); a
 // worker in this process deletes them in the background, in bounded batches, then marks it
 // done and writes the audit entry, with the count and never the identifier, in the same

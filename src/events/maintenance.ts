@@ -6,7 +6,7 @@ import { createPartitionsAhead, dropExpiredPartitions } from './partitions.ts'
 import { keptSince, type Kept } from './retention.ts'
 import { DAY_MS } from './time-bounds.ts'
 
-// The event store's upkeep (contract section 16, docs/decisions.md "Event partitions"):
+// The event store's upkeep (docs/api.md, "Retention"; docs/decisions.md, "Event partitions"):
 // monthly partitions of analytics_events ahead of need, whole partitions dropped past the
 // operator's retention, the rows past a retention (the business's or the operator's) in
 // the months still kept deleted in bounded batches, analytics_untimed_ids kept to its 24
@@ -170,7 +170,7 @@ async function deleteExpiredRowsOf(
   )
 }
 
-/** Ids sent without timestamp are remembered 24 hours (contract section 16), then forgotten in batches. */
+/** Ids sent without timestamp are remembered 24 hours (docs/api.md, "Events: ids and exactly-once"), then forgotten in batches. */
 export async function forgetUntimedIds(
   db: Db,
   now: number,

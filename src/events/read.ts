@@ -10,7 +10,7 @@ import { before, positionCursor, toPage, type Page, type Position } from '../sha
 // (retention, erasure) is written once and holds for both. Every query takes the business
 // first: no event of another business is ever read.
 
-/** What an event type may be: 1-64 characters of [A-Za-z0-9_.:-] (contract section 6). */
+/** What an event type may be: 1-64 characters of [A-Za-z0-9_.:-]. */
 export const EVENT_TYPE_PATTERN = '^[A-Za-z0-9_.:-]{1,64}$'
 
 /** Which events of the business a list holds, and the page: `after` a cursor's position, `limit` rows. */
@@ -34,7 +34,7 @@ export type EventRecord = ReturnType<typeof toEventRecord>
 /**
  * The business's events a read may answer: inside its retention (computed in the statement
  * from the business row, so a change holds at once on every instance) and not those of a
- * person whose erasure is pending, received before it was asked for (contract section 16).
+ * person whose erasure is pending, received before it was asked for (docs/api.md, "Erasure").
  *
  * Each event is tested against the pending requests' identifiers as two uncorrelated `in`
  * subqueries, which PostgreSQL runs once and hashes (a lookup a row; ./erasure.ts keeps

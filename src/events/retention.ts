@@ -4,7 +4,7 @@ import { businesses } from '../../db/schema/index.ts'
 import { BoundedMap } from '../shared/bounded-map.ts'
 import { DAY_MS } from './time-bounds.ts'
 
-// How long a business's events are kept (contract section 16): the operator's
+// How long a business's events are kept (docs/api.md, "Retention"): the operator's
 // EVENT_RETENTION_DAYS, or less where the business says so; and never from before
 // `eventsExpiredBefore`, where a change of the retention left it (docs/decisions.md, "A
 // lowered retention is final"). Reads compute the bound in SQL from the business row

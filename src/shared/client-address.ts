@@ -2,7 +2,7 @@ import { BoundedMap } from './bounded-map.ts'
 import { formatIp, networkOf, parseIp, parseRange, rangesMatcher } from './ip.ts'
 
 /**
- * The client's address (contract section 8): the TCP peer, or, for a request whose peer
+ * The client's address (docs/api.md, "Rate limits"): the TCP peer, or, for a request whose peer
  * is a trusted proxy (TRUST_PROXY), the right-most X-Forwarded-For entry that is not
  * itself a trusted proxy. From any other peer X-Forwarded-For is ignored: anyone can
  * send it.
@@ -14,7 +14,7 @@ export interface PeerSource {
   requestIP(request: Request): { address: string } | null
 }
 
-/** The client address of a request, by the rule of contract section 8. */
+/** The client address of a request, by the rule above. */
 export type ClientAddressOf = (request: Request, server: PeerSource | null | undefined) => string
 
 export function createClientAddressOf(trustedProxies: readonly string[]): ClientAddressOf {
@@ -54,7 +54,7 @@ export function createClientAddressRule(trustedProxies: readonly string[]): Clie
       const hop = hops[i]!.trim()
       const parsed = parseIp(hop)
       // An entry that is not an address (`203.0.113.7:443`, `unknown`, a zone id) is the
-      // client as it stands (contract section 8): never replaced by the proxy's address.
+      // client as it stands: never replaced by the proxy's address.
       if (parsed === null) return hop === '' ? '(empty)' : hop.slice(0, MAX_WRITTEN_ADDRESS)
       client = formatIp(parsed)
       if (!isTrusted(client)) return client

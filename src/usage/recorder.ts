@@ -4,13 +4,13 @@ import { createBackgroundWriter, type BackgroundWriterOptions, type BackgroundWr
 import { HeavyHitters } from './heavy-hitters.ts'
 
 /**
- * Usage per key (contract section 11), counted on the request path as one Map increment
+ * Usage per key, counted on the request path as one Map increment
  * and written off it: every `flushIntervalMs` one transaction adds the counts to the
  * minute, hour and day tables (db/schema/usage.ts), the refused origins and addresses and
  * the scopes' last use. Instances add to the same rows, so the tables hold their sum.
  * Counts are visible within a flush interval (5 s; the contract allows 15).
  *
- * Bounded (contract section 13, docs/decisions.md "Usage under a flood"):
+ * Bounded (docs/decisions.md, "Usage under a flood"):
  * - at most `maxEntries` (key, minute) counters wait for a flush; past that, requests are
  *   counted in `stats.dropped` instead;
  * - refused origins and addresses are kept per key and hour as a heavy-hitter summary

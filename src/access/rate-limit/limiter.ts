@@ -33,7 +33,7 @@ export interface RateLimiterOptions {
 }
 
 /**
- * Budgets of contract section 8. Alone, each bucket is a GCRA cell in memory. With shared
+ * The budgets of docs/api.md, "Rate limits". Alone, each bucket is a GCRA cell in memory. With shared
  * counters (Redis), an instance leases budget in small slices (a twentieth of the limit)
  * and spends them locally, so most requests never wait for Redis, and the instances
  * together never accept more than the budget plus one unleased request each (the first

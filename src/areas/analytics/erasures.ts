@@ -7,7 +7,7 @@ import type { AreaDeps } from '../deps.ts'
 const WRITE = { scope: 'ANALYTICS_WRITE', public: false } as const
 
 /**
- * Erasing a person's events (contract section 16): private keys with ANALYTICS_WRITE only.
+ * Erasing a person's events (docs/api.md, "Erasure"): private keys with ANALYTICS_WRITE only.
  * Reads hide the events from the 202 on; GET answers how the deletion goes.
  */
 export function erasureRoutes({ keyChain, erasures }: AreaDeps) {
