@@ -64,6 +64,8 @@ describe('GCRA (contract section 8)', () => {
   test('an accepted request says when the budget is whole again: the TAT it leaves, in whole seconds from now', () => {
     expect(gcra(0, 1_000_000, budget)).toMatchObject({ allowed: true, remaining: 9, resetSeconds: 6 })
     expect(gcra(1_000_000 + 30_000, 1_000_000, budget)).toMatchObject({ allowed: true, remaining: 4, resetSeconds: 36 })
+    // Refused, at any clock: whole again one window on, the next request one interval on.
+    expect(gcra(1_060_000, 1_000_000, budget)).toMatchObject({ allowed: false, resetSeconds: 60, retryAfterSeconds: 6 })
   })
 
   test('the last request of a window is accepted up to the slack (half a millisecond at most), and not beyond', () => {
