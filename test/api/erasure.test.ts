@@ -5,6 +5,7 @@ import { DEFAULT_EVENT_RETENTION_DAYS } from '../../src/config.ts'
 import { maintainEvents } from '../../src/events/maintenance.ts'
 import { analyticsErasures, analyticsEvents, auditEntries } from '../../db/schema/index.ts'
 import { testDatabase } from '../support/database.ts'
+import { watchEventDeletes } from '../support/delete-statements.ts'
 import { loopback, type Loopback } from '../support/loopback.ts'
 import { seedBusiness, seedKey, testService } from '../support/service.ts'
 
@@ -183,9 +184,18 @@ describe('POST /api/v0/analytics/erasures', () => {
         receivedAt: new Date(now - 60_000),
       })),
     )
-    const created = await s.http.api('/analytics/erasures', s.sk, { body: { personId: PERSON } })
-    const { id } = (await created.json()) as { id: string }
-    expect(await untilDone(() => s.http.api(`/analytics/erasures/${id}`, s.sk))).toMatchObject({ status: 'done', deleted: 20 })
+    const deletes = await watchEventDeletes(db)
+    try {
+      const created = await s.http.api('/analytics/erasures', s.sk, { body: { personId: PERSON } })
+      const { id } = (await created.json()) as { id: string }
+      expect(await untilDone(() => s.http.api(`/analytics/erasures/${id}`, s.sk))).toMatchObject({ status: 'done', deleted: 20 })
+      // Every statement removed at most a batch: the 20 events took at least 7 of them.
+      const perStatement = await deletes.rowsPerStatement()
+      expect(perStatement.reduce((sum, n) => sum + n, 0)).toBe(20)
+      expect(Math.max(...perStatement)).toBeLessThanOrEqual(3)
+    } finally {
+      await deletes.stop()
+    }
     expect(await storedCount(s.businessId)).toBe(0)
   })
 

@@ -1,6 +1,7 @@
 import { describe, expect, test } from 'bun:test'
 import { eq } from 'drizzle-orm'
 import { apiKeys, flows } from '../../db/schema/index.ts'
+import { hashKey } from '../../src/access/key-format.ts'
 import { testDatabase } from '../support/database.ts'
 import { call, seedBusiness, seedKey, testService } from '../support/service.ts'
 
@@ -92,7 +93,7 @@ describe('lastUsedAt moves only for 2xx answers', () => {
     expect(first.status).toBe(202)
     await s.service.services.lastUsed.flush()
     await db.update(apiKeys).set({ lastUsedAt: null }).where(eq(apiKeys.id, s.keyId))
-    s.service.services.keyStore.invalidate(s.keyId)
+    s.service.services.keyStore.invalidate(hashKey(s.key))
     // A fresh service instance: no in-memory memory of the earlier use.
     const fresh = await testService()
     const reused = await call(fresh, `/api/v0/flow/${s.flowId}/trigger`, {

@@ -5,7 +5,7 @@ import { errorHandling } from '../../src/http/errors.ts'
 import { createLogger, lineLogger } from '../../src/observability/log.ts'
 import { createMetrics } from '../../src/observability/metrics.ts'
 import { testDatabase } from '../support/database.ts'
-import { type admin, call, seedBusiness, seedKey, testService } from '../support/service.ts'
+import { type admin, behindTrustedProxy, call, seedBusiness, seedKey, testService } from '../support/service.ts'
 
 // GET /metrics, JSON log lines, the request log, and what no line holds.
 
@@ -130,11 +130,18 @@ describe('GET /metrics', () => {
   })
 
   test('the rate limiter counts its refusals by key type', async () => {
-    const metrics = createMetrics()
-    const service = await testService({ metrics })
-    metrics.rateLimited('public')
-    metrics.rateLimited('public')
-    metrics.rateLimited('private')
+    const clock = 1_000_000
+    const service = await testService({ clientAddress: behindTrustedProxy, limitClock: () => clock })
+    const businessId = await seedBusiness(service)
+    const budget = { limit: 1, windowSeconds: 60 }
+    const publicKey = await seedKey(service, businessId, { type: 'public', rateLimit: budget })
+    const privateKey = await seedKey(service, businessId, { type: 'private', scopes: ['ANALYTICS_READ'], rateLimit: budget })
+    const whoami = (key: string) => call(service, '/api/v0/whoami', { key, origin: ORIGIN, headers: { 'x-forwarded-for': '198.51.100.7' } })
+    // Real requests over their budgets: the public key's visitor twice, the private key once.
+    expect([(await whoami(publicKey.key)).status, (await whoami(publicKey.key)).status, (await whoami(publicKey.key)).status]).toEqual([
+      200, 429, 429,
+    ])
+    expect([(await whoami(privateKey.key)).status, (await whoami(privateKey.key)).status]).toEqual([200, 429])
     const found = await scrape(service)
     expect(found.get('keygate_rate_limited_total{key_type="public"}')).toBe(2)
     expect(found.get('keygate_rate_limited_total{key_type="private"}')).toBe(1)

@@ -1,6 +1,7 @@
 import { afterAll, describe, expect, test } from 'bun:test'
 import { count, eq } from 'drizzle-orm'
 import { analyticsEvents, apiKeys } from '../../db/schema/index.ts'
+import { hashKey } from '../../src/access/key-format.ts'
 import { testDatabase } from '../support/database.ts'
 import {
   admin,
@@ -160,8 +161,27 @@ describe("public keys: the budget is each visitor's", () => {
     const send = (body: unknown) =>
       call(s.service, '/api/v0/analytics', { method: 'POST', key, origin: ORIGIN, headers: { 'x-forwarded-for': '198.51.100.2' }, body })
     expect((await send({ eventType: 'page_view' })).status).toBe(202)
-    const refused = await send({ eventType: '' })
+    // Not JSON, and a stream that notes being read: parsed, it would be a 400; read, it says so.
+    let pulled = false
+    const body = new ReadableStream<Uint8Array>(
+      {
+        pull(controller) {
+          pulled = true
+          controller.enqueue(new TextEncoder().encode('{"eventType":'))
+          controller.close()
+        },
+      },
+      { highWaterMark: 0 },
+    )
+    const refused = await s.service.app.handle(
+      new Request('http://localhost/api/v0/analytics', {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}`, origin: ORIGIN, 'x-forwarded-for': '198.51.100.2', 'content-type': 'application/json' },
+        body,
+      }),
+    )
     expect(refused.status).toBe(429)
+    expect(pulled).toBe(false)
     expect(refused.headers.get('access-control-allow-origin')).toBe(ORIGIN)
     const { db } = await testDatabase()
     const [stored] = await db.select({ n: count() }).from(analyticsEvents).where(eq(analyticsEvents.keyId, record.id))
@@ -281,10 +301,21 @@ describe('failed authentication is budgeted per address', () => {
       .update(apiKeys)
       .set({ expiresAt: new Date(Date.now() - 1000) })
       .where(eq(apiKeys.id, record.id))
-    s.service.services.keyStore.invalidate(record.id)
+    const keyStore = s.service.services.keyStore
+    keyStore.invalidate(hashKey(key))
     const fresh = await s.key({ type: 'private', scopes: ['ANALYTICS_READ'] })
-    for (let i = 0; i < 3; i++) expect((await whoami(s.service, key, '198.51.100.70')).status).toBe(401)
+    for (let i = 0; i < 3; i++) {
+      const refused = await whoami(s.service, key, '198.51.100.70')
+      expect((await errorOf(refused)).code).toBe('expired_api_key')
+    }
+    // The blocked address's request with a valid key never reaches the key store.
+    const lookups = () => keyStore.stats.hit + keyStore.stats.negative + keyStore.stats.miss
+    const before = lookups()
     expect((await whoami(s.service, fresh.key, '198.51.100.70')).status).toBe(429)
+    expect(lookups()).toBe(before)
+    // From another address the same key is looked up and served.
+    expect((await whoami(s.service, fresh.key, '198.51.100.71')).status).toBe(200)
+    expect(lookups()).toBe(before + 1)
   })
 
   test('/admin/v0: after the budget of wrong tokens, even the right token is 429 from that address', async () => {

@@ -6,6 +6,7 @@ import { maintainEvents, type EventMaintenanceOptions } from '../../src/events/m
 import { partitionName } from '../../src/events/partitions.ts'
 import { SERVER_OPTIONS } from '../../src/http/server-options.ts'
 import { ensureEventPartitions, testDatabase, testDatabaseUrl } from '../support/database.ts'
+import { watchEventDeletes } from '../support/delete-statements.ts'
 import { seedBusiness, seedKey, testService } from '../support/service.ts'
 
 // Partitions ahead of need, whole partitions dropped past the
@@ -186,9 +187,16 @@ describe('event maintenance', () => {
       ...[...times, ...old].map((at) => row(short.id, short.keyId, at)),
       ...times.map((at) => row(long.id, long.keyId, at)),
     ])
-    const report = await maintainEvents(database, options({ batchRows: 5 }))
-    expect(report.failed).toEqual([])
-    expect(report.deleted).toBe(13)
+    const deletes = await watchEventDeletes(database.db)
+    try {
+      const report = await maintainEvents(database, options({ batchRows: 5 }))
+      expect(report.failed).toEqual([])
+      expect(report.deleted).toBe(13)
+      // The 13 expired rows (each on its own millisecond) go in statements of at most 5.
+      expect(await deletes.rowsPerStatement()).toEqual([5, 5, 3])
+    } finally {
+      await deletes.stop()
+    }
     expect(await storedTimes(short.id)).toEqual([now - 20 * DAY, now - DAY])
     expect(await storedTimes(long.id)).toEqual(times)
   })

@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'bun:test'
 import { budgetSubject, createClientAddressRule, parseTrustedProxies } from '../../src/shared/client-address.ts'
-import { gcra } from '../../src/access/rate-limit/gcra.ts'
+import { gcra, standing } from '../../src/access/rate-limit/gcra.ts'
 import { createFailureBudget } from '../../src/access/rate-limit/failure-budget.ts'
 import { createRateLimiter, type RateLimitOutcome } from '../../src/access/rate-limit/limiter.ts'
 import type { Granted, SharedCounters } from '../../src/access/rate-limit/redis.ts'
@@ -59,6 +59,35 @@ describe('GCRA', () => {
     const steady = (10 / 60) * 3_600
     expect(accepted).toBeLessThanOrEqual(Math.floor(steady * 1.01) + 10)
     expect(accepted).toBeGreaterThanOrEqual(steady)
+  })
+
+  test('an accepted request says when the budget is whole again: the TAT it leaves, in whole seconds from now', () => {
+    expect(gcra(0, 1_000_000, budget)).toMatchObject({ allowed: true, remaining: 9, resetSeconds: 6 })
+    expect(gcra(1_000_000 + 30_000, 1_000_000, budget)).toMatchObject({ allowed: true, remaining: 4, resetSeconds: 36 })
+    // Refused, at any clock: whole again one window on, the next request one interval on.
+    expect(gcra(1_060_000, 1_000_000, budget)).toMatchObject({ allowed: false, resetSeconds: 60, retryAfterSeconds: 6 })
+  })
+
+  test('the last request of a window is accepted up to the slack (half a millisecond at most), and not beyond', () => {
+    // Nine taken: the tenth leaves its TAT exactly one window ahead, or that plus the slack.
+    expect(gcra(54_000, 0, budget).allowed).toBe(true)
+    expect(gcra(54_000.5, 0, budget).allowed).toBe(true)
+    expect(gcra(54_000.6, 0, budget).allowed).toBe(false)
+    // A fast budget (10 ms an interval) is given a thousandth of its interval, not half a millisecond.
+    const fast = { limit: 6000, windowSeconds: 60 }
+    expect(gcra(59_990.01, 0, fast).allowed).toBe(true)
+    expect(gcra(59_990.3, 0, fast).allowed).toBe(false)
+  })
+
+  test('standing tells what a budget stands at, taking nothing', () => {
+    expect(standing(0, 1_000_000, budget)).toMatchObject({ allowed: true, tat: 0, remaining: 10, resetSeconds: 0 })
+    // Nine taken at 0: one left, whole again in 54 s; the boundary as gcra draws it.
+    expect(standing(54_000, 0, budget)).toMatchObject({ allowed: true, tat: 54_000, remaining: 1, resetSeconds: 54 })
+    expect(standing(54_000.5, 0, budget).allowed).toBe(true)
+    expect(standing(54_000.6, 0, budget).allowed).toBe(false)
+    // All ten taken: nothing left, whole again in a window.
+    expect(standing(60_000, 0, budget)).toMatchObject({ allowed: false, remaining: 0, resetSeconds: 60 })
+    for (const tat of [0, 30_000, 54_000, 60_000, 61_000]) expect(standing(tat, 0, budget).allowed).toBe(gcra(tat, 0, budget).allowed)
   })
 
   const rates = [
