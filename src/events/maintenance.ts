@@ -1,6 +1,6 @@
 import { queryRows, sql, type Database, type Db } from '../../db/client.ts'
 import { exclusively, type Scheduler } from '../background/scheduler.ts'
-import { expiredUsage } from '../usage/retention.ts'
+import { expiredUsage } from '../usage/pruning.ts'
 import { expiredErasures } from './erasure.ts'
 import { createPartitionsAhead, dropExpiredPartitions } from './partitions.ts'
 import { keptSince, type Kept } from './retention.ts'
@@ -10,7 +10,7 @@ import { DAY_MS } from './time-bounds.ts'
 // monthly partitions of analytics_events ahead of need, whole partitions dropped past the
 // operator's retention, the rows past a retention (the business's or the operator's) in
 // the months still kept deleted in bounded batches, analytics_untimed_ids kept to its 24
-// hours, and the usage tables and finished erasures to theirs (src/usage/retention.ts,
+// hours, and the usage tables and finished erasures to theirs (src/usage/pruning.ts,
 // ./erasure.ts). At start-up and hourly, on the app's scheduler; with several instances,
 // one at a time (its advisory lock, skipped by the others). Every
 // step fails alone: it is logged and tried again at the next run, and nothing here ever
@@ -41,7 +41,7 @@ export interface EventMaintenanceOptions {
   onError?: (step: MaintenanceStep, error: unknown) => void
 }
 
-export type MaintenanceStep = 'partitions' | 'drop' | 'retention' | 'untimed' | 'pruning'
+export type MaintenanceStep = 'partitions' | 'drop' | 'expired-rows' | 'untimed' | 'pruning'
 
 /** What one run did; `skipped` when another instance ran it at the time. */
 export interface MaintenanceReport {
@@ -52,7 +52,7 @@ export interface MaintenanceReport {
   deleted: number
   /** Untimed ids forgotten. */
   forgotten: number
-  /** Rows of other tables past their retention deleted: usage (src/usage/retention.ts) and finished erasures (./erasure.ts). */
+  /** Rows of other tables past their retention deleted: usage (src/usage/pruning.ts) and finished erasures (./erasure.ts). */
   pruned: number
   failed: MaintenanceStep[]
 }
@@ -101,7 +101,7 @@ async function maintainIn(db: Db, engine: Database['engine'], options: EventMain
   const now = (options.now ?? Date.now)()
   await step('partitions', async () => void report.created.push(...(await createPartitionsAhead(db, now, options.retentionDays))))
   await step('drop', async () => void report.dropped.push(...(await dropExpiredPartitions(db, engine, now, options.retentionDays))))
-  await step('retention', async () => {
+  await step('expired-rows', async () => {
     report.deleted += await deleteExpiredRows(db, now, options)
   })
   await step('untimed', async () => {
@@ -179,7 +179,7 @@ export async function forgetUntimedIds(
   return deleteOlderThan(db, { table: 'analytics_untimed_ids', column: 'occurred_at', before: new Date(now - UNTIMED_ID_MS) }, options)
 }
 
-/** Usage rows (src/usage/retention.ts) and finished erasures (./erasure.ts) past their retention, table by table, in batches. */
+/** Usage rows (src/usage/pruning.ts) and finished erasures (./erasure.ts) past their retention, table by table, in batches. */
 export async function pruneExpired(db: Db, now: number, options: Pick<EventMaintenanceOptions, 'batchRows' | 'pauseMs'>): Promise<number> {
   let pruned = 0
   for (const expired of [...expiredUsage(now), expiredErasures(now)]) pruned += await deleteOlderThan(db, expired, options)
