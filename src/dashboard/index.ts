@@ -7,7 +7,7 @@ import type { KeyService } from '../keys/service.ts'
 import type { Retention } from '../events/retention.ts'
 import { createMemberService } from '../members/service.ts'
 import type { Passwords } from '../members/passwords.ts'
-import { DASHBOARD_CSS, DASHBOARD_JS } from './assets.ts'
+import { dashboardScript, dashboardStylesheet } from './assets.ts'
 import { auditPlugin } from './audit.ts'
 import { businessPlugin } from './business.ts'
 import { eventsPlugin } from './events.ts'
@@ -52,8 +52,8 @@ export function dashboardRoutes({ db, keys, signInLimits, clientAddress, default
 
   return new Elysia({ name: 'dashboard', prefix: DASHBOARD_PREFIX })
     .get('/', () => redirect(KEYS_PATH))
-    .get('/assets/dashboard.css', () => asset(DASHBOARD_CSS, 'text/css; charset=utf-8'))
-    .get('/assets/dashboard.js', () => asset(DASHBOARD_JS, 'text/javascript; charset=utf-8'))
+    .get('/assets/dashboard.css', async () => asset(await dashboardStylesheet(), 'text/css; charset=utf-8'))
+    .get('/assets/dashboard.js', async () => asset(await dashboardScript(), 'text/javascript; charset=utf-8'))
     .use(signInPlugin({ member, members, sessions, throttle: createSignInThrottle(db, signInLimits), clientAddress }))
     .use(keysPlugin({ db, keys, ownKeys: keysOfMember, member, defaultRateLimits }))
     .use(eventsPlugin({ db, keys, member, operatorRetentionDays: retention.operatorDays }))

@@ -66,15 +66,135 @@ const KeyPageQuery = t.Object({
  * Private keys are shown, edited (allowed IPs included) and revoked here; operators create
  * and roll them (docs/dashboard.md, "The pages"), so their plaintext is never shown.
  */
-export function keysPlugin(deps: {
+export function keysPlugin(deps: KeysDeps) {
+  return new Elysia({ name: 'dashboard/keys' })
+    .use(keyListRoutes(deps))
+    .use(keyPageRoute(deps))
+    .use(keyEditRoutes(deps))
+    .use(keyRetireRoutes(deps))
+    .use(keyScriptHelpers(deps))
+}
+
+interface KeysDeps {
   db: Db
   keys: KeyService
   ownKeys: OwnKeys
   member: ReturnType<typeof memberMacro>
   /** RATE_LIMIT_PUBLIC and RATE_LIMIT_PRIVATE, shown on the key form of each type. */
   defaultRateLimits: Record<KeyType, Budget>
-}) {
-  const { db, keys, ownKeys, defaultRateLimits } = deps
+}
+
+/** The list of the business's keys, and creating a public key. */
+function keyListRoutes(deps: KeysDeps) {
+  const { keys, defaultRateLimits } = deps
+  return (
+    new Elysia({ name: 'dashboard/keys/list' })
+      .use(deps.member)
+      .onError(renderFailures(MISSING_KEY))
+      .get(
+        KEYS,
+        async ({ member, query }) => {
+          const flash =
+            query.revoked !== undefined
+              ? html`<div class="alert success" role="status">The key was revoked: requests made with it are now refused.</div>`
+              : undefined
+          const filter: KeyFilter = KEY_FILTERS.find((f) => f === query.show) ?? 'all'
+          return htmlPage(200, keyListPage(member, await keys.list(member.businessId), new Date(), flash, filter))
+        },
+        { member: 'page', query: t.Object({ revoked: FormField, show: FormField }) },
+      )
+      .get(
+        `${KEYS}/new`,
+        ({ member }) => htmlPage(200, keyFormPage(member, { kind: 'create' }, NEW_KEY_DEFAULTS, {}, new Date(), defaultRateLimits)),
+        { member: 'page' },
+      )
+      // Posted to the form's own address, so that a refused form comes back where it was.
+      .post(
+        `${KEYS}/new`,
+        async ({ member, body }) => {
+          const now = new Date()
+          const values = readKeyForm(body)
+          const { input, problems } = keySettingsOf('public', values)
+          const checked = checkKeySettings('public', input, now)
+          const all = [...problems, ...(checked.ok ? [] : checked.problems)]
+          if (all.length > 0) {
+            return htmlPage(
+              400,
+              keyFormPage(member, { kind: 'create' }, values, formErrorsOf('public', all, values.expiresOn), now, defaultRateLimits),
+            )
+          }
+          const created = await keys.create(
+            member.businessId,
+            { ...input, type: 'public', createdBy: member.email },
+            byMember(member.email),
+            now,
+          )
+          return redirect(`${keyPath(created.record.id)}?created=1`)
+        },
+        { member: 'form', parse: 'urlencoded', body: KeyForm },
+      )
+  )
+}
+
+/** A key's page: its settings, usage chart, refused origins or addresses, unused scopes and trail. */
+function keyPageRoute(deps: KeysDeps) {
+  const { db, keys, ownKeys } = deps
+  return new Elysia({ name: 'dashboard/keys/page' })
+    .use(deps.member)
+    .onError(renderFailures(MISSING_KEY))
+    .get(
+      `${KEYS}/:id`,
+      async ({ member, params, query, request }) => {
+        const row = await ownKeys.find(member, params.id)
+        if (!row) return keyNotFound(member)
+        const origin = query.origin?.trim() ?? ''
+        const key = toKeyRecord(row)
+        const now = new Date()
+        const [replacement, predecessor] = await Promise.all([
+          ownKeys.record(member, key.replacedBy),
+          ownKeys.record(member, key.rolledFrom),
+        ])
+        const range: UsageRange = query.range === '7d' ? '7d' : '24h'
+        const [report, trail, all] = await Promise.all([
+          usageReport(db, row, usageWindow(range, now.getTime())),
+          listChanges(db, { businessId: member.businessId, keyId: row.id, after: null, limit: KEY_TRAIL + 1 }),
+          keys.list(member.businessId),
+        ])
+        const byId = new Map(all.map((k) => [k.id, k]))
+        // Said only when true, so that a crafted link cannot make the page claim a change.
+        const allowed = (key.type === 'public' ? key.allowedOrigins : key.allowedIps).find((e) => e === query.allowed)
+        const removed = query.removed !== undefined && isScope(query.removed) && !key.scopes.includes(query.removed) ? query.removed : null
+        return htmlPage(
+          200,
+          keyPage(member, key, {
+            now,
+            publicKey: row.publicKey,
+            serviceOrigin: publicOrigin(request),
+            created: query.created !== undefined,
+            replacement,
+            predecessor,
+            more: html`${usagePanel(key, report, range)}${key.type === 'public' ? refusedOriginsPanel(member, key, report, now, range) : refusedIpsPanel(member, key, report, now, range)}${key.revokedAt ? null : scopesPanel(member, key, report, now)}${keyTrailPanel(key, trail.slice(0, KEY_TRAIL), byId, now, trail.length > KEY_TRAIL)}`,
+            flash: allowed
+              ? html`<div class="alert success" role="status">Added <code>${allowed}</code> to the allowed ${key.type === 'public' ? 'origins' : 'IPs'}. It applies from the key's next request.</div>`
+              : removed
+                ? html`<div class="alert success" role="status">Removed <code>${removed}</code> from the key's scopes. It applies from the key's next request.</div>`
+                : query.saved !== undefined
+                  ? html`<div class="alert success" role="status">Changes saved. They apply from the key's next request.</div>`
+                  : query.rolled !== undefined && predecessor
+                    ? rolledFlash(predecessor, now)
+                    : undefined,
+            test:
+              query.origin === undefined ? undefined : { origin, match: compileOriginMatcher(row.allowedOrigins).match(origin || null) },
+          }),
+        )
+      },
+      { member: 'page', params: KeyParams, query: KeyPageQuery },
+    )
+}
+
+/** Editing a key: the form, and the one-click "allow" and "remove a scope" of its page. */
+function keyEditRoutes(deps: KeysDeps) {
+  const { keys, ownKeys, defaultRateLimits } = deps
 
   /**
    * A one-field change from a button (allow an origin or an address, remove a scope),
@@ -128,276 +248,197 @@ export function keysPlugin(deps: {
     )
   }
 
-  return (
-    new Elysia({ name: 'dashboard/keys' })
-      .use(deps.member)
-      .onError(renderFailures(MISSING_KEY))
-      .get(
-        KEYS,
-        async ({ member, query }) => {
-          const flash =
-            query.revoked !== undefined
-              ? html`<div class="alert success" role="status">The key was revoked: requests made with it are now refused.</div>`
-              : undefined
-          const filter: KeyFilter = KEY_FILTERS.find((f) => f === query.show) ?? 'all'
-          return htmlPage(200, keyListPage(member, await keys.list(member.businessId), new Date(), flash, filter))
-        },
-        { member: 'page', query: t.Object({ revoked: FormField, show: FormField }) },
-      )
-      .get(
-        `${KEYS}/new`,
-        ({ member }) => htmlPage(200, keyFormPage(member, { kind: 'create' }, NEW_KEY_DEFAULTS, {}, new Date(), defaultRateLimits)),
-        { member: 'page' },
-      )
-      // Posted to the form's own address, so that a refused form comes back where it was.
-      .post(
-        `${KEYS}/new`,
-        async ({ member, body }) => {
-          const now = new Date()
-          const values = readKeyForm(body)
-          const { input, problems } = keySettingsOf('public', values)
-          const checked = checkKeySettings('public', input, now)
-          const all = [...problems, ...(checked.ok ? [] : checked.problems)]
-          if (all.length > 0) {
-            return htmlPage(
-              400,
-              keyFormPage(member, { kind: 'create' }, values, formErrorsOf('public', all, values.expiresOn), now, defaultRateLimits),
-            )
-          }
-          const created = await keys.create(
-            member.businessId,
-            { ...input, type: 'public', createdBy: member.email },
-            byMember(member.email),
-            now,
-          )
-          return redirect(`${keyPath(created.record.id)}?created=1`)
-        },
-        { member: 'form', parse: 'urlencoded', body: KeyForm },
-      )
-      .get(
-        `${KEYS}/:id`,
-        async ({ member, params, query, request }) => {
-          const row = await ownKeys.find(member, params.id)
-          if (!row) return keyNotFound(member)
-          const origin = query.origin?.trim() ?? ''
-          const key = toKeyRecord(row)
-          const now = new Date()
-          const [replacement, predecessor] = await Promise.all([
-            ownKeys.record(member, key.replacedBy),
-            ownKeys.record(member, key.rolledFrom),
-          ])
-          const range: UsageRange = query.range === '7d' ? '7d' : '24h'
-          const [report, trail, all] = await Promise.all([
-            usageReport(db, row, usageWindow(range, now.getTime())),
-            listChanges(db, { businessId: member.businessId, keyId: row.id, after: null, limit: KEY_TRAIL + 1 }),
-            keys.list(member.businessId),
-          ])
-          const byId = new Map(all.map((k) => [k.id, k]))
-          // Said only when true, so that a crafted link cannot make the page claim a change.
-          const allowed = (key.type === 'public' ? key.allowedOrigins : key.allowedIps).find((e) => e === query.allowed)
-          const removed =
-            query.removed !== undefined && isScope(query.removed) && !key.scopes.includes(query.removed) ? query.removed : null
+  return new Elysia({ name: 'dashboard/keys/edit' })
+    .use(deps.member)
+    .onError(renderFailures(MISSING_KEY))
+    .get(
+      `${KEYS}/:id/edit`,
+      async ({ member, params }) => {
+        const row = await ownKeys.find(member, params.id)
+        if (!row) return keyNotFound(member)
+        const key = toKeyRecord(row)
+        return (
+          cannotEdit(member, row) ??
+          htmlPage(200, keyFormPage(member, { kind: 'edit', key }, formValuesOf(key), {}, new Date(), defaultRateLimits))
+        )
+      },
+      { member: 'page', params: KeyParams },
+    )
+    .post(
+      `${KEYS}/:id/edit`,
+      async ({ member, params, body }) => {
+        const row = await editableKey(member, params.id)
+        if (row instanceof Response) return row
+        const now = new Date()
+        const key = toKeyRecord(row)
+        const values = readKeyForm(body)
+        const { input, problems } = keySettingsOf(row.type, values, key)
+        const checked = checkKeySettings(row.type, input, now)
+        const all = [...problems, ...(checked.ok ? [] : checked.problems)]
+        if (all.length > 0) {
           return htmlPage(
-            200,
-            keyPage(member, key, {
-              now,
-              publicKey: row.publicKey,
-              serviceOrigin: publicOrigin(request),
-              created: query.created !== undefined,
-              replacement,
-              predecessor,
-              more: html`${usagePanel(key, report, range)}${key.type === 'public' ? refusedOriginsPanel(member, key, report, now, range) : refusedIpsPanel(member, key, report, now, range)}${key.revokedAt ? null : scopesPanel(member, key, report, now)}${keyTrailPanel(key, trail.slice(0, KEY_TRAIL), byId, now, trail.length > KEY_TRAIL)}`,
-              flash: allowed
-                ? html`<div class="alert success" role="status">Added <code>${allowed}</code> to the allowed ${key.type === 'public' ? 'origins' : 'IPs'}. It applies from the key's next request.</div>`
-                : removed
-                  ? html`<div class="alert success" role="status">Removed <code>${removed}</code> from the key's scopes. It applies from the key's next request.</div>`
-                  : query.saved !== undefined
-                    ? html`<div class="alert success" role="status">Changes saved. They apply from the key's next request.</div>`
-                    : query.rolled !== undefined && predecessor
-                      ? rolledFlash(predecessor, now)
-                      : undefined,
-              test:
-                query.origin === undefined ? undefined : { origin, match: compileOriginMatcher(row.allowedOrigins).match(origin || null) },
+            400,
+            keyFormPage(member, { kind: 'edit', key }, values, formErrorsOf(row.type, all, values.expiresOn), now, defaultRateLimits),
+          )
+        }
+        try {
+          await keys.update(member.businessId, row.id, input, byMember(member.email), now)
+        } catch (error) {
+          if (error instanceof ApiError && error.code === 'conflict') return cannotEdit(member, { ...row, revokedAt: now })!
+          throw error
+        }
+        return redirect(`${keyPath(row.id)}?saved=1`)
+      },
+      { member: 'form', parse: 'urlencoded', params: KeyParams, body: KeyForm },
+    )
+    .post(
+      `${KEYS}/:id/allow-origin`,
+      ({ member, params, body }) =>
+        allowEntry(member, params.id, 'allowedOrigins', narrowestEntry(body.origin ?? ''), {
+          refusal: 'Origin not added',
+          panel: 'refused-origins',
+        }),
+      { member: 'form', parse: 'urlencoded', params: KeyParams, body: t.Object({ csrf: FormField, origin: FormField }) },
+    )
+    .post(
+      `${KEYS}/:id/allow-ip`,
+      // The button names the entry; it is parsed again, as anything may be posted here. A
+      // public key has no allowed IPs: the key rules refuse the change, and the page says so.
+      ({ member, params, body }) =>
+        allowEntry(member, params.id, 'allowedIps', parseIpEntry(body.entry ?? ''), {
+          refusal: 'Address not added',
+          panel: 'refused-ips',
+        }),
+      { member: 'form', parse: 'urlencoded', params: KeyParams, body: t.Object({ csrf: FormField, entry: FormField }) },
+    )
+    .post(
+      `${KEYS}/:id/remove-scope`,
+      async ({ member, params, body }) => {
+        const row = await editableKey(member, params.id)
+        if (row instanceof Response) return row
+        const scope = body.scope ?? ''
+        const back = `${keyPath(row.id)}?removed=${encodeURIComponent(scope)}#scopes`
+        // Already gone (a second click): nothing to change.
+        if (!(row.scopes as string[]).includes(scope)) return redirect(back)
+        const scopes = row.scopes.filter((s) => s !== scope)
+        if (scopes.length === 0) {
+          return htmlPage(
+            400,
+            messagePage({
+              title: 'Scope not removed',
+              who: member,
+              message: `Nothing was changed: ${scope} is the key's only scope, and a key needs at least one. Revoke the key if it is not needed.`,
             }),
           )
-        },
-        { member: 'page', params: KeyParams, query: KeyPageQuery },
-      )
-      .get(
-        `${KEYS}/:id/edit`,
-        async ({ member, params }) => {
-          const row = await ownKeys.find(member, params.id)
-          if (!row) return keyNotFound(member)
-          const key = toKeyRecord(row)
-          return (
-            cannotEdit(member, row) ??
-            htmlPage(200, keyFormPage(member, { kind: 'edit', key }, formValuesOf(key), {}, new Date(), defaultRateLimits))
-          )
-        },
-        { member: 'page', params: KeyParams },
-      )
-      .post(
-        `${KEYS}/:id/edit`,
-        async ({ member, params, body }) => {
-          const row = await editableKey(member, params.id)
-          if (row instanceof Response) return row
-          const now = new Date()
-          const key = toKeyRecord(row)
-          const values = readKeyForm(body)
-          const { input, problems } = keySettingsOf(row.type, values, key)
-          const checked = checkKeySettings(row.type, input, now)
-          const all = [...problems, ...(checked.ok ? [] : checked.problems)]
-          if (all.length > 0) {
-            return htmlPage(
-              400,
-              keyFormPage(member, { kind: 'edit', key }, values, formErrorsOf(row.type, all, values.expiresOn), now, defaultRateLimits),
-            )
-          }
-          try {
-            await keys.update(member.businessId, row.id, input, byMember(member.email), now)
-          } catch (error) {
-            if (error instanceof ApiError && error.code === 'conflict') return cannotEdit(member, { ...row, revokedAt: now })!
-            throw error
-          }
-          return redirect(`${keyPath(row.id)}?saved=1`)
-        },
-        { member: 'form', parse: 'urlencoded', params: KeyParams, body: KeyForm },
-      )
-      .get(
-        `${KEYS}/:id/revoke`,
-        async ({ member, params }) => {
-          const row = await ownKeys.find(member, params.id)
-          if (!row) return keyNotFound(member)
-          if (row.revokedAt) return redirect(keyPath(row.id))
-          return htmlPage(200, revokePage(member, toKeyRecord(row)))
-        },
-        { member: 'page', params: KeyParams },
-      )
-      .post(
-        `${KEYS}/:id/revoke`,
-        async ({ member, params }) => {
-          const row = await ownKeys.find(member, params.id)
-          if (!row) return keyNotFound(member)
-          await keys.revoke(member.businessId, row.id, byMember(member.email))
-          return redirect(`${KEYS_PATH}?revoked=1`)
-        },
-        { member: 'form', parse: 'urlencoded', params: KeyParams, body: TokenOnlyForm },
-      )
-      .get(
-        `${KEYS}/:id/roll`,
-        async ({ member, params }) => {
-          const row = await ownKeys.find(member, params.id)
-          if (!row) return keyNotFound(member)
-          return cannotRoll(member, toKeyRecord(row)) ?? htmlPage(200, rollPage(member, toKeyRecord(row)))
-        },
-        { member: 'page', params: KeyParams },
-      )
-      .post(
-        `${KEYS}/:id/roll`,
-        async ({ member, params, body }) => {
-          const row = await ownKeys.find(member, params.id)
-          if (!row) return keyNotFound(member)
-          const key = toKeyRecord(row)
-          const blocked = cannotRoll(member, key)
-          if (blocked) return blocked
-          const grace = ROLL_GRACES.find((g) => String(g.seconds) === body.graceSeconds)
-          if (!grace) {
-            return htmlPage(400, rollPage(member, key, 'Choose how long the old key may keep working: now, 1 hour, 24 hours or 7 days.'))
-          }
-          try {
-            const rolled = await keys.roll(member.businessId, row.id, grace.seconds, byMember(member.email))
-            return redirect(`${keyPath(rolled.record.id)}?rolled=1`)
-          } catch (error) {
-            // Rolled (or revoked) meanwhile by someone else: the page now says so.
-            if (error instanceof ApiError && error.code === 'conflict') return redirect(keyPath(row.id))
-            throw error
-          }
-        },
-        { member: 'form', parse: 'urlencoded', params: KeyParams, body: t.Object({ csrf: FormField, graceSeconds: FormField }) },
-      )
-      .post(
-        `${KEYS}/:id/allow-origin`,
-        ({ member, params, body }) =>
-          allowEntry(member, params.id, 'allowedOrigins', narrowestEntry(body.origin ?? ''), {
-            refusal: 'Origin not added',
-            panel: 'refused-origins',
-          }),
-        { member: 'form', parse: 'urlencoded', params: KeyParams, body: t.Object({ csrf: FormField, origin: FormField }) },
-      )
-      .post(
-        `${KEYS}/:id/allow-ip`,
-        // The button names the entry; it is parsed again, as anything may be posted here. A
-        // public key has no allowed IPs: the key rules refuse the change, and the page says so.
-        ({ member, params, body }) =>
-          allowEntry(member, params.id, 'allowedIps', parseIpEntry(body.entry ?? ''), {
-            refusal: 'Address not added',
-            panel: 'refused-ips',
-          }),
-        { member: 'form', parse: 'urlencoded', params: KeyParams, body: t.Object({ csrf: FormField, entry: FormField }) },
-      )
-      .post(
-        `${KEYS}/:id/remove-scope`,
-        async ({ member, params, body }) => {
-          const row = await editableKey(member, params.id)
-          if (row instanceof Response) return row
-          const scope = body.scope ?? ''
-          const back = `${keyPath(row.id)}?removed=${encodeURIComponent(scope)}#scopes`
-          // Already gone (a second click): nothing to change.
-          if (!(row.scopes as string[]).includes(scope)) return redirect(back)
-          const scopes = row.scopes.filter((s) => s !== scope)
-          if (scopes.length === 0) {
-            return htmlPage(
-              400,
-              messagePage({
-                title: 'Scope not removed',
-                who: member,
-                message: `Nothing was changed: ${scope} is the key's only scope, and a key needs at least one. Revoke the key if it is not needed.`,
-              }),
-            )
-          }
-          return (await changeKey(member, row, { scopes })) ?? redirect(back)
-        },
-        { member: 'form', parse: 'urlencoded', params: KeyParams, body: t.Object({ csrf: FormField, scope: FormField }) },
-      )
+        }
+        return (await changeKey(member, row, { scopes })) ?? redirect(back)
+      },
+      { member: 'form', parse: 'urlencoded', params: KeyParams, body: t.Object({ csrf: FormField, scope: FormField }) },
+    )
+}
 
-      // Helpers of the pages' script: JSON, errors in the API's envelope
-      .get(
-        `${KEYS}/:id/origin-test`,
-        async ({ member, params, query }) => {
-          const row = await ownKeys.require(member, params.id)
-          const origin = (query.origin ?? '').trim()
-          const match = compileOriginMatcher(row.allowedOrigins).match(origin || null)
-          return noStore({ origin, ...match, keyState: keyState(toKeyRecord(row), new Date()) })
-        },
-        { member: 'json', params: KeyParams, query: t.Object({ origin: FormField }) },
-      )
-      .get(
-        `${KEYS}/:id/first-request`,
-        async ({ member, params }) => {
-          const row = await ownKeys.require(member, params.id)
-          const receivedAt = row.lastUsedAt?.toISOString() ?? null
-          // Until one is accepted, the latest refused origin says why the site's requests fail.
-          const refused = receivedAt
-            ? null
-            : ((await usageReport(db, row, usageWindow('24h', Date.now()))).refusedOrigins
-                .filter((o) => !o.reported)
-                .sort((a, b) => b.lastSeenAt.localeCompare(a.lastSeenAt))[0] ?? null)
-          return noStore({ receivedAt, refused: refused && { origin: refused.origin, lastSeenAt: refused.lastSeenAt } })
-        },
-        { member: 'json', params: KeyParams },
-      )
-      .get(
-        '/api/check-origins',
-        ({ query }) =>
-          noStore({
-            results: (query.entry ?? []).slice(0, 100).map((value) => {
-              const parsed = parseAllowedOrigin(value)
-              return parsed.ok ? { value, ok: true, entry: parsed.entry } : { value, ok: false, reason: parsed.reason }
-            }),
+/** Revoking a key, and rolling a public key into a new one. */
+function keyRetireRoutes(deps: KeysDeps) {
+  const { keys, ownKeys } = deps
+  return new Elysia({ name: 'dashboard/keys/retire' })
+    .use(deps.member)
+    .onError(renderFailures(MISSING_KEY))
+    .get(
+      `${KEYS}/:id/revoke`,
+      async ({ member, params }) => {
+        const row = await ownKeys.find(member, params.id)
+        if (!row) return keyNotFound(member)
+        if (row.revokedAt) return redirect(keyPath(row.id))
+        return htmlPage(200, revokePage(member, toKeyRecord(row)))
+      },
+      { member: 'page', params: KeyParams },
+    )
+    .post(
+      `${KEYS}/:id/revoke`,
+      async ({ member, params }) => {
+        const row = await ownKeys.find(member, params.id)
+        if (!row) return keyNotFound(member)
+        await keys.revoke(member.businessId, row.id, byMember(member.email))
+        return redirect(`${KEYS_PATH}?revoked=1`)
+      },
+      { member: 'form', parse: 'urlencoded', params: KeyParams, body: TokenOnlyForm },
+    )
+    .get(
+      `${KEYS}/:id/roll`,
+      async ({ member, params }) => {
+        const row = await ownKeys.find(member, params.id)
+        if (!row) return keyNotFound(member)
+        return cannotRoll(member, toKeyRecord(row)) ?? htmlPage(200, rollPage(member, toKeyRecord(row)))
+      },
+      { member: 'page', params: KeyParams },
+    )
+    .post(
+      `${KEYS}/:id/roll`,
+      async ({ member, params, body }) => {
+        const row = await ownKeys.find(member, params.id)
+        if (!row) return keyNotFound(member)
+        const key = toKeyRecord(row)
+        const blocked = cannotRoll(member, key)
+        if (blocked) return blocked
+        const grace = ROLL_GRACES.find((g) => String(g.seconds) === body.graceSeconds)
+        if (!grace) {
+          return htmlPage(400, rollPage(member, key, 'Choose how long the old key may keep working: now, 1 hour, 24 hours or 7 days.'))
+        }
+        try {
+          const rolled = await keys.roll(member.businessId, row.id, grace.seconds, byMember(member.email))
+          return redirect(`${keyPath(rolled.record.id)}?rolled=1`)
+        } catch (error) {
+          // Rolled (or revoked) meanwhile by someone else: the page now says so.
+          if (error instanceof ApiError && error.code === 'conflict') return redirect(keyPath(row.id))
+          throw error
+        }
+      },
+      { member: 'form', parse: 'urlencoded', params: KeyParams, body: t.Object({ csrf: FormField, graceSeconds: FormField }) },
+    )
+}
+
+/** Helpers of the pages' script: JSON, errors in the API's envelope. */
+function keyScriptHelpers(deps: KeysDeps) {
+  const { db, ownKeys } = deps
+  return new Elysia({ name: 'dashboard/keys/script' })
+    .use(deps.member)
+    .onError(renderFailures(MISSING_KEY))
+    .get(
+      `${KEYS}/:id/origin-test`,
+      async ({ member, params, query }) => {
+        const row = await ownKeys.require(member, params.id)
+        const origin = (query.origin ?? '').trim()
+        const match = compileOriginMatcher(row.allowedOrigins).match(origin || null)
+        return noStore({ origin, ...match, keyState: keyState(toKeyRecord(row), new Date()) })
+      },
+      { member: 'json', params: KeyParams, query: t.Object({ origin: FormField }) },
+    )
+    .get(
+      `${KEYS}/:id/first-request`,
+      async ({ member, params }) => {
+        const row = await ownKeys.require(member, params.id)
+        const receivedAt = row.lastUsedAt?.toISOString() ?? null
+        // Until one is accepted, the latest refused origin says why the site's requests fail.
+        const refused = receivedAt
+          ? null
+          : ((await usageReport(db, row, usageWindow('24h', Date.now()))).refusedOrigins
+              .filter((o) => !o.reported)
+              .sort((a, b) => b.lastSeenAt.localeCompare(a.lastSeenAt))[0] ?? null)
+        return noStore({ receivedAt, refused: refused && { origin: refused.origin, lastSeenAt: refused.lastSeenAt } })
+      },
+      { member: 'json', params: KeyParams },
+    )
+    .get(
+      '/api/check-origins',
+      ({ query }) =>
+        noStore({
+          results: (query.entry ?? []).slice(0, 100).map((value) => {
+            const parsed = parseAllowedOrigin(value)
+            return parsed.ok ? { value, ok: true, entry: parsed.entry } : { value, ok: false, reason: parsed.reason }
           }),
-        { member: 'json', query: t.Object({ entry: t.Optional(t.Array(t.String({ maxLength: 1000 }), { maxItems: 1000 })) }) },
-      )
-  )
+        }),
+      { member: 'json', query: t.Object({ entry: t.Optional(t.Array(t.String({ maxLength: 1000 }), { maxItems: 1000 })) }) },
+    )
 }
 
 /** JSON for the pages' script; it may show a key's settings, so it is never cached. */

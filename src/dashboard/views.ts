@@ -9,7 +9,7 @@ export const AUDIT_PATH = '/dashboard/settings/audit'
 export const BUSINESS_PATH = '/dashboard/settings/business'
 export const SIGN_IN_PATH = '/dashboard/sign-in'
 export const SWITCH_PATH = '/dashboard/switch'
-export const ASSET_VERSION = '7'
+export const ASSET_VERSION = '8'
 
 /** The pages of a business that every business has: where switching business lands. */
 export const SECTION_PATHS = [EVENTS_PATH, KEYS_PATH, MEMBERS_PATH, AUDIT_PATH, BUSINESS_PATH] as const

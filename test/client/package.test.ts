@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { cpSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
+import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { queryRows, sql } from '../../db/client.ts'
@@ -9,8 +9,10 @@ import { ENGINE, listeningService } from './support.ts'
 
 // @keygate/client as a user gets it: `npm pack` of clients/node, installed from the tarball
 // in a fresh directory with npm offline (the package has no dependencies), then imported and
-// used on Node.js, Bun and Deno against the real service, and type-checked as a user's
-// TypeScript would be.
+// used on Node.js and Bun against the real service, and type-checked as a user's TypeScript
+// would be. Other runtimes (Deno, edge workers) are covered by what the built module may
+// touch: web-standard globals only, no import and no Node.js global (docs/decisions.md,
+// "The backend client runs on web standards alone").
 
 const ROOT = resolve(import.meta.dir, '../..')
 const PACKAGE = join(ROOT, 'clients/node')
@@ -18,7 +20,6 @@ const BIN = join(ROOT, 'node_modules/.bin')
 const RUNTIMES = {
   node: ['node'],
   bun: [process.execPath],
-  deno: [join(BIN, 'deno'), 'run', '--quiet', '--allow-net', '--allow-env', '--allow-read'],
 }
 
 let work: string
@@ -30,8 +31,6 @@ async function run(command: string[], cwd: string, env: Record<string, string> =
     env: {
       PATH: process.env.PATH ?? '',
       HOME: work,
-      DENO_DIR: join(work, 'deno'),
-      DENO_NO_UPDATE_CHECK: '1',
       npm_config_cache: join(work, 'npm-cache'),
       ...env,
     },
@@ -60,7 +59,7 @@ beforeAll(async () => {
 afterAll(() => rmSync(work, { recursive: true, force: true }))
 
 const SMOKE = `import { createClient, KeygateError } from '@keygate/client'
-const env = globalThis.Deno ? Deno.env.toObject() : process.env
+const env = process.env
 const client = createClient({ key: env.KEYGATE_KEY, baseUrl: env.KEYGATE_URL })
 const me = await client.whoami()
 const refused = await client.getPerson({ id: '00000000-0000-7000-8000-000000000000' })
@@ -80,7 +79,7 @@ describe(`the packed client, installed from its tarball (${ENGINE})`, () => {
     expect(readdirSync(join(app, 'node_modules'))).toEqual(['.package-lock.json', '@keygate'])
   })
 
-  test('imports and delivers on Node.js, Bun and Deno', async () => {
+  test('imports and delivers on Node.js and Bun', async () => {
     const { service, base, stop } = await listeningService()
     const businessId = await seedBusiness(service, 'Runtimes')
     const { key } = await seedKey(service, businessId, { type: 'private', scopes: ['ANALYTICS_WRITE'] })
@@ -107,10 +106,27 @@ describe(`the packed client, installed from its tarball (${ENGINE})`, () => {
     )
     expect(stored).toEqual([
       { runtime: 'bun', events: 150, ids: 150 },
-      { runtime: 'deno', events: 150, ids: 150 },
       { runtime: 'node', events: 150, ids: 150 },
     ])
   }, 60_000)
+
+  test('the built module imports nothing and touches no Node.js global, so any runtime with fetch runs it', () => {
+    const dist = join(app, 'node_modules/@keygate/client/dist')
+    const modules = readdirSync(dist).filter((name) => name.endsWith('.js'))
+    expect(modules).toContain('index.js')
+    for (const name of modules) {
+      const code = readFileSync(join(dist, name), 'utf8')
+      const imported = [...code.matchAll(/(?:^|\s)(?:import|export)\b[^'"]*?from\s*['"]([^'"]+)['"]/g)].map((match) => match[1]!)
+      expect({ name, outside: imported.filter((specifier) => !specifier.startsWith('./')) }).toEqual({ name, outside: [] })
+      expect({
+        name,
+        nodeGlobals: code.match(/\b(?:process|Buffer|global)\.|\b(?:require|setImmediate|import)\(|\b__(?:dir|file)name\b/g) ?? [],
+      }).toEqual({
+        name,
+        nodeGlobals: [],
+      })
+    }
+  })
 
   test('the README example runs on Node.js', async () => {
     const { service, base, stop } = await listeningService()
