@@ -40,6 +40,8 @@ const TESTS_BY_PREFIX: [prefix: string, tests: string[]][] = [
   ],
   ['src/events/erasure.ts', ['test/api/erasure.test.ts']],
   ['src/events/maintenance.ts', ['test/db/event-maintenance.test.ts', 'test/api/erasure.test.ts']],
+  ['src/events/partitions.ts', ['test/db/event-maintenance.test.ts']],
+  ['src/events/group-commit.ts', ['test/unit/group-commit.test.ts', 'test/api/ingest-isolation.test.ts']],
   ['src/events/', ['test/api/retention.test.ts', 'test/db/retention-cache.test.ts', 'test/api/analytics.test.ts']],
   ['clients/node/src/delivery.ts', ['clients/node/test/delivery.test.ts']],
 ]

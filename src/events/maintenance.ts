@@ -34,6 +34,8 @@ export interface EventMaintenanceOptions {
   batchRows?: number
   /** Pause between two delete statements, so ingestion's statements pass first (default 20 ms). */
   pauseMs?: number
+  /** How a pause is waited (Bun.sleep; tests record the pauses). */
+  sleep?: (ms: number) => Promise<unknown>
   /** PostgreSQL: one statement's longest run, and longest wait for a lock (defaults 30 s, 2 s). */
   statementTimeoutMs?: number
   lockTimeoutMs?: number
@@ -144,7 +146,7 @@ async function deleteExpiredRowsOf(
   db: Db,
   business: ExpiringBusiness,
   now: number,
-  options: Pick<EventMaintenanceOptions, 'batchRows' | 'pauseMs'>,
+  options: Pick<EventMaintenanceOptions, 'batchRows' | 'pauseMs' | 'sleep'>,
 ): Promise<number> {
   // The bound reads use (./retention.ts): a lowered retention's expiry holds after a raise.
   const cutoff = new Date(keptSince(business, now)).toISOString()
@@ -174,13 +176,17 @@ async function deleteExpiredRowsOf(
 export async function forgetUntimedIds(
   db: Db,
   now: number,
-  options: Pick<EventMaintenanceOptions, 'batchRows' | 'pauseMs'>,
+  options: Pick<EventMaintenanceOptions, 'batchRows' | 'pauseMs' | 'sleep'>,
 ): Promise<number> {
   return deleteOlderThan(db, { table: 'analytics_untimed_ids', column: 'occurred_at', before: new Date(now - UNTIMED_ID_MS) }, options)
 }
 
 /** Usage rows (src/usage/pruning.ts) and finished erasures (./erasure.ts) past their retention, table by table, in batches. */
-export async function pruneExpired(db: Db, now: number, options: Pick<EventMaintenanceOptions, 'batchRows' | 'pauseMs'>): Promise<number> {
+export async function pruneExpired(
+  db: Db,
+  now: number,
+  options: Pick<EventMaintenanceOptions, 'batchRows' | 'pauseMs' | 'sleep'>,
+): Promise<number> {
   let pruned = 0
   for (const expired of [...expiredUsage(now), expiredErasures(now)]) pruned += await deleteOlderThan(db, expired, options)
   return pruned
@@ -193,7 +199,7 @@ export async function pruneExpired(db: Db, now: number, options: Pick<EventMaint
 function deleteOlderThan(
   db: Db,
   { table, column, before }: { table: string; column: string; before: Date },
-  options: Pick<EventMaintenanceOptions, 'batchRows' | 'pauseMs'>,
+  options: Pick<EventMaintenanceOptions, 'batchRows' | 'pauseMs' | 'sleep'>,
 ): Promise<number> {
   const t = sql.identifier(table)
   const c = sql.identifier(column)
@@ -217,7 +223,7 @@ function deleteOlderThan(
  * At most a second: one batch slowed by a busy machine must not stall the rest.
  */
 async function inBatches(
-  options: Pick<EventMaintenanceOptions, 'batchRows' | 'pauseMs'>,
+  options: Pick<EventMaintenanceOptions, 'batchRows' | 'pauseMs' | 'sleep'>,
   batch: (batchRows: number) => Promise<{ n: number }[]>,
 ): Promise<number> {
   const batchRows = options.batchRows ?? 5_000
@@ -227,6 +233,6 @@ async function inBatches(
     const n = (await batch(batchRows))[0]?.n ?? 0
     total += n
     if (n < batchRows) return total
-    await Bun.sleep(Math.min(MAX_PAUSE_MS, Math.max(options.pauseMs ?? 20, 9 * (performance.now() - started))))
+    await (options.sleep ?? Bun.sleep)(Math.min(MAX_PAUSE_MS, Math.max(options.pauseMs ?? 20, 9 * (performance.now() - started))))
   }
 }

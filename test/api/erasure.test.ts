@@ -199,6 +199,31 @@ describe('POST /api/v0/analytics/erasures', () => {
     expect(await storedCount(s.businessId)).toBe(0)
   })
 
+  test('a business without events: the request is done at once, 0 deleted', async () => {
+    const s = await setup()
+    const created = await s.http.api('/analytics/erasures', s.sk, { body: { personId: PERSON } })
+    const { id } = (await created.json()) as { id: string }
+    expect(await untilDone(() => s.http.api(`/analytics/erasures/${id}`, s.sk))).toMatchObject({ status: 'done', deleted: 0 })
+  })
+
+  test("a business whose only event is the person's: its one window is worked, the event goes", async () => {
+    const s = await setup()
+    const { db } = await testDatabase()
+    // One event: the span's first and last instants are the same.
+    await db.insert(analyticsEvents).values({
+      businessId: s.businessId,
+      keyId: s.keyId,
+      eventType: 'only',
+      anonymousId: VISITOR,
+      occurredAt: new Date(Date.now() - 60_000),
+      receivedAt: new Date(Date.now() - 60_000),
+    })
+    const created = await s.http.api('/analytics/erasures', s.sk, { body: { anonymousId: VISITOR } })
+    const { id } = (await created.json()) as { id: string }
+    expect(await untilDone(() => s.http.api(`/analytics/erasures/${id}`, s.sk))).toMatchObject({ status: 'done', deleted: 1 })
+    expect(await storedCount(s.businessId)).toBe(0)
+  })
+
   test('picked up at start-up: a pending request left by an earlier run is finished', async () => {
     const s = await setup()
     await storeHistory(s)
@@ -213,7 +238,6 @@ describe('POST /api/v0/analytics/erasures', () => {
     await restarted.services.erasures.idle()
     expect(await untilDone(() => s.http.api(`/analytics/erasures/${left!.id}`, s.sk))).toMatchObject({ status: 'done', deleted: 3 })
   })
-
 
   test('an event received before the request but committed within the settling time is deleted by the one pass after it', async () => {
     const s = await setup({ erasure: { settleMs: 1_500, retryDelayMs: 100 } })

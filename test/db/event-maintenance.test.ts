@@ -188,12 +188,18 @@ describe('event maintenance', () => {
       ...times.map((at) => row(long.id, long.keyId, at)),
     ])
     const deletes = await watchEventDeletes(database.db)
+    const pauses: number[] = []
     try {
-      const report = await maintainEvents(database, options({ batchRows: 5 }))
+      const sleep = async (ms: number) => void pauses.push(ms)
+      const report = await maintainEvents(database, options({ batchRows: 5, pauseMs: 40, sleep }))
       expect(report.failed).toEqual([])
       expect(report.deleted).toBe(13)
       // The 13 expired rows (each on its own millisecond) go in statements of at most 5.
       expect(await deletes.rowsPerStatement()).toEqual([5, 5, 3])
+      // A pause after each full statement, so ingestion's statements pass in between: at
+      // least pauseMs, at most a second.
+      expect(pauses.length).toBe(2)
+      for (const pause of pauses) expect(pause >= 40 && pause <= 1_000).toBe(true)
     } finally {
       await deletes.stop()
     }
