@@ -25,7 +25,10 @@ export interface JobOptions {
 
 export interface ScheduledJob {
   readonly name: string
-  /** Asks for a run within `inMs` (default at once), sooner than the period would; a run in progress is followed by one more. */
+  /**
+   * Asks for a run within `inMs`, sooner than the period would. At once (the default) starts
+   * it now, or, while a run is in progress, one more right after it.
+   */
   runSoon(inMs?: number): void
   /** Resolves once no run of the job is in progress. */
   idle(): Promise<void>
@@ -150,8 +153,13 @@ export function createScheduler(deps: SchedulerDeps): Scheduler {
     return {
       name,
       runSoon(inMs = 0) {
-        if (current !== null && inMs === 0) again = true
-        else arm(inMs)
+        if (inMs > 0) return arm(inMs)
+        // At once means now, not a timer's turn later: a caller waiting on idle() sees the run.
+        if (current !== null) again = true
+        else {
+          if (timer !== null) timers.clearTimeout(timer)
+          start()
+        }
       },
       async idle() {
         while (current !== null) await current
