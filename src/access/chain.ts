@@ -14,6 +14,8 @@ export interface Denial {
   code: ErrorCode
   message: string
   headers?: Record<string, string>
+  /** Counts toward the client address's failure budget whatever its code (a key whose checksum fails). */
+  budgeted?: true
 }
 
 /** What the chain reads of one /api/v0 request, described by its caller (the HTTP layer). */
@@ -54,7 +56,9 @@ export async function authorize(request: RequestFacts, route: RouteAccess, keys:
   const bearer = readBearer(request.authorization)
   if (!bearer.ok) {
     const challenge = bearer.code === 'missing_api_key' ? REALM : INVALID_TOKEN
-    return deny({ code: bearer.code, message: bearer.message, headers: { 'www-authenticate': challenge } }, null)
+    const denial: Denial = { code: bearer.code, message: bearer.message, headers: { 'www-authenticate': challenge } }
+    if (bearer.checksumFailed) denial.budgeted = true
+    return deny(denial, null)
   }
   return checkKey(await keys.resolve(hashKey(bearer.key)), request, route, now)
 }

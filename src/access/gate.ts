@@ -52,7 +52,7 @@ export interface Gate {
   count(grant: Grant, rule: RouteAccess, status: number, errorCode: string | undefined): void
 }
 
-/** The refusals that count toward a client address's failure budget (docs/api.md, "Rate limits"). */
+/** The refusals that count toward a client address's failure budget (docs/api.md, "Rate limits"), with any denial marked `budgeted`. */
 const BUDGETED_FAILURES: ReadonlySet<ErrorCode> = new Set(['invalid_api_key', 'expired_api_key', 'origin_not_allowed', 'ip_not_allowed'])
 
 /**
@@ -112,7 +112,7 @@ export function createGate(deps: GateDeps): Gate {
       if (decision.refusedIp !== undefined) usage.ip(keyId, decision.refusedIp, false, time)
       if (decision.reportedIp !== undefined) usage.ip(keyId, decision.reportedIp, true, time)
     }
-    if (BUDGETED_FAILURES.has(code)) authFailures.record(request.clientAddress(), at)
+    if (decision.denial.budgeted || BUDGETED_FAILURES.has(code)) authFailures.record(request.clientAddress(), at)
     // Every answer to a private key carries its budget, a refusal before it too.
     const key = decision.key
     if (key !== null && key.type === 'private') {

@@ -1,6 +1,7 @@
 import { describe, expect, test } from 'bun:test'
 import { eq } from 'drizzle-orm'
 import { apiKeys } from '../../db/schema/index.ts'
+import { checksumHolds, hashKey } from '../../src/access/key-format.ts'
 import { chainApp } from '../support/chain-app.ts'
 import { TEST_AUTHOR, call, errorOf, seedBusiness, type seedKey, testService } from '../support/service.ts'
 import { createLogger } from '../../src/observability/log.ts'
@@ -102,6 +103,44 @@ describe('check 2: Bearer form and key format', () => {
       const response = await call({ app }, '/api/v0/public-read', { key: `pk_${body}`, origin: ORIGIN })
       expect((await errorOf(response)).code).toBe('invalid_api_key')
     }
+  })
+})
+
+describe('check 2: checksummed keys (docs/api.md, "When a key leaks")', () => {
+  test('a key the service makes is checksummed, and works', async () => {
+    const { app, make } = await setup()
+    const { key } = await make({})
+    expect(key).toMatch(/^pk_[A-Za-z0-9]{36}$/)
+    expect(checksumHolds(key)).toBe(true)
+    expect((await call({ app }, '/api/v0/public-read', { key, origin: ORIGIN })).status).toBe(200)
+  })
+
+  test('a wrong checksum is 401 malformed_api_key, "copy it again", before any lookup; the right key still works', async () => {
+    const { app, make, keyStore, reached } = await setup()
+    const { key } = await make({})
+    // One character of the random part changed: the checksum no longer matches.
+    const mangled = key.slice(0, 10) + (key[10] === 'a' ? 'b' : 'a') + key.slice(11)
+    const lookups = () => keyStore.stats.hit + keyStore.stats.negative + keyStore.stats.miss
+    const before = lookups()
+    const response = await call({ app }, '/api/v0/public-read', { key: mangled, origin: ORIGIN })
+    expect(response.status).toBe(401)
+    expect(response.headers.get('www-authenticate')).toBe('Bearer realm="api", error="invalid_token"')
+    const error = await errorOf(response)
+    expect(error.code).toBe('malformed_api_key')
+    expect(error.message).toContain('checksum')
+    expect(error.message).toContain('Copy the key again')
+    expect(lookups()).toBe(before)
+    expect(reached).toEqual([])
+    expect((await call({ app }, '/api/v0/public-read', { key, origin: ORIGIN })).status).toBe(200)
+  })
+
+  test('a key made before checksums (32 characters) keeps working', async () => {
+    const { app, make, db } = await setup()
+    const { record } = await make({})
+    const older = `pk_${'Q7'.repeat(16)}`
+    await db.update(apiKeys).set({ keyHash: hashKey(older), publicKey: older }).where(eq(apiKeys.id, record.id))
+    const response = await call({ app }, '/api/v0/public-read', { key: older, origin: ORIGIN })
+    expect(response.status).toBe(200)
   })
 })
 

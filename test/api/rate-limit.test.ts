@@ -318,6 +318,22 @@ describe('failed authentication is budgeted per address', () => {
     expect(lookups()).toBe(before + 1)
   })
 
+  test('/api/v0: keys whose checksum fails count, and the next request from that address is refused', async () => {
+    const s = await limited({ rateLimits: auth })
+    const { key } = await s.key({ type: 'private', scopes: ['ANALYTICS_READ'] })
+    const mangled = key.slice(0, -1) + (key.endsWith('a') ? 'b' : 'a')
+    for (let i = 0; i < 3; i++) expect((await errorOf(await whoami(s.service, mangled, '198.51.100.72'))).code).toBe('malformed_api_key')
+    expect((await whoami(s.service, key, '198.51.100.72')).status).toBe(429)
+    expect((await whoami(s.service, key, '198.51.100.73')).status).toBe(200)
+  })
+
+  test('/api/v0: other malformed keys do not count toward the budget', async () => {
+    const s = await limited({ rateLimits: auth })
+    const { key } = await s.key({ type: 'private', scopes: ['ANALYTICS_READ'] })
+    for (let i = 0; i < 5; i++) expect((await errorOf(await whoami(s.service, `sk_${'a'.repeat(19)}`, '198.51.100.74'))).code).toBe('malformed_api_key')
+    expect((await whoami(s.service, key, '198.51.100.74')).status).toBe(200)
+  })
+
   test('/admin/v0: after the budget of wrong tokens, even the right token is 429 from that address', async () => {
     const s = await limited({ rateLimits: auth })
     const wrong = { token: 'wrong-token-0123456789', headers: { 'x-forwarded-for': '198.51.100.90' } }
