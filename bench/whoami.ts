@@ -131,6 +131,18 @@ async function main(): Promise<number> {
       headers,
     },
   ]
+  if (!TRACK) {
+    // The same service, its whoami answered once more through the key chain's Elysia plugin
+    // (bench/service-plugin-whoami.ts): what the direct route saves (docs/architecture.md, "The hot routes").
+    const plugin = await startService({ entry: 'bench/service-plugin-whoami.ts' })
+    targets.push({
+      label: "keygate whoami through the key chain's Elysia plugin",
+      answer: '"keyType":"public"',
+      process: plugin.process,
+      url: `${plugin.base}/api/v0/whoami-through-plugin`,
+      headers,
+    })
+  }
   // Variants share the database (and so the key) of the service above.
   const compareTree = process.env.COMPARE_TREE
   if (compareTree) {

@@ -13,6 +13,7 @@ import m0010 from './migrations/0010_business_events_expired_before.sql' with { 
 import m0011 from './migrations/0011_accounts_are_their_persons.sql' with { type: 'text' }
 import m0012 from './migrations/0012_erasures_done_index.sql' with { type: 'text' }
 import m0013 from './migrations/0013_audit_member_joined.sql' with { type: 'text' }
+import m0014 from './migrations/0014_key_leaks_and_webhook_events.sql' with { type: 'text' }
 
 /**
  * Every committed migration, imported statically so that `bun build --compile` embeds
@@ -34,6 +35,7 @@ export const migrationSources: Record<string, string> = {
   '0011_accounts_are_their_persons': m0011,
   '0012_erasures_done_index': m0012,
   '0013_audit_member_joined': m0013,
+  '0014_key_leaks_and_webhook_events': m0014,
 }
 
 export const migrationJournal: { entries: { tag: string; when: number; breakpoints: boolean }[] } = journal

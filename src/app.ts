@@ -5,6 +5,10 @@ import { createKeyStore, type KeyStoreOptions } from './access/key-store.ts'
 import { createLastUsedRecorder, type LastUsedOptions } from './access/last-used.ts'
 import { createUsageRecorder, type UsageRecorderOptions } from './usage/recorder.ts'
 import { createKeyChainPlugin } from './http/key-chain-plugin.ts'
+import { createBrowserUseAudit } from './leaks/browser-use.ts'
+import { createSecretScanningKeys } from './leaks/github-keys.ts'
+import { createLeakResponder, type LeakPolicy } from './leaks/respond.ts'
+import { leakRoutes } from './leaks/routes.ts'
 import { createGate } from './access/gate.ts'
 import { adminRoutes } from './admin/index.ts'
 import { DASHBOARD_PREFIX, dashboardFailurePage, dashboardRoutes } from './dashboard/index.ts'
@@ -99,6 +103,12 @@ export interface AppOptions {
   passwordCost?: PasswordCost
   /** Hashes and checks members' passwords in place of argon2id at `passwordCost` (tests count and hold the checks). */
   passwords?: Passwords
+  /**
+   * Leaked keys (docs/api.md, "When a key leaks"): what is done to a live private key
+   * reported (LEAKED_KEY_POLICY; default revoke), and where GitHub's signing keys come from
+   * (SECRET_SCANNING_PUBLIC_KEYS' file; else fetched from `publicKeysUrl`, GitHub's by default).
+   */
+  leaks?: { policy?: LeakPolicy; publicKeysFile?: string; publicKeysUrl?: string }
 }
 
 /**
@@ -163,6 +173,8 @@ export function createApp(options: AppOptions) {
   const budgets = options.rateLimits ?? DEFAULT_RATE_LIMITS
   const clientAddress = options.clientAddress ?? createClientAddressOf(options.trustProxy ?? [])
   const limiter = createRateLimiter({ redisUrl: options.redisUrl, log: lineLogger(logger, 'warn') })
+  const browserUse = createBrowserUseAudit(db)
+  scheduler.schedule('browser-use audits', browserUse.intervalMs, () => browserUse.flush(), { firstRunInMs: browserUse.intervalMs })
   const gate = createGate({
     keys: keyStore,
     lastUsed,
@@ -176,6 +188,7 @@ export function createApp(options: AppOptions) {
     },
     onRefusal: (code) => metrics.authRefused(code),
     usage,
+    onBrowserUse: browserUse.note,
   })
   const requestContext = createRequestContext()
   const keyChain = createKeyChainPlugin(gate, clientAddress, requestContext)
@@ -226,6 +239,20 @@ export function createApp(options: AppOptions) {
     .use(adminRoutes({ db, keys, requireAdmin, retention, erasures, passwords }))
     .use(sdkRoutes())
     .use(
+      leakRoutes({
+        responder: createLeakResponder(db, { policy: options.leaks?.policy ?? 'revoke', onKeyChange: (hash) => keyStore.invalidate(hash) }),
+        keys: createSecretScanningKeys({
+          file: options.leaks?.publicKeysFile,
+          url: options.leaks?.publicKeysUrl,
+          onFetchFailure: (error) =>
+            logger.warn("GitHub's secret-scanning keys could not be fetched; the last good copy is used", errorFields(error)),
+        }),
+        limiter,
+        clientAddress,
+        clock: options.limitClock,
+      }),
+    )
+    .use(
       dashboardRoutes({
         db,
         keys,
@@ -257,7 +284,7 @@ export function createApp(options: AppOptions) {
 
   return {
     app,
-    services: { keys, keyStore, lastUsed, keyFeed, limiter, usage, direct, retention, erasures },
+    services: { keys, keyStore, lastUsed, keyFeed, limiter, usage, direct, retention, erasures, browserUse, keyChain: keyChain.plugin },
     logger,
     metrics,
     /** Writes what is buffered (events, lastUsedAt); call before closing the database. */

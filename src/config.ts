@@ -69,6 +69,8 @@ const Environment = t.Object({
   INGEST_QUEUE_ROWS: t.Integer({ minimum: 1, maximum: 10_000_000, default: DEFAULT_INGEST_QUEUE_ROWS }),
   // Text, checked by retentionDays: Elysia's t.Integer converts "1.5" to 1 and lets 0 through.
   EVENT_RETENTION_DAYS: t.String({ default: String(DEFAULT_EVENT_RETENTION_DAYS) }),
+  LEAKED_KEY_POLICY: t.Union([t.Literal('revoke'), t.Literal('notify')], { default: 'revoke' }),
+  SECRET_SCANNING_PUBLIC_KEYS: t.Optional(t.String({ minLength: 1 })),
   LOG_FORMAT: t.Union([t.Literal('json'), t.Literal('pretty')], { default: 'json' }),
   LOG_REQUESTS: t.Union([t.Literal('0'), t.Literal('1')], { default: '0' }),
 })
@@ -93,6 +95,10 @@ export interface Config {
   ingestQueueRows: number
   /** EVENT_RETENTION_DAYS: the longest any business's events are kept; a business may keep them less. */
   eventRetentionDays: number
+  /** LEAKED_KEY_POLICY: a live private key reported leaked is revoked, or kept working and flagged. */
+  leakedKeyPolicy: 'revoke' | 'notify'
+  /** SECRET_SCANNING_PUBLIC_KEYS: a file with GitHub's secret-scanning keys; undefined: fetched from GitHub. */
+  secretScanningPublicKeys: string | undefined
   logFormat: 'json' | 'pretty'
   logRequests: boolean
 }
@@ -134,6 +140,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     },
     ingestQueueRows: env_.INGEST_QUEUE_ROWS,
     eventRetentionDays: retentionDays(env_.EVENT_RETENTION_DAYS),
+    leakedKeyPolicy: env_.LEAKED_KEY_POLICY,
+    secretScanningPublicKeys: env_.SECRET_SCANNING_PUBLIC_KEYS,
     logFormat: env_.LOG_FORMAT,
     logRequests: env_.LOG_REQUESTS === '1',
   }

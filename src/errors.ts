@@ -9,6 +9,7 @@ export const errorStatus = {
   invalid_api_key: 401,
   expired_api_key: 401,
   unauthorized: 401,
+  invalid_signature: 401,
   origin_not_allowed: 403,
   ip_not_allowed: 403,
   public_key_not_allowed: 403,

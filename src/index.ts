@@ -92,6 +92,7 @@ service = createApp({
   eventRetentionDays: config.eventRetentionDays,
   // Partitions ahead and retention: now, in the background, and hourly (src/events/maintenance.ts).
   eventMaintenance: true,
+  leaks: { policy: config.leakedKeyPolicy, publicKeysFile: config.secretScanningPublicKeys },
   logger,
   logRequests: config.logRequests,
   keyChanges: true,

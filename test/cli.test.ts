@@ -151,7 +151,7 @@ describe('cli keys create', () => {
       createdBy: 'ops-alice',
     })
     expect([...created.scopes].sort()).toEqual(['ANALYTICS_READ', 'BLOG_WRITE', 'MEMORY_READ'])
-    expect(created.key).toMatch(/^sk_[A-Za-z0-9]{32}$/)
+    expect(created.key).toMatch(/^sk_[A-Za-z0-9]{36}$/)
     expect((await whoami(created.key!)).status).toBe(200)
   })
 

@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm'
-import { check, foreignKey, index, integer, pgTable, text, timestamp, uuid } from 'drizzle-orm/pg-core'
+import { check, foreignKey, index, integer, jsonb, pgTable, text, timestamp, uuid } from 'drizzle-orm/pg-core'
 
 /**
  * `identitySecret`: the key of the HMAC a business's server computes over a person's
@@ -38,7 +38,19 @@ export const businesses = pgTable('businesses', {
  * counted instead of refused.
  * `allowedIps` (private keys, canonical addresses and CIDR ranges; empty: any address) and
  * `ipPolicy` `report`: serve and count addresses outside the list.
+ * `leak`: the first report of the key in a public place (src/leaks/respond.ts), null
+ * otherwise; set once. `leakDismissedAt`: a member dismissed the dashboard's banner about it.
  */
+/** Where a key was found and what the service did (docs/api.md, "When a key leaks"). */
+export interface KeyLeak {
+  reportedAt: string
+  /** Where it was found, as the reporter said (GitHub: the file or gist). */
+  url: string | null
+  /** GitHub's source (`content`, `commit`, `pull_request`, `gist`, `npm`...), or `report` for a report to /security/leaked-keys. */
+  source: string
+  action: 'revoked' | 'notified'
+}
+
 export const apiKeys = pgTable(
   'api_keys',
   {
@@ -71,6 +83,8 @@ export const apiKeys = pgTable(
       .default('enforce'),
     rolledFrom: uuid('rolled_from'),
     replacedBy: uuid('replaced_by'),
+    leak: jsonb('leak').$type<KeyLeak>(),
+    leakDismissedAt: timestamp('leak_dismissed_at', { withTimezone: true }),
   },
   (table) => [
     foreignKey({ columns: [table.rolledFrom], foreignColumns: [table.id], name: 'api_keys_rolled_from_fk' }),

@@ -40,6 +40,8 @@ export interface GateDeps {
   onRefusal?: (code: ErrorCode) => void
   /** Counts each request of a known key under its final answer. */
   usage?: UsageRecorder
+  /** A private key arrived with an Origin header: from a browser, where it is anyone's to read (src/leaks/browser-use.ts). */
+  onBrowserUse?: (key: ActiveKey, origin: string, at: number) => void
 }
 
 export interface Gate {
@@ -83,6 +85,7 @@ export function createGate(deps: GateDeps): Gate {
 
   /** A refusal of the chain is counted and thrown; a granted key then meets its budget. */
   async function budget(request: RequestFacts, decision: AccessDecision, at: number): Promise<Grant> {
+    if (decision.key !== null) noteBrowserUse(decision.key, request.origin)
     if (!decision.ok) refuse(request, decision, at)
     const { key } = decision
     if (decision.reportedOrigin !== undefined) usage?.origin(key.id, decision.reportedOrigin, true, now())
@@ -97,6 +100,14 @@ export function createGate(deps: GateDeps): Gate {
     const visitor = await limiter.take(`${key.id} ${visitorOf(request.clientAddress())}`, own, at)
     if (!visitor.allowed) return grant(request, key, visitor)
     return grant(request, key, await limiter.take(`${key.id} all`, publicKeyCeiling(own), at), 'ceiling')
+  }
+
+  /** Its origins are kept as those a key's list does not allow, served (a private key allows none). */
+  function noteBrowserUse(key: ActiveKey, origin: string | null): void {
+    if (key.type !== 'private' || origin === null) return
+    const time = now()
+    usage?.origin(key.id, origin, true, time)
+    deps.onBrowserUse?.(key, origin, time)
   }
 
   function refuse(request: RequestFacts, decision: AccessDecision & { ok: false }, at: number): never {

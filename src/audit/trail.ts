@@ -4,10 +4,11 @@ import { auditEntries, type AuditAction } from '../../db/schema/index.ts'
 import { before, type Position } from '../shared/paging.ts'
 
 /**
- * Who made a change: the operator's token, a signed-in member, or an
- * API key asking for an erasure through the API.
+ * Who made a change: the operator's token, a signed-in member, an API key asking for an
+ * erasure through the API, or the service itself acting on what it saw (a leaked key's
+ * report, a private key used from a browser).
  */
-export type Actor = 'admin' | `member:${string}` | `key:${string}`
+export type Actor = 'admin' | `member:${string}` | `key:${string}` | 'service'
 
 /** The author of a change and the request that carried it, passed down to the trail. */
 export interface ChangeAuthor {
@@ -24,6 +25,11 @@ export function byAdmin(set: { headers: Record<string, unknown> }): ChangeAuthor
 /** An API key, through /api/v0: the request id is the answer's X-Request-Id. */
 export function byKey(keyId: string, set: { headers: Record<string, unknown> }): ChangeAuthor {
   return { ...byAdmin(set), actor: `key:${keyId}` }
+}
+
+/** The service itself; `requestId` the request that brought it to act (a leak report), if any. */
+export function byService(requestId?: string): ChangeAuthor {
+  return { actor: 'service', requestId }
 }
 
 export function byMember(email: string): ChangeAuthor {

@@ -10,6 +10,8 @@ const ACTIONS: Record<AuditEntryRow['action'], string> = {
   'key.updated': 'Key changed',
   'key.revoked': 'Key revoked',
   'key.rolled': 'Key rolled',
+  'key.leaked': 'Key found in a public place',
+  'key.browser_use': 'Private key used from a browser',
   'member.created': 'Member added',
   'member.removed': 'Member removed',
   'member.joined': 'Member joined',
@@ -28,6 +30,10 @@ type RecordedField =
   | 'eventRetentionDays'
   | 'erasure'
   | 'deleted'
+  | 'foundAt'
+  | 'source'
+  | 'action'
+  | 'origin'
 
 /** A label a member reads for every field (the type makes a new field without one fail to compile). */
 const FIELDS: Record<RecordedField, string> = {
@@ -50,6 +56,10 @@ const FIELDS: Record<RecordedField, string> = {
   eventRetentionDays: "Event retention (days; none: the operator's)",
   erasure: 'Erasure request',
   deleted: 'Events deleted',
+  foundAt: 'Found at',
+  source: 'Reported by',
+  action: 'What the service did',
+  origin: 'Browser origin',
 }
 
 /** Fields in the order of FIELDS (JSON columns keep no order of their own); others after them. */
@@ -73,6 +83,7 @@ const ISO_INSTANT = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$/
 export function actorText(actor: string): string {
   if (actor === 'admin') return 'an operator (admin API)'
   if (actor.startsWith('key:')) return 'an API key'
+  if (actor === 'service') return 'the service'
   return actor.startsWith('member:') ? actor.slice('member:'.length) : actor
 }
 

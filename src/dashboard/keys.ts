@@ -24,11 +24,20 @@ import { keyListPage } from './key-views/list.ts'
 import { canRoll, KEY_FILTERS, keyPath, keyState, type KeyFilter } from './key-views/parts.ts'
 import { revokePage } from './key-views/revoke.ts'
 import { ROLL_GRACES, rollPage } from './key-views/roll.ts'
+import { newSecretPage } from './key-views/secret.ts'
 import type { memberMacro } from './member.ts'
 import { narrowestEntry } from './narrowest.ts'
 import { KeyParams, keyNotFound, MISSING_KEY, type OwnKeys } from './own-keys.ts'
 import type { SignedIn } from './sessions.ts'
-import { refusedIpsPanel, refusedOriginsPanel, scopesPanel, usagePanel, usageWindow, type UsageRange } from './usage-views.ts'
+import {
+  browserUsePanel,
+  refusedIpsPanel,
+  refusedOriginsPanel,
+  scopesPanel,
+  usagePanel,
+  usageWindow,
+  type UsageRange,
+} from './usage-views.ts'
 import { KEYS_PATH, messagePage } from './views.ts'
 
 /** Entries of the trail on a key's page. */
@@ -173,7 +182,7 @@ function keyPageRoute(deps: KeysDeps) {
             created: query.created !== undefined,
             replacement,
             predecessor,
-            more: html`${usagePanel(key, report, range)}${key.type === 'public' ? refusedOriginsPanel(member, key, report, now, range) : refusedIpsPanel(member, key, report, now, range)}${key.revokedAt ? null : scopesPanel(member, key, report, now)}${keyTrailPanel(key, trail.slice(0, KEY_TRAIL), byId, now, trail.length > KEY_TRAIL)}`,
+            more: html`${browserUsePanel(key, report, now, range)}${usagePanel(key, report, range)}${key.type === 'public' ? refusedOriginsPanel(member, key, report, now, range) : refusedIpsPanel(member, key, report, now, range)}${key.revokedAt ? null : scopesPanel(member, key, report, now)}${keyTrailPanel(key, trail.slice(0, KEY_TRAIL), byId, now, trail.length > KEY_TRAIL)}`,
             flash: allowed
               ? html`<div class="alert success" role="status">Added <code>${allowed}</code> to the allowed ${key.type === 'public' ? 'origins' : 'IPs'}. It applies from the key's next request.</div>`
               : removed
@@ -395,6 +404,47 @@ function keyRetireRoutes(deps: KeysDeps) {
       },
       { member: 'form', parse: 'urlencoded', params: KeyParams, body: t.Object({ csrf: FormField, graceSeconds: FormField }) },
     )
+    .post(
+      `${KEYS}/:id/leak/roll`,
+      async ({ member, params }) => {
+        const row = await ownKeys.find(member, params.id)
+        if (!row) return keyNotFound(member)
+        try {
+          const rolled = await keys.rollLeaked(member.businessId, row.id, byMember(member.email))
+          // The banner is gone now: the page is drawn for the member as they are after the roll.
+          const after = { ...member, leakNotices: member.leakNotices.filter((notice) => notice.keyId !== row.id) }
+          return htmlPage(200, newSecretPage(after, rolled.record, rolled.key, rolled.replaced))
+        } catch (error) {
+          // Rolled meanwhile by another owner, or never leaked: the key's page says where it stands.
+          if (error instanceof ApiError && error.code === 'conflict') return redirect(keyPath(row.id))
+          throw error
+        }
+      },
+      { member: { ownersTo: 'roll a leaked private key' }, parse: 'urlencoded', params: KeyParams, body: TokenOnlyForm },
+    )
+    .post(
+      `${KEYS}/:id/leak/dismiss`,
+      async ({ member, params, request }) => {
+        const row = await ownKeys.find(member, params.id)
+        if (!row) return keyNotFound(member)
+        await keys.dismissLeak(member.businessId, row.id)
+        return redirect(sameSiteReferrer(request) ?? keyPath(row.id))
+      },
+      { member: 'form', parse: 'urlencoded', params: KeyParams, body: TokenOnlyForm },
+    )
+}
+
+/** The dashboard page a form was sent from, to go back to; null for anything else. */
+function sameSiteReferrer(request: Request): string | null {
+  const referrer = request.headers.get('referer')
+  if (referrer === null) return null
+  try {
+    const from = new URL(referrer)
+    const here = new URL(request.url)
+    return from.origin === here.origin && from.pathname.startsWith('/dashboard') ? from.pathname + from.search : null
+  } catch {
+    return null
+  }
 }
 
 /** Helpers of the pages' script: JSON, errors in the API's envelope. */

@@ -1,3 +1,4 @@
+import { leakNotices, type LeakNotice } from '../leaks/notices.ts'
 import { and, asc, eq, exists, gt, isNotNull, lt } from 'drizzle-orm'
 import { alias } from 'drizzle-orm/pg-core'
 import type { Db } from '../../db/client.ts'
@@ -29,6 +30,8 @@ export interface SignedIn {
   businessName: string
   /** Every business of the account, by name, the one shown included: the switcher. */
   memberships: Membership[]
+  /** The business's leaked keys not yet dismissed: a banner on every page (docs/dashboard.md, "Leaked keys"). */
+  leakNotices: LeakNotice[]
 }
 
 // The account's other memberships, joined in the session's one query.
@@ -91,7 +94,7 @@ export function createSessionStore(db: Db) {
           .where(and(eq(memberSessions.id, row.sessionId), lt(memberSessions.expiresAt, new Date(slid))))
       }
       const { createdAt: _c, expiresAt: _e, membership: _m, ...signedIn } = row
-      return { ...signedIn, memberships: rows.map((r) => r.membership) }
+      return { ...signedIn, memberships: rows.map((r) => r.membership), leakNotices: await leakNotices(db, row.businessId) }
     },
 
     /**

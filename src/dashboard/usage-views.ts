@@ -122,6 +122,35 @@ export function refusedOriginsPanel(who: SignedIn, key: KeyRecord, report: Usage
 </section>`
 }
 
+/**
+ * A private key sent with an Origin header came from a web page (docs/api.md, "When a key
+ * leaks"): its origins, kept as origins the key does not allow and served. Nothing when it
+ * was not used from a browser in the range.
+ */
+export function browserUsePanel(key: KeyRecord, report: UsageReport, now: Date, range: UsageRange): Html | null {
+  if (key.type !== 'private' || report.refusedOrigins.length === 0) return null
+  const last = report.refusedOrigins.reduce(
+    (latest, o) => (o.lastSeenAt > latest ? o.lastSeenAt : latest),
+    report.refusedOrigins[0]!.lastSeenAt,
+  )
+  return html`<section class="panel" aria-labelledby="browser-heading" id="browser-use">
+  <h2 id="browser-heading">Used from a browser</h2>
+  <div class="alert warning" role="note"><p><strong>This private key was sent from a web page</strong> in ${range === '7d' ? 'the last 7 days' : 'the last 24 hours'},
+  last <time datetime="${last}" title="${formatDateTime(new Date(last))}">${relativeTime(new Date(last), now)}</time>. Whoever opens that page can read it.
+  Move the calls to your server, then roll the key.</p></div>
+  <div class="table-wrap"><table class="keys compact">
+    <thead><tr><th scope="col">Origin</th><th scope="col">Requests</th><th scope="col">Last seen</th></tr></thead>
+    <tbody>${report.refusedOrigins.map(
+      (o) => html`<tr>
+      <th scope="row"><code>${o.origin}</code></th>
+      <td>${o.count}</td>
+      <td><time datetime="${o.lastSeenAt}" title="${formatDateTime(new Date(o.lastSeenAt))}">${relativeTime(new Date(o.lastSeenAt), now)}</time></td>
+    </tr>`,
+    )}</tbody>
+  </table></div>${othersNote(report.refusedOriginsOther, 'origins')}
+</section>`
+}
+
 /** "And N others": refusals the report counts but does not name (beyond the 50, or past an hour's bound). */
 function othersNote(count: number, what: string): Html | null {
   return count > 0 ? html`<p class="muted small">And ${count} more ${count === 1 ? 'request' : 'requests'} from other ${what}.</p>` : null

@@ -1,8 +1,14 @@
 import { html, type Html } from './html.ts'
 import { PASSWORD_MIN_LENGTH } from '../members/service.ts'
 import type { SignedIn } from './sessions.ts'
+import { leakBanner } from './leak-views.ts'
 
 export const KEYS_PATH = '/dashboard/settings/developers/api-keys'
+
+/** A key's page, or one of its actions (`edit`, `roll`, `leak/dismiss`). */
+export function keyPath(id: string, action = ''): string {
+  return `${KEYS_PATH}/${id}${action ? `/${action}` : ''}`
+}
 export const EVENTS_PATH = '/dashboard/events'
 export const MEMBERS_PATH = '/dashboard/settings/members'
 export const AUDIT_PATH = '/dashboard/settings/audit'
@@ -81,6 +87,7 @@ export function layout(page: { title: string; who?: SignedIn; crumbs?: Crumb[]; 
   }
   <main id="main" tabindex="-1">
     ${page.crumbs ? breadcrumb(page.crumbs) : null}
+    ${who ? leakBanner(who.leakNotices, { owner: who.role === 'owner', keyPath, formFields: csrfField(who) }) : null}
     ${page.content}
   </main>
 </div>

@@ -7,10 +7,12 @@ export const API_TITLE = 'Keygate engagement API'
 /** What each code means to the caller; the reference lists them under each answer. */
 const CODE_MEANINGS: Record<ErrorCode, string> = {
   missing_api_key: 'no `Authorization` header',
-  malformed_api_key: 'the header is not `Bearer pk_…` or `Bearer sk_…` with 20-40 letters and digits',
+  malformed_api_key:
+    'the header is not `Bearer pk_…` or `Bearer sk_…` with 20-40 letters and digits, or a 36-character key whose checksum fails',
   invalid_api_key: 'no such key, or it was revoked',
   expired_api_key: 'the key is past its `expiresAt`',
   unauthorized: 'the admin token is missing or wrong',
+  invalid_signature: "a secret-scanning report's signature is missing, malformed, wrong, or made with a key GitHub does not publish",
   origin_not_allowed: "a public key was sent from an origin outside the key's allowed origins",
   ip_not_allowed: "a private key was sent from a client address outside the key's allowed IPs",
   public_key_not_allowed: 'this endpoint takes private keys only',
@@ -37,6 +39,7 @@ const TAGS = [
   { name: 'memory', description: 'Documents kept for a business.' },
   { name: 'admin', description: "The operators' API: businesses, keys, members, flows (admin token)." },
   { name: 'operations', description: 'Running the service (admin token).' },
+  { name: 'security', description: 'Reporting keys found in public places (no key needed).' },
 ]
 
 /**

@@ -70,6 +70,17 @@ export const KeyRecordSchema = t.Object(
     ipPolicy: IpPolicySchema,
     rolledFrom: t.Nullable(t.String({ description: 'The key this one replaced by a roll.' })),
     replacedBy: t.Nullable(t.String({ description: 'The key that replaced this one; it works until expiresAt.' })),
+    leak: t.Nullable(
+      t.Object(
+        {
+          reportedAt: t.String(),
+          url: t.Nullable(t.String()),
+          source: t.String({ description: 'GitHub\'s source (content, commit, gist, npm...), or "report" for /security/leaked-keys' }),
+          action: t.Union([t.Literal('revoked'), t.Literal('notified')]),
+        },
+        { description: 'Where the key was found in a public place, and what the service did (LEAKED_KEY_POLICY); null: never reported.' },
+      ),
+    ),
   },
   { description: 'An API key. The key itself appears only once, as `key`, in the create answer.' },
 )

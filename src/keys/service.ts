@@ -1,4 +1,4 @@
-import { and, desc, eq, isNull } from 'drizzle-orm'
+import { and, desc, eq, isNotNull, isNull } from 'drizzle-orm'
 import type { Db } from '../../db/client.ts'
 import { apiKeys, businesses } from '../../db/schema/index.ts'
 import { generateKey, hashKey, keyHint, type KeyType } from '../access/key-format.ts'
@@ -35,6 +35,7 @@ export function toKeyRecord(row: ApiKeyRow): KeyRecord {
     ipPolicy: row.ipPolicy,
     rolledFrom: row.rolledFrom,
     replacedBy: row.replacedBy,
+    leak: row.leak ?? null,
   }
 }
 
@@ -201,51 +202,94 @@ export function createKeyService(db: Db, onChange: (keyHash: string) => void) {
      * The old row is locked for the transaction, so two rolls of one key cannot both win.
      */
     async roll(businessId: string | null, keyId: string, graceSeconds: number, by: ChangeAuthor, now = new Date()) {
-      const rolled = await db.transaction(async (tx) => {
-        const old = await findRow(businessId, keyId, tx, true)
+      return rollKey(businessId, keyId, by, now, (old) => {
         const refusal = rollRefusal(old, now)
         if (refusal) throw new ApiError('conflict', refusal)
         const graceEnd = new Date(now.getTime() + graceSeconds * 1000)
-        const oldEnd = old.expiresAt && old.expiresAt < graceEnd ? old.expiresAt : graceEnd
-        const made = await insertKey(tx, old.businessId, old.type, {
-          name: old.name,
-          description: old.description,
-          allowedOrigins: old.allowedOrigins,
-          scopes: old.scopes,
-          expiresAt: old.expiresAt,
-          rateLimitLimit: old.rateLimitLimit,
-          rateLimitWindowSeconds: old.rateLimitWindowSeconds,
-          originPolicy: old.originPolicy,
-          allowedIps: old.allowedIps,
-          ipPolicy: old.ipPolicy,
-          createdBy: old.createdBy,
-          rolledFrom: old.id,
-        })
-        const [replaced] = await tx
-          .update(apiKeys)
-          .set({ replacedBy: made.row.id, expiresAt: oldEnd, updatedAt: now })
-          .where(eq(apiKeys.id, old.id))
-          .returning()
-        await recordChange(tx, {
-          businessId: old.businessId,
-          action: 'key.rolled',
-          by,
-          keyId: old.id,
-          changes: changedFields(toKeyRecord(old), toKeyRecord(replaced!), AUDITED_FIELDS),
-        })
-        await recordChange(tx, {
-          businessId: old.businessId,
-          action: 'key.created',
-          by,
-          keyId: made.row.id,
-          changes: { ...creation(made.row), rolledFrom: { from: null, to: old.id } },
-        })
-        return { old: replaced!, made }
+        return { expiresAt: old.expiresAt && old.expiresAt < graceEnd ? old.expiresAt : graceEnd }
       })
-      onChange(rolled.old.keyHash)
-      onChange(rolled.made.row.keyHash)
-      return { record: toKeyRecord(rolled.made.row), key: rolled.made.key, replaced: toKeyRecord(rolled.old) }
     },
+
+    /**
+     * The banner's one-click roll of a key reported leaked (docs/api.md, "When a key leaks"):
+     * a new key with its settings, and the old one ended at once, already revoked or not (a
+     * leaked key gets no grace). The banner about it goes, as the member has acted.
+     */
+    async rollLeaked(businessId: string, keyId: string, by: ChangeAuthor, now = new Date()) {
+      return rollKey(businessId, keyId, by, now, (old) => {
+        if (old.leak === null) throw new ApiError('conflict', `Key ${keyId} was not reported leaked; roll it as any key.`)
+        if (old.replacedBy) throw new ApiError('conflict', `Key ${keyId} was already rolled: it is replaced by ${old.replacedBy}.`)
+        if (old.expiresAt !== null && old.expiresAt <= now) {
+          throw new ApiError('conflict', `Key ${keyId} has expired; an expired key cannot be rolled. Create a new key instead.`)
+        }
+        // A revoked key stays revoked; one kept working (LEAKED_KEY_POLICY=notify) ends now.
+        return { leakDismissedAt: now, ...(old.revokedAt === null ? { expiresAt: now } : {}) }
+      })
+    },
+
+    /** Takes the banner about a leaked key off every member's pages; false when the key has no leak shown. */
+    async dismissLeak(businessId: string, keyId: string, now = new Date()): Promise<boolean> {
+      const dismissed = await db
+        .update(apiKeys)
+        .set({ leakDismissedAt: now })
+        .where(and(eq(apiKeys.id, keyId), eq(apiKeys.businessId, businessId), isNotNull(apiKeys.leak), isNull(apiKeys.leakDismissedAt)))
+        .returning({ id: apiKeys.id })
+      return dismissed.length > 0
+    },
+  }
+
+  /**
+   * One roll: `retire` checks the old row (locked) and says what to change on it beside
+   * `replacedBy`; a new key takes its settings, and the trail records both.
+   */
+  async function rollKey(
+    businessId: string | null,
+    keyId: string,
+    by: ChangeAuthor,
+    now: Date,
+    retire: (old: ApiKeyRow) => Partial<Pick<ApiKeyRow, 'expiresAt' | 'leakDismissedAt'>>,
+  ) {
+    const rolled = await db.transaction(async (tx) => {
+      const old = await findRow(businessId, keyId, tx, true)
+      const change = retire(old)
+      const made = await insertKey(tx, old.businessId, old.type, {
+        name: old.name,
+        description: old.description,
+        allowedOrigins: old.allowedOrigins,
+        scopes: old.scopes,
+        expiresAt: old.expiresAt,
+        rateLimitLimit: old.rateLimitLimit,
+        rateLimitWindowSeconds: old.rateLimitWindowSeconds,
+        originPolicy: old.originPolicy,
+        allowedIps: old.allowedIps,
+        ipPolicy: old.ipPolicy,
+        createdBy: old.createdBy,
+        rolledFrom: old.id,
+      })
+      const [replaced] = await tx
+        .update(apiKeys)
+        .set({ ...change, replacedBy: made.row.id, updatedAt: now })
+        .where(eq(apiKeys.id, old.id))
+        .returning()
+      await recordChange(tx, {
+        businessId: old.businessId,
+        action: 'key.rolled',
+        by,
+        keyId: old.id,
+        changes: changedFields(toKeyRecord(old), toKeyRecord(replaced!), AUDITED_FIELDS),
+      })
+      await recordChange(tx, {
+        businessId: old.businessId,
+        action: 'key.created',
+        by,
+        keyId: made.row.id,
+        changes: { ...creation(made.row), rolledFrom: { from: null, to: old.id } },
+      })
+      return { old: replaced!, made }
+    })
+    onChange(rolled.old.keyHash)
+    onChange(rolled.made.row.keyHash)
+    return { record: toKeyRecord(rolled.made.row), key: rolled.made.key, replaced: toKeyRecord(rolled.old) }
   }
 }
 

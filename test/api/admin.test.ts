@@ -71,7 +71,7 @@ describe('keys', () => {
     const response = await admin(service, `/businesses/${id}/keys`, { body: publicKey })
     expect(response.status).toBe(201)
     const created = await response.json()
-    expect(created.key).toMatch(/^pk_[A-Za-z0-9]{32}$/)
+    expect(created.key).toMatch(/^pk_[A-Za-z0-9]{36}$/)
     expect(created).toMatchObject({
       businessId: id,
       type: 'public',

@@ -138,7 +138,10 @@ describe('check 2: checksummed keys (docs/api.md, "When a key leaks")', () => {
     const { app, make, db } = await setup()
     const { record } = await make({})
     const older = `pk_${'Q7'.repeat(16)}`
-    await db.update(apiKeys).set({ keyHash: hashKey(older), publicKey: older }).where(eq(apiKeys.id, record.id))
+    await db
+      .update(apiKeys)
+      .set({ keyHash: hashKey(older), publicKey: older })
+      .where(eq(apiKeys.id, record.id))
     const response = await call({ app }, '/api/v0/public-read', { key: older, origin: ORIGIN })
     expect(response.status).toBe(200)
   })

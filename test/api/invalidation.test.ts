@@ -67,6 +67,16 @@ describe.if(Boolean(databaseUrl))('two instances over one PostgreSQL', () => {
     expect(ms).toBeLessThan(1_000)
   })
 
+  test('a leaked key reported through one instance is refused by the other within 1 s', async () => {
+    const { a, b, businessId } = await pair()
+    const { key } = await seedKey(a, businessId, { type: 'private' })
+    expect((await call(b, '/api/v0/whoami', { key })).status).toBe(200)
+    const reported = await call(a, '/security/leaked-keys', { method: 'POST', body: { keys: [key], url: 'https://github.com/acme/site' } })
+    expect(reported.status).toBe(202)
+    const ms = await appliedWithin('leak report', () => call(b, '/api/v0/whoami', { key }), codeIs('invalid_api_key'))
+    expect(ms).toBeLessThan(1_000)
+  })
+
   test('a roll through one instance: the old key keeps working on the other through the grace; grace 0 ends it there within 1 s', async () => {
     const { a, b, businessId } = await pair()
     const graced = await seedKey(a, businessId)

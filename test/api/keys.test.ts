@@ -115,7 +115,7 @@ describe('creation rules', () => {
     ]
     const response = await admin(service, `/businesses/${businessId}/keys`, { body: { ...privateBase, scopes: all } })
     expect(response.status).toBe(201)
-    expect((await response.json()).key).toMatch(/^sk_[A-Za-z0-9]{32}$/)
+    expect((await response.json()).key).toMatch(/^sk_[A-Za-z0-9]{36}$/)
   })
 })
 
@@ -137,7 +137,7 @@ describe('storage', () => {
     const seen = new Set<string>()
     for (let i = 0; i < 20; i++) {
       const { key } = await seedKey(service, businessId, { type: i % 2 ? 'private' : 'public' })
-      expect(key).toMatch(/^(pk|sk)_[A-Za-z0-9]{32}$/)
+      expect(key).toMatch(/^(pk|sk)_[A-Za-z0-9]{36}$/)
       seen.add(key)
     }
     expect(seen.size).toBe(20)

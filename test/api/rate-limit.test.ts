@@ -330,7 +330,8 @@ describe('failed authentication is budgeted per address', () => {
   test('/api/v0: other malformed keys do not count toward the budget', async () => {
     const s = await limited({ rateLimits: auth })
     const { key } = await s.key({ type: 'private', scopes: ['ANALYTICS_READ'] })
-    for (let i = 0; i < 5; i++) expect((await errorOf(await whoami(s.service, `sk_${'a'.repeat(19)}`, '198.51.100.74'))).code).toBe('malformed_api_key')
+    for (let i = 0; i < 5; i++)
+      expect((await errorOf(await whoami(s.service, `sk_${'a'.repeat(19)}`, '198.51.100.74'))).code).toBe('malformed_api_key')
     expect((await whoami(s.service, key, '198.51.100.74')).status).toBe(200)
   })
 

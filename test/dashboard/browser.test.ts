@@ -137,7 +137,7 @@ describe.skipIf(chromiumMissing)('the dashboard in a browser', () => {
       await page.getByRole('button', { name: 'Copy key' }).click()
       await page.getByText('Public key copied to the clipboard.').waitFor()
       const copied = await page.evaluate(() => navigator.clipboard.readText())
-      expect(copied).toMatch(/^pk_[A-Za-z0-9]{32}$/)
+      expect(copied).toMatch(/^pk_[A-Za-z0-9]{36}$/)
       expect(await page.getByLabel('Public key').inputValue()).toBe(copied)
       const [stored] = await db.select().from(apiKeys).where(eq(apiKeys.name, 'Marketing site'))
       expect(stored).toMatchObject({

@@ -42,7 +42,12 @@ export async function testService(options: Partial<AppOptions> = {}): Promise<Se
   registerBackgroundWriter({
     // An accepted erasure deletes in the background: it counts as a write still to finish.
     flushBackground: () =>
-      Promise.all([service.services.usage.flush(), service.services.lastUsed.flush(), service.services.erasures.idle()]),
+      Promise.all([
+        service.services.usage.flush(),
+        service.services.lastUsed.flush(),
+        service.services.erasures.idle(),
+        service.services.browserUse.flush(),
+      ]),
     stop: () => service.drain(),
   })
   return service

@@ -14,7 +14,13 @@ const FLOORS: readonly Floor[] = [
   { db: ['db/**'] },
   { shared: ['src/shared/**'] },
   { config: ['src/config.ts'] },
-  { observability: ['src/observability/**'], usage: ['src/usage/**'], audit: ['src/audit/**'], background: ['src/background/**'] },
+  {
+    observability: ['src/observability/**'],
+    usage: ['src/usage/**'],
+    audit: ['src/audit/**'],
+    background: ['src/background/**'],
+    webhooks: ['src/webhooks/**'],
+  },
   { access: ['src/access/**'] },
   {
     flows: ['src/flows/**'],
@@ -24,7 +30,7 @@ const FLOORS: readonly Floor[] = [
     events: ['src/events/**'],
     http: ['src/http/**'],
   },
-  { businesses: ['src/businesses/**'] },
+  { businesses: ['src/businesses/**'], leaks: ['src/leaks/**'] },
   { areas: ['src/areas/**'], admin: ['src/admin/**'], dashboard: ['src/dashboard/**'] },
   { app: ['src/app.ts'], cli: ['src/cli.ts', 'src/cli/**'] },
   { index: ['src/index.ts'] },

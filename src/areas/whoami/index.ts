@@ -29,7 +29,7 @@ export function whoamiRoutes({ direct }: AreaDeps) {
   })
 }
 
-function clientContext(key: ActiveKey, origin: string | null): typeof ClientContext.static {
+export function clientContext(key: ActiveKey, origin: string | null): typeof ClientContext.static {
   return {
     businessId: key.businessId,
     keyType: key.type,

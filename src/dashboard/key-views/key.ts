@@ -2,6 +2,7 @@ import type { KeyRecord } from '../../keys/service.ts'
 import { formatDateTime, relativeTime } from '../format.ts'
 import { html, type Html } from '../html.ts'
 import type { SignedIn } from '../sessions.ts'
+import { leakPanel } from '../leak-views.ts'
 import { EVENTS_PATH, keyCrumbs, layout } from '../views.ts'
 import { originTester, type OriginTest } from './origin-tester.ts'
 import { canRoll, expiry, keyPath, keyState, lastUsed, list, stateBadge, time } from './parts.ts'
@@ -53,6 +54,7 @@ export function keyPage(
   </div>
 </div>
 ${view.flash ?? null}
+${key.leak ? leakPanel(key.leak) : null}
 ${view.created ? CREATED_NOTICE : null}
 ${key.replacedBy && !key.revokedAt ? replacedNotice(key, view.replacement ?? null, view.now) : null}
 ${

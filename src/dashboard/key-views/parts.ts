@@ -1,7 +1,6 @@
 import type { KeyRecord } from '../../keys/service.ts'
 import { formatDate, formatDateTime, relativeTime } from '../format.ts'
 import { html, type Html } from '../html.ts'
-import { KEYS_PATH } from '../views.ts'
 
 // What the key pages share: a key's state and the list's filters, the pages' paths, and
 // the badge, dates and lists they show a key with.
@@ -29,9 +28,7 @@ export function canRoll(key: KeyRecord, now: Date): boolean {
   return key.type === 'public' && keyCategory(key, now) === 'active'
 }
 
-export function keyPath(id: string, action = ''): string {
-  return `${KEYS_PATH}/${id}${action ? `/${action}` : ''}`
-}
+export { keyPath } from '../views.ts'
 
 export function stateBadge(state: KeyState): Html {
   if (state === 'revoked') return html`<span class="badge revoked">Revoked</span>`
