@@ -380,13 +380,22 @@ describe('fair between businesses, bounded per business, harmless to reads', () 
     expect(done).toMatchObject({ status: 'done', deleted: 3 })
     await s.service.services.erasures.close()
 
-    // The flooding business was served first (its requests are older), with one pass of at most 100 of them; then this one.
-    const [before] = await queryRows<{ n: number }>(
+    // Between this request's arrival and its end, the flooding business had one pass at most
+    // (of at most 100 of its requests): the one under way when it arrived. Passes the worker
+    // ran before it arrived are no delay of it.
+    const [between] = await queryRows<{ n: number }>(
       db,
       sql`select count(*)::int as n from analytics_erasures
-          where business_id = ${s.otherBusiness} and status = 'done' and completed_at <= ${done.completedAt}::timestamptz`,
+          where business_id = ${s.otherBusiness} and status = 'done'
+            and completed_at > ${done.requestedAt}::timestamptz and completed_at <= ${done.completedAt}::timestamptz`,
     )
-    expect(before!.n).toBeLessThanOrEqual(100)
+    expect(between!.n).toBeLessThanOrEqual(100)
+    // And the flood was still mostly waiting: the other business did not wait for it to drain.
+    const [waiting] = await queryRows<{ n: number }>(
+      db,
+      sql`select count(*)::int as n from analytics_erasures where business_id = ${s.otherBusiness} and status = 'pending'`,
+    )
+    expect(waiting!.n).toBeGreaterThan(4_000)
   })
 
   test('at most 100 pending a business: the 101st answers 429 rate_limited with Retry-After, nothing written, by the API and the admin API alike; other businesses go on', async () => {

@@ -1,4 +1,5 @@
 import { afterAll, describe, expect, test } from 'bun:test'
+import fc from 'fast-check'
 import { generateKeyPairSync, sign, type KeyObject } from 'node:crypto'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -7,6 +8,7 @@ import { and, eq } from 'drizzle-orm'
 import { auditEntries, apiKeys, webhookEvents } from '../../db/schema/index.ts'
 import { hashKey } from '../../src/access/key-format.ts'
 import { testDatabase } from '../support/database.ts'
+import { deepJson, hostileString, hostileValue, mutatedBody, RUNS } from '../support/hostile.ts'
 import { admin, behindTrustedProxy, call, errorOf, seedBusiness, seedKey, TEST_AUTHOR, testService } from '../support/service.ts'
 
 // docs/api.md, "When a key leaks": GitHub's signed reports, the public report route, and
@@ -281,5 +283,53 @@ describe('POST /security/leaked-keys', () => {
     expect((await errorOf(refused)).code).toBe('rate_limited')
     expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0)
     expect((await reportKeys(service, body, '198.51.100.31')).status).toBe(202)
+  })
+})
+
+describe('hostile reports', () => {
+  test('signed GitHub reports of any shape: never a 5xx, and no key changes unless the report names it', async () => {
+    const { service, businessId, db } = await setup()
+    const live = await seedKey(service, businessId, { type: 'private' })
+    const entry = fc.record({ token: hostileValue, type: hostileValue, url: hostileValue, source: hostileValue }, { requiredKeys: [] })
+    const body = fc.oneof(
+      fc.array(entry, { maxLength: 5 }).map((entries) => JSON.stringify(entries)),
+      deepJson,
+      hostileString,
+      mutatedBody({ token: 'x', type: 'y', url: 'z', source: 'content' }).map((one) => `[${one}]`),
+    )
+    await fc.assert(
+      fc.asyncProperty(body, async (text) => {
+        const response = await report(service, signed(text))
+        expect(response.status).toBeLessThan(500)
+      }),
+      { numRuns: RUNS },
+    )
+    const [row] = await db.select().from(apiKeys).where(eq(apiKeys.id, live.record.id))
+    expect(row!.leak).toBeNull()
+    expect(row!.revokedAt).toBeNull()
+  })
+
+  test("anyone's reports of any shape: never a 5xx", async () => {
+    const { service } = await setup()
+    const body = fc.oneof(
+      mutatedBody({ keys: ['sk_x'], url: 'https://x.example' }),
+      deepJson,
+      hostileString,
+      fc.record({ keys: fc.array(hostileValue, { maxLength: 5 }), url: hostileValue }).map((value) => JSON.stringify(value)),
+    )
+    let i = 0
+    await fc.assert(
+      fc.asyncProperty(body, async (text) => {
+        // A fresh address each time: the hour's budget of one address is not what is tested here.
+        const from = `198.51.${100 + (Math.floor(i / 250) % 100)}.${i++ % 250}`
+        const response = await call(service, '/security/leaked-keys', {
+          method: 'POST',
+          body: text,
+          headers: { 'content-type': 'application/json', 'x-forwarded-for': from },
+        })
+        expect(response.status).toBeLessThan(500)
+      }),
+      { numRuns: RUNS },
+    )
   })
 })

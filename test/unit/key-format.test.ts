@@ -75,6 +75,17 @@ describe('checksummed keys', () => {
     )
   })
 
+  test("the pattern the README and docs/api.md publish finds generated keys and is the service's own", async () => {
+    for (const document of ['README.md', 'docs/api.md']) {
+      const text = await Bun.file(new URL(`../../${document}`, import.meta.url)).text()
+      const published = /```\n(\\b\(\?:pk\|sk\)_\[A-Za-z0-9\]\{36\}\\b)\n```/.exec(text)?.[1]
+      expect(published).toBe(CHECKSUMMED_KEY_PATTERN.source)
+      const pattern = new RegExp(published!, 'g')
+      const key = generateKey('private')
+      expect(`SECRET=${key}\n`.match(pattern)).toEqual([key])
+    }
+  })
+
   test('two keys with the same random part and another prefix have their own checksums', () => {
     const random = 'A'.repeat(30)
     expect(keyChecksum(`pk_${random}`)).not.toBe(keyChecksum(`sk_${random}`))
