@@ -124,7 +124,7 @@ export function leakRoutes({ responder, keys, limiter, clientAddress, clock = ()
             'Anyone who finds a key may report it here: {"keys": [...], "url"}, up to 100 keys, 60 reports an hour from one address. Reported private keys are handled as a GitHub report. The answer is the same whatever the keys are.',
           requestBody: {
             required: true,
-            content: { 'application/json': { schema: LeakedKeysBody } },
+            content: { 'application/json': { schema: leakedKeys.schema } },
           },
         },
       },

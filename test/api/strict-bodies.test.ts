@@ -220,7 +220,9 @@ test('the API reference shows every request body as strict', async () => {
     for (const [method, operation] of Object.entries(operations)) {
       const schema = operation.requestBody?.content['application/json']?.schema
       if (!schema) continue
-      bodies++
+      // Every documented body is walked; the count is of the two surfaces bodyRoutes lists
+      // (the /security report routes take no key, and are tested in test/api/leaks.test.ts).
+      if (/^\/(api|admin)\/v0\//.test(path)) bodies++
       walk(schema, `${method.toUpperCase()} ${path}`)
     }
   }
