@@ -519,7 +519,7 @@ export interface components {
          * @description src/errors.ts: each maps to one HTTP status.
          * @enum {string}
          */
-        ErrorCode: "missing_api_key" | "malformed_api_key" | "invalid_api_key" | "expired_api_key" | "unauthorized" | "origin_not_allowed" | "ip_not_allowed" | "public_key_not_allowed" | "insufficient_scope" | "invalid_request" | "not_found" | "list_not_found" | "method_not_allowed" | "conflict" | "idempotency_key_reused" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal_error" | "unavailable";
+        ErrorCode: "missing_api_key" | "malformed_api_key" | "invalid_api_key" | "expired_api_key" | "unauthorized" | "invalid_signature" | "origin_not_allowed" | "ip_not_allowed" | "public_key_not_allowed" | "insufficient_scope" | "invalid_request" | "not_found" | "list_not_found" | "method_not_allowed" | "conflict" | "idempotency_key_reused" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal_error" | "unavailable";
     };
     responses: never;
     parameters: never;
