@@ -14,6 +14,7 @@ import m0011 from './migrations/0011_accounts_are_their_persons.sql' with { type
 import m0012 from './migrations/0012_erasures_done_index.sql' with { type: 'text' }
 import m0013 from './migrations/0013_audit_member_joined.sql' with { type: 'text' }
 import m0014 from './migrations/0014_key_leaks_and_webhook_events.sql' with { type: 'text' }
+import m0015 from './migrations/0015_webhook_endpoints_and_deliveries.sql' with { type: 'text' }
 
 /**
  * Every committed migration, imported statically so that `bun build --compile` embeds
@@ -36,6 +37,7 @@ export const migrationSources: Record<string, string> = {
   '0012_erasures_done_index': m0012,
   '0013_audit_member_joined': m0013,
   '0014_key_leaks_and_webhook_events': m0014,
+  '0015_webhook_endpoints_and_deliveries': m0015,
 }
 
 export const migrationJournal: { entries: { tag: string; when: number; breakpoints: boolean }[] } = journal

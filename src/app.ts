@@ -9,6 +9,10 @@ import { createBrowserUseAudit } from './leaks/browser-use.ts'
 import { createSecretScanningKeys } from './leaks/github-keys.ts'
 import { createLeakResponder, type LeakPolicy } from './leaks/respond.ts'
 import { leakRoutes } from './leaks/routes.ts'
+import { writeExpiryNotices } from './keys/expiry-notices.ts'
+import { createWebhookDelivery } from './webhooks/delivery.ts'
+import { createWebhookEndpoints } from './webhooks/endpoints.ts'
+import { createUrlGuard, type Resolve } from './webhooks/url-guard.ts'
 import { createGate } from './access/gate.ts'
 import { adminRoutes } from './admin/index.ts'
 import { DASHBOARD_PREFIX, dashboardFailurePage, dashboardRoutes } from './dashboard/index.ts'
@@ -109,6 +113,19 @@ export interface AppOptions {
    * (SECRET_SCANNING_PUBLIC_KEYS' file; else fetched from `publicKeysUrl`, GitHub's by default).
    */
   leaks?: { policy?: LeakPolicy; publicKeysFile?: string; publicKeysUrl?: string }
+  /**
+   * Webhooks (docs/webhooks.md): the hosts they may reach whatever they resolve to
+   * (WEBHOOK_ALLOWED_HOSTS), and for tests, the resolver, the retry waits, the receiver's
+   * timeout, how often deliveries are looked for (1 s) and when a failing endpoint is disabled.
+   */
+  webhooks?: {
+    allowedHosts?: readonly string[]
+    resolve?: Resolve
+    retryDelaysMs?: readonly number[]
+    timeoutMs?: number
+    everyMs?: number
+    disableAfterMs?: number
+  }
 }
 
 /**
@@ -170,6 +187,11 @@ export function createApp(options: AppOptions) {
       onError: (step, error) => logger.warn(`event maintenance (${step}) failed; the next run tries again`, errorFields(error)),
     })
   }
+  const urlGuard = createUrlGuard({ allowedHosts: options.webhooks?.allowedHosts ?? [], resolve: options.webhooks?.resolve })
+  const webhooks = createWebhookEndpoints(db, urlGuard)
+  const webhookDelivery = createWebhookDelivery(db, { guard: urlGuard, ...options.webhooks })
+  scheduler.schedule('webhook deliveries', options.webhooks?.everyMs ?? 1_000, async () => void (await webhookDelivery.run()))
+  scheduler.schedule('key expiry notices', 600_000, async ({ db }) => void (await writeExpiryNotices(db)), { exclusive: true })
   const budgets = options.rateLimits ?? DEFAULT_RATE_LIMITS
   const clientAddress = options.clientAddress ?? createClientAddressOf(options.trustProxy ?? [])
   const limiter = createRateLimiter({ redisUrl: options.redisUrl, log: lineLogger(logger, 'warn') })
@@ -236,7 +258,7 @@ export function createApp(options: AppOptions) {
     .use(metricsRoute({ metrics, requireAdmin }))
     .use(apiReference())
     .use(preflight(methodsOf))
-    .use(adminRoutes({ db, keys, requireAdmin, retention, erasures, passwords }))
+    .use(adminRoutes({ db, keys, requireAdmin, retention, erasures, passwords, webhooks }))
     .use(sdkRoutes())
     .use(
       leakRoutes({
@@ -284,7 +306,21 @@ export function createApp(options: AppOptions) {
 
   return {
     app,
-    services: { keys, keyStore, lastUsed, keyFeed, limiter, usage, direct, retention, erasures, browserUse, keyChain: keyChain.plugin },
+    services: {
+      keys,
+      keyStore,
+      lastUsed,
+      keyFeed,
+      limiter,
+      usage,
+      direct,
+      retention,
+      erasures,
+      browserUse,
+      keyChain: keyChain.plugin,
+      webhooks,
+      webhookDelivery,
+    },
     logger,
     metrics,
     /** Writes what is buffered (events, lastUsedAt); call before closing the database. */

@@ -71,6 +71,7 @@ const Environment = t.Object({
   EVENT_RETENTION_DAYS: t.String({ default: String(DEFAULT_EVENT_RETENTION_DAYS) }),
   LEAKED_KEY_POLICY: t.Union([t.Literal('revoke'), t.Literal('notify')], { default: 'revoke' }),
   SECRET_SCANNING_PUBLIC_KEYS: t.Optional(t.String({ minLength: 1 })),
+  WEBHOOK_ALLOWED_HOSTS: t.Optional(t.String({ minLength: 1 })),
   LOG_FORMAT: t.Union([t.Literal('json'), t.Literal('pretty')], { default: 'json' }),
   LOG_REQUESTS: t.Union([t.Literal('0'), t.Literal('1')], { default: '0' }),
 })
@@ -99,6 +100,8 @@ export interface Config {
   leakedKeyPolicy: 'revoke' | 'notify'
   /** SECRET_SCANNING_PUBLIC_KEYS: a file with GitHub's secret-scanning keys; undefined: fetched from GitHub. */
   secretScanningPublicKeys: string | undefined
+  /** WEBHOOK_ALLOWED_HOSTS: hosts webhooks may reach whatever they resolve to, over http too (local development). */
+  webhookAllowedHosts: string[]
   logFormat: 'json' | 'pretty'
   logRequests: boolean
 }
@@ -142,6 +145,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     eventRetentionDays: retentionDays(env_.EVENT_RETENTION_DAYS),
     leakedKeyPolicy: env_.LEAKED_KEY_POLICY,
     secretScanningPublicKeys: env_.SECRET_SCANNING_PUBLIC_KEYS,
+    webhookAllowedHosts: (env_.WEBHOOK_ALLOWED_HOSTS ?? '')
+      .split(',')
+      .map((host) => host.trim())
+      .filter((host) => host !== ''),
     logFormat: env_.LOG_FORMAT,
     logRequests: env_.LOG_REQUESTS === '1',
   }

@@ -93,6 +93,7 @@ service = createApp({
   // Partitions ahead and retention: now, in the background, and hourly (src/events/maintenance.ts).
   eventMaintenance: true,
   leaks: { policy: config.leakedKeyPolicy, publicKeysFile: config.secretScanningPublicKeys },
+  webhooks: { allowedHosts: config.webhookAllowedHosts },
   logger,
   logRequests: config.logRequests,
   keyChanges: true,

@@ -10,6 +10,9 @@ export const AUDIT_ACTIONS = [
   'key.rolled',
   'key.leaked',
   'key.browser_use',
+  'webhook.created',
+  'webhook.updated',
+  'webhook.deleted',
   'member.created',
   'member.removed',
   'member.joined',
@@ -46,7 +49,7 @@ export const auditEntries = pgTable(
     index('audit_entries_key_idx').on(table.keyId, table.at, table.id),
     check(
       'audit_entries_action_check',
-      sql`${table.action} in ('key.created', 'key.updated', 'key.revoked', 'key.rolled', 'key.leaked', 'key.browser_use', 'member.created', 'member.removed', 'member.joined', 'business.updated', 'analytics.erased')`,
+      sql`${table.action} in ('key.created', 'key.updated', 'key.revoked', 'key.rolled', 'key.leaked', 'key.browser_use', 'webhook.created', 'webhook.updated', 'webhook.deleted', 'member.created', 'member.removed', 'member.joined', 'business.updated', 'analytics.erased')`,
     ),
   ],
 )

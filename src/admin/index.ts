@@ -11,6 +11,8 @@ import { DEFAULT_ROLL_GRACE_SECONDS, toKeyRecord, type KeyService } from '../key
 import { auditRoutes } from './audit.ts'
 import { identityRoutes } from './identity.ts'
 import { usageRoutes } from './usage.ts'
+import { webhookRoutes } from './webhooks.ts'
+import type { WebhookEndpoints } from '../webhooks/endpoints.ts'
 import type { AdminGuard } from '../http/admin-guard.ts'
 import { getBusiness, listBusinesses, requireBusiness, toBusinessRecord } from './businesses.ts'
 import { checkRetentionDays, updateBusiness } from '../businesses/settings.ts'
@@ -53,8 +55,9 @@ export function adminRoutes(deps: {
   retention: Retention
   erasures: Erasures
   passwords: Passwords
+  webhooks: WebhookEndpoints
 }) {
-  const { db, keys, requireAdmin, retention, erasures, passwords } = deps
+  const { db, keys, requireAdmin, retention, erasures, passwords, webhooks } = deps
   const operatorDays = retention.operatorDays
 
   return new Elysia({ name: 'admin', prefix: '/admin/v0', detail: { tags: ['admin'], security: [{ adminToken: [] }] } })
@@ -212,6 +215,7 @@ export function adminRoutes(deps: {
     .use(auditRoutes({ db, keys }))
     .use(identityRoutes({ db }))
     .use(usageRoutes({ db, keys }))
+    .use(webhookRoutes({ db, endpoints: webhooks }))
     .post(
       '/businesses/:id/flows',
       async ({ params, body, set }) => {

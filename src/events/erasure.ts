@@ -3,6 +3,7 @@ import { queryRows, type Db } from '../../db/client.ts'
 import type { Scheduler } from '../background/scheduler.ts'
 import { analyticsErasures } from '../../db/schema/index.ts'
 import { recordChange, type ChangeAuthor } from '../audit/trail.ts'
+import { recordWebhookEvent } from '../webhooks/outbox.ts'
 import { ApiError } from '../errors.ts'
 import { isUuid } from '../shared/uuid.ts'
 import { strictBody } from '../shared/validation.ts'
@@ -238,6 +239,16 @@ export function createErasures(db: Db, background: Db, scheduler: Scheduler, opt
           by: { actor: row.requestedBy as ChangeAuthor['actor'], requestId: row.requestId ?? undefined },
           keyId: row.keyId ?? undefined,
           changes: { erasure: { from: null, to: row.id }, deleted: { from: null, to: row.deleted } },
+        })
+        await recordWebhookEvent(tx, {
+          businessId: row.businessId,
+          type: 'erasure.completed',
+          payload: {
+            erasureId: row.id,
+            deleted: row.deleted,
+            requestedAt: row.requestedAt.toISOString(),
+            completedAt: row.completedAt?.toISOString() ?? null,
+          },
         })
       }
     })

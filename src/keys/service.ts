@@ -6,6 +6,7 @@ import { storedRateLimit } from '../access/key-store.ts'
 import { ApiError } from '../errors.ts'
 import { listAdminPage, type AdminPage, type Page } from '../shared/paging.ts'
 import { changedFields, recordChange, type ChangeAuthor, type FieldChanges } from '../audit/trail.ts'
+import { recordWebhookEvent } from '../webhooks/outbox.ts'
 import { checkKeySettings, type FieldProblem, type KeySettingsInput } from './rules.ts'
 import type { KeyRecord } from './model.ts'
 
@@ -122,6 +123,7 @@ export function createKeyService(db: Db, onChange: (keyHash: string) => void) {
           createdBy: input.createdBy,
         })
         await recordChange(tx, { businessId, action: 'key.created', by, keyId: made.row.id, changes: creation(made.row) })
+        await recordWebhookEvent(tx, { businessId, type: 'key.created', payload: keyEvent(made.row) })
         return made
       })
       onChange(created.row.keyHash)
@@ -189,6 +191,7 @@ export function createKeyService(db: Db, onChange: (keyHash: string) => void) {
             keyId,
             changes: changedFields(toKeyRecord(current), toKeyRecord(revoked), AUDITED_FIELDS),
           })
+          await recordWebhookEvent(tx, { businessId: revoked.businessId, type: 'key.revoked', payload: keyEvent(revoked) })
         }
         return revoked
       })
@@ -285,11 +288,27 @@ export function createKeyService(db: Db, onChange: (keyHash: string) => void) {
         keyId: made.row.id,
         changes: { ...creation(made.row), rolledFrom: { from: null, to: old.id } },
       })
+      await recordWebhookEvent(tx, { businessId: old.businessId, type: 'key.rolled', payload: keyEvent(replaced!) })
+      await recordWebhookEvent(tx, { businessId: old.businessId, type: 'key.created', payload: keyEvent(made.row) })
       return { old: replaced!, made }
     })
     onChange(rolled.old.keyHash)
     onChange(rolled.made.row.keyHash)
     return { record: toKeyRecord(rolled.made.row), key: rolled.made.key, replaced: toKeyRecord(rolled.old) }
+  }
+}
+
+/** A key in a webhook event: ids and facts a receiver acts on, never the key itself (only its hint). */
+export function keyEvent(row: ApiKeyRow) {
+  return {
+    keyId: row.id,
+    name: row.name,
+    type: row.type,
+    keyHint: row.keyHint,
+    expiresAt: row.expiresAt?.toISOString() ?? null,
+    revokedAt: row.revokedAt?.toISOString() ?? null,
+    rolledFrom: row.rolledFrom,
+    replacedBy: row.replacedBy,
   }
 }
 

@@ -19,9 +19,8 @@ const FLOORS: readonly Floor[] = [
     usage: ['src/usage/**'],
     audit: ['src/audit/**'],
     background: ['src/background/**'],
-    webhooks: ['src/webhooks/**'],
   },
-  { access: ['src/access/**'] },
+  { access: ['src/access/**'], webhooks: ['src/webhooks/**'] },
   {
     flows: ['src/flows/**'],
     identity: ['src/identity/**'],
