@@ -391,6 +391,83 @@ describe('cli keys revoke', () => {
   })
 })
 
+describe('cli webhooks', () => {
+  test('create (the secret printed once), list, test, deliveries, resend, update, delete', async () => {
+    // A service that may call a receiver on loopback (WEBHOOK_ALLOWED_HOSTS).
+    const hooks = await testService({ webhooks: { allowedHosts: ['127.0.0.1'], everyMs: 3_600_000 } })
+    hooks.app.listen({ port: 0, hostname: '127.0.0.1' })
+    const received: string[] = []
+    const receiver = Bun.serve({
+      hostname: '127.0.0.1',
+      port: 0,
+      async fetch(request) {
+        received.push(request.headers.get('webhook-id')!)
+        await request.text()
+        return new Response('ok')
+      },
+    })
+    try {
+      const env = { KEYGATE_URL: `http://127.0.0.1:${hooks.app.server!.port}` }
+      const json = async <T>(args: string[]): Promise<T> => {
+        const result = await cli([...args, '--json'], env)
+        expect(result.stderr).toBe('')
+        expect(result.code).toBe(0)
+        return JSON.parse(result.stdout) as T
+      }
+      const businessId = await seedBusiness(hooks)
+      const url = `http://127.0.0.1:${receiver.port}/hooks`
+      const created = await cli(
+        ['webhooks', 'create', '--business', businessId, '--receiver', url, '--events', 'key.created,key.revoked'],
+        env,
+      )
+      expect({ code: created.code, stderr: created.stderr }).toEqual({ code: 0, stderr: '' })
+      const secret = /whsec_[A-Za-z0-9+/=]+/.exec(created.stdout)?.[0]
+      expect(secret).toBeDefined()
+      const [endpoint] = await json<{ id: string; url: string; events: string[] }[]>(['webhooks', 'list', '--business', businessId])
+      expect(endpoint).toMatchObject({ url, events: ['key.created', 'key.revoked'] })
+      expect((await cli(['webhooks', 'list', '--business', businessId], env)).stdout).not.toContain(secret!)
+      const sent = await json<{ eventId: string }>(['webhooks', 'test', endpoint!.id, '--business', businessId])
+      await hooks.services.webhookDelivery.run()
+      expect(received).toEqual([sent.eventId])
+      const [delivery] = await json<{ id: string; event: string; status: string }[]>([
+        'webhooks',
+        'deliveries',
+        endpoint!.id,
+        '--business',
+        businessId,
+      ])
+      expect(delivery).toMatchObject({ event: 'webhook.test', status: 'delivered' })
+      expect((await cli(['webhooks', 'resend', delivery!.id, '--business', businessId, '--endpoint', endpoint!.id], env)).code).toBe(0)
+      await hooks.services.webhookDelivery.run()
+      expect(received).toEqual([sent.eventId, sent.eventId])
+      const disabled = await json<{ enabled: boolean }>([
+        'webhooks',
+        'update',
+        endpoint!.id,
+        '--business',
+        businessId,
+        '--enabled',
+        'false',
+      ])
+      expect(disabled.enabled).toBe(false)
+      const wrong = await cli(['webhooks', 'update', endpoint!.id, '--business', businessId, '--enabled', 'maybe'], env)
+      expect(wrong.code).toBe(2)
+      expect((await cli(['webhooks', 'delete', endpoint!.id, '--business', businessId], env)).code).toBe(0)
+      expect(await json<unknown[]>(['webhooks', 'list', '--business', businessId])).toEqual([])
+      // A refused address is the API's 400, printed with the reason.
+      const refused = await cli(
+        ['webhooks', 'create', '--business', businessId, '--receiver', 'https://10.0.0.1/x', '--events', 'key.created'],
+        env,
+      )
+      expect(refused.code).not.toBe(0)
+      expect(refused.stderr).toContain('private')
+    } finally {
+      receiver.stop(true)
+      await hooks.app.server?.stop(true)
+    }
+  }, 60_000)
+})
+
 describe('cli flows create', () => {
   test('creates a flow of the business', async () => {
     const businessId = await seedBusiness(service)
@@ -919,6 +996,13 @@ describe('cli connection and usage', () => {
       'members list',
       'members link',
       'members remove',
+      'webhooks create',
+      'webhooks list',
+      'webhooks update',
+      'webhooks delete',
+      'webhooks test',
+      'webhooks deliveries',
+      'webhooks resend',
     ]) {
       expect(result.stdout).toContain(`  ${command}`)
     }

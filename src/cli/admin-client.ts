@@ -6,6 +6,7 @@ import type { KeyRecord } from '../keys/model.ts'
 import type { MemberRecord, SignInLinkRecord } from '../members/model.ts'
 import type { AuditEntrySchema } from '../admin/audit.ts'
 import type { UsageSchema } from '../admin/usage.ts'
+import type { DeliveryRecord, EndpointRecord } from '../webhooks/model.ts'
 /**
  * The CLI's view of `/admin/v0`: one HTTP call per method, errors
  * turned into values the CLI can print. Knows nothing about terminals.
@@ -30,6 +31,14 @@ export class ConnectionError extends Error {}
 const USAGE_SPAN = { minute: 3_600_000, hour: 86_400_000, day: 7 * 86_400_000 } as const
 
 export type KeyUsage = typeof UsageSchema.static
+export type { DeliveryRecord, EndpointRecord }
+export type CreatedEndpoint = EndpointRecord & { secret: string }
+export interface NewEndpoint {
+  url: string
+  events: string[]
+  description?: string
+}
+export type EndpointChanges = Partial<NewEndpoint & { enabled: boolean }>
 export type AuditEntry = typeof AuditEntrySchema.static
 
 // The shapes are the server's own schemas: a change there is a type error here.
@@ -148,6 +157,19 @@ export function createAdminClient(baseUrl: string, token: string) {
       request<Page<Member>>('GET', paged(`/businesses/${id(businessId)}/members`, page)),
     issueSignInLink: (memberId: string) => request<{ signInLink: SignInLink }>('POST', `/members/${id(memberId)}/sign-in-link`),
     removeMember: (memberId: string) => request<void>('DELETE', `/members/${id(memberId)}`),
+    createEndpoint: (businessId: string, endpoint: NewEndpoint) =>
+      request<CreatedEndpoint>('POST', `/businesses/${id(businessId)}/webhooks`, endpoint),
+    listEndpoints: (businessId: string) => request<{ data: EndpointRecord[] }>('GET', `/businesses/${id(businessId)}/webhooks`),
+    updateEndpoint: (businessId: string, endpointId: string, changes: EndpointChanges) =>
+      request<EndpointRecord>('PATCH', `/businesses/${id(businessId)}/webhooks/${id(endpointId)}`, changes),
+    deleteEndpoint: (businessId: string, endpointId: string) =>
+      request<void>('DELETE', `/businesses/${id(businessId)}/webhooks/${id(endpointId)}`),
+    testEndpoint: (businessId: string, endpointId: string) =>
+      request<{ eventId: string }>('POST', `/businesses/${id(businessId)}/webhooks/${id(endpointId)}/test`),
+    listDeliveries: (businessId: string, endpointId: string) =>
+      request<{ data: DeliveryRecord[] }>('GET', `/businesses/${id(businessId)}/webhooks/${id(endpointId)}/deliveries`),
+    resendDelivery: (businessId: string, endpointId: string, deliveryId: string) =>
+      request<{ resent: true }>('POST', `/businesses/${id(businessId)}/webhooks/${id(endpointId)}/deliveries/${id(deliveryId)}/resend`),
   }
 }
 

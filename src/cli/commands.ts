@@ -13,6 +13,15 @@ import type { Command, OptionSpec } from './command.ts'
 import { flowsCreate, flowsList, flowsRuns } from './flow-commands.ts'
 import { keysAudit, keysCreate, keysList, keysRevoke, keysRoll, keysShow, keysUpdate, keysUsage } from './key-commands.ts'
 import { membersCreate, membersLink, membersList, membersRemove } from './member-commands.ts'
+import {
+  webhooksCreate,
+  webhooksDelete,
+  webhooksDeliveries,
+  webhooksList,
+  webhooksResend,
+  webhooksTest,
+  webhooksUpdate,
+} from './webhook-commands.ts'
 import { CLI } from './output.ts'
 
 /** Every command, in the order the help lists them. */
@@ -36,6 +45,13 @@ export const commands: Command[] = [
   flowsCreate,
   flowsList,
   flowsRuns,
+  webhooksCreate,
+  webhooksList,
+  webhooksUpdate,
+  webhooksDelete,
+  webhooksTest,
+  webhooksDeliveries,
+  webhooksResend,
   membersCreate,
   membersList,
   membersLink,

@@ -1,5 +1,5 @@
 import type { AuditEntry, KeyUsage } from './admin-client.ts'
-import type { Business, Erasure, Flow, FlowRun, KeyRecord, Member, SignInLink } from './admin-client.ts'
+import type { Business, DeliveryRecord, EndpointRecord, Erasure, Flow, FlowRun, KeyRecord, Member, SignInLink } from './admin-client.ts'
 
 /**
  * How a user runs the CLI, in every hint it prints: npm is on the PATH wherever Node is,
@@ -233,4 +233,39 @@ export function usageLines(usage: KeyUsage): string {
     ),
   )
   return lines.join('\n')
+}
+
+export function endpointDetails(endpoint: EndpointRecord): string {
+  return recordLines([
+    ['ID', endpoint.id],
+    ['URL', endpoint.url],
+    ['Events', endpoint.events.join(', ')],
+    ['Description', endpoint.description ?? '-'],
+    ['Enabled', endpoint.enabled ? 'yes' : `no, since ${time(endpoint.disabledAt)}`],
+    ['Failing since', time(endpoint.failingSince, '-')],
+    ['Created', time(endpoint.createdAt)],
+  ])
+}
+
+export function endpointTable(endpoints: EndpointRecord[]): string {
+  if (endpoints.length === 0) return 'No webhook endpoints.'
+  return table(
+    ['ID', 'URL', 'EVENTS', 'ENABLED'],
+    endpoints.map((e) => [e.id, e.url, e.events.join(','), e.enabled ? 'yes' : 'no']),
+  )
+}
+
+export function deliveryTable(deliveries: DeliveryRecord[]): string {
+  if (deliveries.length === 0) return 'No deliveries yet.'
+  return table(
+    ['ID', 'EVENT', 'STATUS', 'ATTEMPTS', 'ANSWER', 'CREATED'],
+    deliveries.map((d) => [
+      d.id,
+      d.event,
+      d.status,
+      String(d.attempts),
+      d.lastStatus === null ? (d.lastError ?? '-') : String(d.lastStatus),
+      time(d.createdAt),
+    ]),
+  )
 }
