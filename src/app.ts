@@ -283,6 +283,7 @@ export function createApp(options: AppOptions) {
         defaultRateLimits: { public: budgets.public, private: budgets.private },
         passwords,
         retention,
+        webhooks,
       }),
     )
 

@@ -20,6 +20,8 @@ import { createSessionStore } from './sessions.ts'
 import { signInPlugin } from './sign-in.ts'
 import { createSignInThrottle, type SignInLimits } from './throttle.ts'
 import { KEYS_PATH, messagePage } from './views.ts'
+import { webhooksPlugin } from './webhooks.ts'
+import type { WebhookEndpoints } from '../webhooks/endpoints.ts'
 
 export interface DashboardDeps {
   db: Db
@@ -33,6 +35,8 @@ export interface DashboardDeps {
   passwords: Passwords
   /** Event retention: the events page reads within it; owners set the business's own. */
   retention: Retention
+  /** The business's webhook endpoints, as the admin API manages them. */
+  webhooks: WebhookEndpoints
 }
 
 /** Where the dashboard lives; src/http/errors.ts leaves its validation failures to its pages. */
@@ -44,7 +48,16 @@ export const DASHBOARD_PREFIX = '/dashboard'
  * (src/dashboard/member.ts) decides who may use a route, and every key is looked up within
  * the member's business (src/dashboard/own-keys.ts).
  */
-export function dashboardRoutes({ db, keys, signInLimits, clientAddress, defaultRateLimits, retention, passwords }: DashboardDeps) {
+export function dashboardRoutes({
+  db,
+  keys,
+  signInLimits,
+  clientAddress,
+  defaultRateLimits,
+  retention,
+  passwords,
+  webhooks,
+}: DashboardDeps) {
   const members = createMemberService(db, passwords)
   const sessions = createSessionStore(db)
   const member = memberMacro(sessions)
@@ -60,6 +73,7 @@ export function dashboardRoutes({ db, keys, signInLimits, clientAddress, default
     .use(auditPlugin({ db, keys, ownKeys: keysOfMember, member }))
     .use(membersPlugin({ members, member }))
     .use(businessPlugin({ db, member, retention }))
+    .use(webhooksPlugin({ endpoints: webhooks, member }))
 }
 
 /**

@@ -1,4 +1,5 @@
 import { leakNotices, type LeakNotice } from '../leaks/notices.ts'
+import { disabledByFailure, type DisabledEndpoint } from '../webhooks/endpoints.ts'
 import { and, asc, eq, exists, gt, isNotNull, lt } from 'drizzle-orm'
 import { alias } from 'drizzle-orm/pg-core'
 import type { Db } from '../../db/client.ts'
@@ -32,6 +33,8 @@ export interface SignedIn {
   memberships: Membership[]
   /** The business's leaked keys not yet dismissed: a banner on every page (docs/dashboard.md, "Leaked keys"). */
   leakNotices: LeakNotice[]
+  /** The business's webhook endpoints disabled after failing: a banner on every page (docs/webhooks.md, "Retries"). */
+  disabledEndpoints: DisabledEndpoint[]
 }
 
 // The account's other memberships, joined in the session's one query.
@@ -94,7 +97,8 @@ export function createSessionStore(db: Db) {
           .where(and(eq(memberSessions.id, row.sessionId), lt(memberSessions.expiresAt, new Date(slid))))
       }
       const { createdAt: _c, expiresAt: _e, membership: _m, ...signedIn } = row
-      return { ...signedIn, memberships: rows.map((r) => r.membership), leakNotices: await leakNotices(db, row.businessId) }
+      const [leaks, disabled] = await Promise.all([leakNotices(db, row.businessId), disabledByFailure(db, row.businessId)])
+      return { ...signedIn, memberships: rows.map((r) => r.membership), leakNotices: leaks, disabledEndpoints: disabled }
     },
 
     /**

@@ -1,9 +1,16 @@
 import { html, type Html } from './html.ts'
 import { PASSWORD_MIN_LENGTH } from '../members/service.ts'
 import type { SignedIn } from './sessions.ts'
-import { leakBanner } from './leak-views.ts'
+import { disabledEndpointsBanner, leakBanner } from './banners.ts'
 
 export const KEYS_PATH = '/dashboard/settings/developers/api-keys'
+
+export const WEBHOOKS_PATH = '/dashboard/settings/developers/webhooks'
+
+/** A webhook endpoint's page, or one of its actions (`test`, `enable`, `deliveries/:id/resend`). */
+export function endpointPath(id: string, action = ''): string {
+  return `${WEBHOOKS_PATH}/${id}${action ? `/${action}` : ''}`
+}
 
 /** A key's page, or one of its actions (`edit`, `roll`, `leak/dismiss`). */
 export function keyPath(id: string, action = ''): string {
@@ -74,6 +81,7 @@ export function layout(page: { title: string; who?: SignedIn; crumbs?: Crumb[]; 
     <p class="nav-group">Developers</p>
     <ul>
       <li><a href="${KEYS_PATH}"${navCurrent(page.crumbs, KEYS_PATH)}>API keys</a></li>
+      <li><a href="${WEBHOOKS_PATH}"${navCurrent(page.crumbs, WEBHOOKS_PATH)}>Webhooks</a></li>
       <li><a href="/docs">API reference</a></li>
     </ul>
     <p class="nav-group">Business</p>
@@ -87,6 +95,7 @@ export function layout(page: { title: string; who?: SignedIn; crumbs?: Crumb[]; 
   }
   <main id="main" tabindex="-1">
     ${page.crumbs ? breadcrumb(page.crumbs) : null}
+    ${who ? disabledEndpointsBanner(who.disabledEndpoints, endpointPath) : null}
     ${who ? leakBanner(who.leakNotices, { owner: who.role === 'owner', keyPath, formFields: csrfField(who) }) : null}
     ${page.content}
   </main>

@@ -1,4 +1,4 @@
-import { and, count, desc, eq, sql } from 'drizzle-orm'
+import { and, count, desc, eq, isNotNull, sql } from 'drizzle-orm'
 import type { Db } from '../../db/client.ts'
 import { webhookDeliveries, webhookEndpoints, webhookEvents, type WebhookEventType } from '../../db/schema/index.ts'
 import { changedFields, recordChange, type ChangeAuthor } from '../audit/trail.ts'
@@ -27,6 +27,24 @@ export function toEndpointRecord(row: EndpointRow): EndpointRecord {
 
 /** The fields of an endpoint a change can touch, as the trail shows them (never the secret). */
 const AUDITED = ['url', 'events', 'description', 'enabled'] as const satisfies readonly (keyof EndpointRecord)[]
+
+/** An endpoint disabled after failing: the dashboard's banner names it. */
+export interface DisabledEndpoint {
+  id: string
+  url: string
+}
+
+/** The business's endpoints disabled after failing (not those an owner turned off), for the banner on every page. */
+export async function disabledByFailure(db: Db, businessId: string): Promise<DisabledEndpoint[]> {
+  return db
+    .select({ id: webhookEndpoints.id, url: webhookEndpoints.url })
+    .from(webhookEndpoints)
+    .where(
+      and(eq(webhookEndpoints.businessId, businessId), isNotNull(webhookEndpoints.disabledAt), isNotNull(webhookEndpoints.failingSince)),
+    )
+    .orderBy(webhookEndpoints.createdAt)
+    .limit(MAX_ENDPOINTS)
+}
 
 /** Deliveries a page lists. */
 const DELIVERIES_SHOWN = 50

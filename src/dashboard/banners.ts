@@ -1,7 +1,11 @@
 import type { KeyLeak } from '../../db/schema/index.ts'
 import type { LeakNotice } from '../leaks/notices.ts'
+import type { DisabledEndpoint } from '../webhooks/endpoints.ts'
 import { formatDateTime } from './format.ts'
 import { html, type Html } from './html.ts'
+
+// The banners every page of a business shows while something needs a member: a leaked key,
+// a webhook endpoint disabled after failing. The layout (./views.ts) gives them its paths.
 
 /** Where a report says the key was found: a link only for a web address (a report is anyone's text). */
 function foundAt(url: string | null): Html {
@@ -13,6 +17,13 @@ function reporter(source: string): Html {
   return source === 'report'
     ? html`reported by someone who found it`
     : html`found by GitHub secret scanning (${source.replaceAll('_', ' ')})`
+}
+
+/** The banner on every page while an endpoint stands disabled after failing (docs/webhooks.md, "Retries"). */
+export function disabledEndpointsBanner(notices: readonly DisabledEndpoint[], endpointPath: (id: string) => string): Html | null {
+  if (notices.length === 0) return null
+  return html`<div class="alert error" role="alert" id="webhooks-disabled"><p><strong>${notices.length === 1 ? 'A webhook endpoint was' : `${notices.length} webhook endpoints were`} disabled after failing for 5 days</strong>:
+  ${notices.map((n, i) => html`${i > 0 ? ', ' : ''}<a href="${endpointPath(n.id)}"><code class="break">${n.url}</code></a>`)}. Nothing is sent to ${notices.length === 1 ? 'it' : 'them'} until it is enabled again.</p></div>`
 }
 
 /** A key's page: where it was found and what the service did, for as long as the key exists. */
