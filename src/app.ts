@@ -11,6 +11,7 @@ import { createLeakResponder, type LeakPolicy } from './leaks/respond.ts'
 import { leakRoutes } from './leaks/routes.ts'
 import { writeExpiryNotices } from './keys/expiry-notices.ts'
 import { createWebhookDelivery } from './webhooks/delivery.ts'
+import { pruneWebhookHistory } from './webhooks/pruning.ts'
 import { createWebhookEndpoints } from './webhooks/endpoints.ts'
 import { createUrlGuard, type Resolve } from './webhooks/url-guard.ts'
 import { createGate } from './access/gate.ts'
@@ -191,6 +192,7 @@ export function createApp(options: AppOptions) {
   const webhooks = createWebhookEndpoints(db, urlGuard)
   const webhookDelivery = createWebhookDelivery(db, { guard: urlGuard, ...options.webhooks })
   scheduler.schedule('webhook deliveries', options.webhooks?.everyMs ?? 1_000, async () => void (await webhookDelivery.run()))
+  scheduler.schedule('webhook history pruning', 3_600_000, async ({ db }) => void (await pruneWebhookHistory(db)), { exclusive: true, firstRunInMs: 60_000 })
   scheduler.schedule('key expiry notices', 600_000, async ({ db }) => void (await writeExpiryNotices(db)), { exclusive: true })
   const budgets = options.rateLimits ?? DEFAULT_RATE_LIMITS
   const clientAddress = options.clientAddress ?? createClientAddressOf(options.trustProxy ?? [])

@@ -104,6 +104,8 @@ export const webhookDeliveries = pgTable(
     uniqueIndex('webhook_deliveries_endpoint_event_idx').on(table.endpointId, table.eventId),
     index('webhook_deliveries_due_idx').on(table.nextAttemptAt).where(sql`${table.status} = 'pending'`),
     index('webhook_deliveries_endpoint_idx').on(table.endpointId, table.createdAt),
+    // The pruning asks of each old event whether a delivery still needs it.
+    index('webhook_deliveries_event_idx').on(table.eventId),
     check('webhook_deliveries_status_check', sql`${table.status} in ('pending', 'delivered', 'failed')`),
   ],
 )

@@ -4,6 +4,7 @@ import { Webhook } from 'standardwebhooks'
 import { auditEntries, webhookDeliveries, webhookEndpoints, webhookEvents } from '../../db/schema/index.ts'
 import type { AppOptions, Service } from '../../src/app.ts'
 import { writeExpiryNotices } from '../../src/keys/expiry-notices.ts'
+import { pruneWebhookHistory } from '../../src/webhooks/pruning.ts'
 import { openDatabase } from '../../db/client.ts'
 import { testDatabase, testDatabaseUrl } from '../support/database.ts'
 import { admin, call, errorOf, seedBusiness, seedKey, TEST_AUTHOR, testService } from '../support/service.ts'
@@ -459,5 +460,28 @@ describe('key.expiring', () => {
       ['key.expiring', record.id, '7 days'],
       ['key.expiring', record.id, '1 day'],
     ])
+  })
+})
+
+describe('history', () => {
+  test('finished deliveries and their events go after 30 days; pending ones and recent ones stay', async () => {
+    const { service, businessId, db } = await setup({ ...FAST, retryDelaysMs: [] })
+    const hook = receiver()
+    const endpoint = await addEndpoint(service, businessId, hook.url)
+    for (let i = 0; i < 3; i++) await seedKey(service, businessId, { type: 'private' })
+    await deliverAll(service)
+    hook.set('fail')
+    await seedKey(service, businessId, { type: 'private' })
+    // One still waiting for a retry: a pending delivery is never pruned, however old.
+    await db.update(webhookDeliveries).set({ status: 'pending', nextAttemptAt: new Date(Date.now() + 86_400_000) }).where(eq(webhookDeliveries.attempts, 0))
+    const old = new Date(Date.now() - 31 * 86_400_000)
+    await db.update(webhookDeliveries).set({ createdAt: old }).where(eq(webhookDeliveries.endpointId, endpoint.id))
+    await db.update(webhookEvents).set({ createdAt: old })
+    await seedKey(service, businessId, { type: 'private', name: 'recent' })
+    const pruned = await pruneWebhookHistory(db)
+    expect(pruned).toEqual({ deliveries: 3, events: 3 })
+    const left = await db.select({ status: webhookDeliveries.status }).from(webhookDeliveries)
+    expect(left.map((d) => d.status).sort()).toEqual(['pending', 'pending'])
+    expect(await db.select({ id: webhookEvents.id }).from(webhookEvents)).toHaveLength(2)
   })
 })
