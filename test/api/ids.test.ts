@@ -23,6 +23,8 @@ const BODIES: Record<string, unknown> = {
   'PATCH /api/v0/blog/tags/:id': { name: 'News' },
   'PATCH /api/v0/memory/:id': { title: 'Notes' },
   'POST /api/v0/flow/:id/trigger': {},
+  'POST /admin/v0/businesses/:id/webhooks': { url: 'https://example.com/hooks', events: ['key.created'] },
+  'PATCH /admin/v0/businesses/:id/webhooks/:endpointId': { description: 'Renamed' },
 }
 
 const routes = (await testService()).app.routes
