@@ -31,6 +31,7 @@ const TESTS_BY_PREFIX: [prefix: string, tests: string[]][] = [
   [
     'src/access/',
     [
+      'test/unit/chain.test.ts',
       'test/unit/gate.test.ts',
       'test/unit/direct-route.test.ts',
       'test/api/chain.test.ts',
@@ -61,7 +62,10 @@ export function testsFor(patterns: string[]): string[] {
       for (const test of found[1]) tests.add(test)
     }
   }
-  return [...tests].sort()
+  // Unit files first: `bun test` runs the files in the order given and `--bail` stops at the
+  // first failure, so a mutant a unit test kills never waits for a database suite.
+  const unit = (file: string) => (file.startsWith('test/unit/') ? 0 : 1)
+  return [...tests].sort((a, b) => unit(a) - unit(b) || a.localeCompare(b))
 }
 
 /**
