@@ -9,7 +9,17 @@
 import { join } from 'node:path'
 import { loadavg } from 'node:os'
 import { median } from './measure.ts'
-import { ALLOWED_ORIGIN, databaseUrl, ensureDatabase, onCore, root, runBenchmark, startService, stopChildren, wrkVersion } from './support.ts'
+import {
+  ALLOWED_ORIGIN,
+  databaseUrl,
+  ensureDatabase,
+  onCore,
+  root,
+  runBenchmark,
+  startService,
+  stopChildren,
+  wrkVersion,
+} from './support.ts'
 
 const REPETITIONS = Number(process.env.BENCH_REPETITIONS || 3)
 const SECONDS = 10
@@ -48,7 +58,10 @@ async function main(): Promise<number> {
       headers: { authorization: `Bearer ${service.adminToken}`, 'content-type': 'application/json' },
       body: body === undefined ? undefined : JSON.stringify(body),
     })
-  const created = await admin('POST', `/businesses/${business}/webhooks`, { url: `http://127.0.0.1:${hanging.port}/hooks`, events: ['key.created'] })
+  const created = await admin('POST', `/businesses/${business}/webhooks`, {
+    url: `http://127.0.0.1:${hanging.port}/hooks`,
+    events: ['key.created'],
+  })
   if (created.status !== 201) throw new Error(`the endpoint was not created: ${created.status} ${await created.text()}`)
   const endpoint = ((await created.json()) as { id: string }).id
 
@@ -57,7 +70,12 @@ async function main(): Promise<number> {
     let made = 0
     while (!stop.done) {
       const started = performance.now()
-      await admin('POST', `/businesses/${business}/keys`, { type: 'private', name: `event ${made}`, scopes: ['ANALYTICS_READ'], createdBy: 'bench' })
+      await admin('POST', `/businesses/${business}/keys`, {
+        type: 'private',
+        name: `event ${made}`,
+        scopes: ['ANALYTICS_READ'],
+        createdBy: 'bench',
+      })
       made++
       await Bun.sleep(Math.max(0, 1000 / EVENTS_PER_SECOND - (performance.now() - started)))
     }
@@ -65,7 +83,20 @@ async function main(): Promise<number> {
   }
 
   async function wrk(seconds: number): Promise<Report> {
-    const command = onCore(1, ['wrk', '-t1', '-c64', `-d${seconds}s`, '--latency', '-s', join(root, 'bench', 'wrk-report.lua'), '-H', `authorization: Bearer ${key}`, '-H', `origin: https://www.${ALLOWED_ORIGIN}`, `${service.base}/api/v0/whoami`])
+    const command = onCore(1, [
+      'wrk',
+      '-t1',
+      '-c64',
+      `-d${seconds}s`,
+      '--latency',
+      '-s',
+      join(root, 'bench', 'wrk-report.lua'),
+      '-H',
+      `authorization: Bearer ${key}`,
+      '-H',
+      `origin: https://www.${ALLOWED_ORIGIN}`,
+      `${service.base}/api/v0/whoami`,
+    ])
     const child = Bun.spawn(command, { stdout: 'pipe', stderr: 'pipe' })
     const [stdout] = await Promise.all([new Response(child.stdout).text(), child.exited])
     const line = stdout.split('\n').find((l) => l.startsWith('{"requests"'))
@@ -78,7 +109,11 @@ async function main(): Promise<number> {
     { name: 'endpoint enabled, its receiver never answers', enabled: true },
   ]
   const results = new Map<string, { rps: number; p99: number; events: number }[]>(phases.map((p) => [p.name, []]))
-  console.log(`date: ${new Date().toISOString()}\n${wrkVersion()}\nload average at start: ${loadavg().map((n) => n.toFixed(2)).join(' ')}`)
+  console.log(
+    `date: ${new Date().toISOString()}\n${wrkVersion()}\nload average at start: ${loadavg()
+      .map((n) => n.toFixed(2))
+      .join(' ')}`,
+  )
   let invalid = false
   try {
     for (let repetition = 1; repetition <= REPETITIONS; repetition++) {
@@ -94,7 +129,9 @@ async function main(): Promise<number> {
         if (failed > 0) invalid = true
         const rps = report.requests / (report.durationUs / 1e6)
         results.get(phase.name)!.push({ rps, p99: report.p99Us / 1000, events })
-        console.log(`  ${repetition}/${REPETITIONS} ${phase.name}: ${Math.round(rps)} req/s, p99 ${(report.p99Us / 1000).toFixed(2)} ms, ${events} events${failed ? `, ${failed} FAILED` : ''}`)
+        console.log(
+          `  ${repetition}/${REPETITIONS} ${phase.name}: ${Math.round(rps)} req/s, p99 ${(report.p99Us / 1000).toFixed(2)} ms, ${events} events${failed ? `, ${failed} FAILED` : ''}`,
+        )
       }
     }
   } finally {
@@ -109,7 +146,9 @@ async function main(): Promise<number> {
     console.log(`| ${phase.name} | ${Math.round(summary.rps).toLocaleString('en')} | ${summary.p99.toFixed(2)} ms | ${summary.events} |`)
     return summary
   })
-  console.log(`\nwith the hanging receiver / without: req/s ${(medians[1]!.rps / medians[0]!.rps).toFixed(2)}, p99 ${(medians[1]!.p99 / medians[0]!.p99).toFixed(2)}x; requests the receiver held: ${heldRequests}`)
+  console.log(
+    `\nwith the hanging receiver / without: req/s ${(medians[1]!.rps / medians[0]!.rps).toFixed(2)}, p99 ${(medians[1]!.p99 / medians[0]!.p99).toFixed(2)}x; requests the receiver held: ${heldRequests}`,
+  )
   if (invalid) console.log('INVALID: some answers failed')
   return invalid ? 1 : 0
 }

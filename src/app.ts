@@ -192,7 +192,10 @@ export function createApp(options: AppOptions) {
   const webhooks = createWebhookEndpoints(db, urlGuard)
   const webhookDelivery = createWebhookDelivery(db, { guard: urlGuard, ...options.webhooks })
   scheduler.schedule('webhook deliveries', options.webhooks?.everyMs ?? 1_000, async () => void (await webhookDelivery.run()))
-  scheduler.schedule('webhook history pruning', 3_600_000, async ({ db }) => void (await pruneWebhookHistory(db)), { exclusive: true, firstRunInMs: 60_000 })
+  scheduler.schedule('webhook history pruning', 3_600_000, async ({ db }) => void (await pruneWebhookHistory(db)), {
+    exclusive: true,
+    firstRunInMs: 60_000,
+  })
   scheduler.schedule('key expiry notices', 600_000, async ({ db }) => void (await writeExpiryNotices(db)), { exclusive: true })
   const budgets = options.rateLimits ?? DEFAULT_RATE_LIMITS
   const clientAddress = options.clientAddress ?? createClientAddressOf(options.trustProxy ?? [])

@@ -473,7 +473,10 @@ describe('history', () => {
     hook.set('fail')
     await seedKey(service, businessId, { type: 'private' })
     // One still waiting for a retry: a pending delivery is never pruned, however old.
-    await db.update(webhookDeliveries).set({ status: 'pending', nextAttemptAt: new Date(Date.now() + 86_400_000) }).where(eq(webhookDeliveries.attempts, 0))
+    await db
+      .update(webhookDeliveries)
+      .set({ status: 'pending', nextAttemptAt: new Date(Date.now() + 86_400_000) })
+      .where(eq(webhookDeliveries.attempts, 0))
     const old = new Date(Date.now() - 31 * 86_400_000)
     await db.update(webhookDeliveries).set({ createdAt: old }).where(eq(webhookDeliveries.endpointId, endpoint.id))
     await db.update(webhookEvents).set({ createdAt: old })

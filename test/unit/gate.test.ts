@@ -120,6 +120,7 @@ interface Setup {
   authFailures?: FailureBudget
   onRefusal?: (code: string) => void
   onLimited?: (type: string) => void
+  onBrowserUse?: (key: ActiveKey, origin: string) => void
   /** false: the gate's own clocks (performance.now, Date.now). */
   clocks?: boolean
 }
@@ -142,6 +143,7 @@ function gateWith(setup: Setup = {}) {
     },
     ...(setup.clocks === false ? {} : { now: () => clocks.now }),
     ...(setup.onRefusal ? { onRefusal: setup.onRefusal } : {}),
+    ...(setup.onBrowserUse ? { onBrowserUse: setup.onBrowserUse } : {}),
     ...(usage ? { usage } : {}),
   } as GateDeps)
   return { gate, usage: usage as (UsageRecorder & { calls: UsageCall[] }) | undefined, clocks, touched }
@@ -421,7 +423,26 @@ describe('budgets of granted keys', () => {
       headers: { 'ratelimit-limit': '2', 'ratelimit-remaining': '0', 'ratelimit-reset': '60', 'retry-after': '30' },
     })
     expect(limited).toEqual(['private'])
-    expect(usage!.calls).toEqual([['refused', own.id, 'rate_limited', NOW]])
+    // The first request came with an Origin: a private key used from a browser is recorded as an origin it does not allow, served.
+    expect(usage!.calls).toEqual([
+      ['origin', own.id, ORIGIN, true, NOW],
+      ['refused', own.id, 'rate_limited', NOW],
+    ])
+  })
+
+  test('a private key sent with an Origin is told as a browser use, refused or not; a public key, or no Origin, is not', async () => {
+    const uses: [string, string][] = []
+    const onBrowserUse = (key: { id: string }, origin: string) => void uses.push([key.id, origin])
+    const priv = aKey()
+    const { gate } = gateWith({ found: priv, onBrowserUse })
+    await gate.check(requestFrom('192.0.2.1', { origin: ORIGIN }), analytics)
+    await gate.check(requestFrom('192.0.2.1'), analytics)
+    const scoped = gateWith({ found: aKey({ scopeList: ['MEMORY_READ'] }), onBrowserUse })
+    await refusal(scoped.gate.check(requestFrom('192.0.2.1', { origin: 'https://shop.example' }), analytics))
+    const pub = gateWith({ found: aPublicKey(), onBrowserUse })
+    await pub.gate.check(requestFrom('192.0.2.1', { origin: ORIGIN }), events)
+    expect(uses.map(([, origin]) => origin)).toEqual([ORIGIN, 'https://shop.example'])
+    expect(uses[0]![0]).toBe(priv.id)
   })
 
   test("a key without a budget of its own has its type's default", async () => {
