@@ -51,7 +51,8 @@ async function main(): Promise<number> {
   })
   const service = await startService({ env: { WEBHOOK_ALLOWED_HOSTS: '127.0.0.1' } })
   const business = await service.admin.createBusiness('bench webhooks')
-  const key = await service.admin.createKey(business, 'whoami')
+  // A budget that never refuses: the limiter counts every request but refuses none.
+  const key = await service.admin.createKey(business, 'whoami', { rateLimit: { limit: 1_000_000, windowSeconds: 1 } })
   const admin = (method: string, path: string, body?: unknown) =>
     fetch(`${service.base}/admin/v0${path}`, {
       method,

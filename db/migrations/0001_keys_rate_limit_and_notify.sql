@@ -11,7 +11,7 @@ ALTER TABLE "flow_idempotency_keys" DROP CONSTRAINT "flow_idempotency_keys_pk";
 ALTER TABLE "flow_idempotency_keys" ADD CONSTRAINT "flow_idempotency_keys_pk" PRIMARY KEY("flow_id","key_id","idempotency_key");--> statement-breakpoint
 ALTER TABLE "api_keys" ADD CONSTRAINT "api_keys_rate_limit_check" CHECK (("api_keys"."rate_limit_limit" is null and "api_keys"."rate_limit_window_seconds" is null) or ("api_keys"."rate_limit_limit" between 1 and 1000000 and "api_keys"."rate_limit_window_seconds" between 1 and 86400));--> statement-breakpoint
 -- Every change to a key notifies its digest, whichever code path made it, so every
--- instance's key cache forgets the key at once (contract section 13).
+-- instance's key cache forgets the key at once (docs/api.md, "Revoking, expiring and rolling keys").
 CREATE FUNCTION "keygate_notify_api_key_change"() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
   IF TG_OP = 'DELETE' THEN

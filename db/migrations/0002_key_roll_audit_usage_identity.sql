@@ -73,8 +73,8 @@ ALTER TABLE "api_keys" ADD CONSTRAINT "api_keys_rolled_from_fk" FOREIGN KEY ("ro
 ALTER TABLE "api_keys" ADD CONSTRAINT "api_keys_replaced_by_fk" FOREIGN KEY ("replaced_by") REFERENCES "public"."api_keys"("id") ON DELETE no action ON UPDATE no action;--> statement-breakpoint
 ALTER TABLE "api_keys" ADD CONSTRAINT "api_keys_origin_policy_check" CHECK ("api_keys"."origin_policy" in ('enforce', 'report'));--> statement-breakpoint
 ALTER TABLE "api_keys" ADD CONSTRAINT "api_keys_report_public_only" CHECK ("api_keys"."origin_policy" = 'enforce' or "api_keys"."type" = 'public');--> statement-breakpoint
--- The audit trail is append-only whoever connects: no UPDATE, no DELETE (contract
--- section 10). TRUNCATE, an operator's whole-table action, is not a row change.
+-- The audit trail is append-only whoever connects: no UPDATE, no DELETE (db/schema/audit.ts).
+-- TRUNCATE, an operator's whole-table action, is not a row change.
 CREATE FUNCTION "keygate_refuse_audit_change"() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
   RAISE EXCEPTION 'audit entries are append-only: % refused', TG_OP USING ERRCODE = 'insufficient_privilege';

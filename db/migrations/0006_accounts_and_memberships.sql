@@ -1,4 +1,4 @@
--- One person, several businesses (contract section 19): the email and password move from
+-- One person, several businesses (docs/dashboard.md, "One person, several businesses"): the email and password move from
 -- `members` to `accounts`, and a member becomes a membership (account, business, role).
 -- Every existing member gets an account of the same id, so their sessions, sign-in links
 -- and audit entries, which name the member, keep working unchanged.

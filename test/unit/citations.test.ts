@@ -122,7 +122,8 @@ export function pathAndSectionProblems(root: string, file: string, text: string)
 async function citingFiles(): Promise<string[]> {
   const files: string[] = []
   for (const directory of CITING_DIRECTORIES) {
-    for await (const path of new Bun.Glob('**/*.ts').scan({ cwd: join(ROOT, directory), onlyFiles: true })) {
+    // Code, and the migrations' comments (SQL).
+    for await (const path of new Bun.Glob('**/*.{ts,sql}').scan({ cwd: join(ROOT, directory), onlyFiles: true })) {
       if (!path.split('/').some((part) => SKIPPED_DIRECTORIES.includes(part))) files.push(join(ROOT, directory, path))
     }
   }
