@@ -24,7 +24,7 @@ import type { AreaDeps } from './areas/deps.ts'
 import type { EventRow } from './events/write.ts'
 import { preflight } from './http/cors.ts'
 import { createDirectRoutes } from './http/direct-route.ts'
-import { createMethodTable, type RouteShape } from './http/routes.ts'
+import { createMethodTable } from './http/routes.ts'
 import { errorHandling } from './http/errors.ts'
 import { healthRoutes } from './http/health.ts'
 import { homeRoutes } from './http/home.ts'
@@ -250,9 +250,9 @@ export function createApp(options: AppOptions) {
     },
   }
 
-  // The preflight and the 405 answer name each path's methods: they read the final route list.
-  let routes: readonly RouteShape[] = []
-  const methodsOf = createMethodTable(() => routes)
+  // The preflight and the 405 answer name each path's methods: they read the app's route
+  // list when a request asks, by then final (`app` is declared below; no request comes before).
+  const methodsOf = createMethodTable(() => app.routes)
   // Everything outside /api/v0 gets its request id from one local hook; API routes stamp
   // theirs in the access chain's first hook.
   const passwords = options.passwords ?? argon2idPasswords(options.passwordCost)
@@ -307,8 +307,6 @@ export function createApp(options: AppOptions) {
     )
     .use(surfaces)
     .use(apiAreas(area))
-
-  routes = app.routes
 
   return {
     app,
