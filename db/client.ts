@@ -84,6 +84,8 @@ export interface DatabaseOptions {
   backgroundConnections?: number
   /** Longest wait for one background statement or transaction, in ms (default 10 s). */
   backgroundTimeoutMs?: number
+  /** Told the text of every statement Drizzle sends, on every pool (test/db/event-store-rules.test.ts checks them). */
+  onStatement?: (statement: string) => void
 }
 
 const QUERY_TIMEOUT_MS = 4_000
@@ -96,6 +98,8 @@ const PROBE_TIMEOUT_MS = 2_000
 const CLOSE_TIMEOUT_S = 1
 
 export async function openDatabase(options: DatabaseOptions): Promise<Database> {
+  const onStatement = options.onStatement
+  const drizzleOptions = { schema, ...(onStatement ? { logger: { logQuery: (statement: string) => onStatement(statement) } } : {}) }
   if (options.databaseUrl) {
     const queryTimeoutMs = options.queryTimeoutMs ?? QUERY_TIMEOUT_MS
     const backgroundTimeoutMs = options.backgroundTimeoutMs ?? BACKGROUND_TIMEOUT_MS
@@ -135,7 +139,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     const ping = () => probe(raw, PROBE_TIMEOUT_MS)
     const availability = watchAvailability(ping)
     const bounded = boundedClient(raw, queryTimeoutMs, availability)
-    const db = drizzlePostgres(bounded, { schema }) as unknown as Db
+    const db = drizzlePostgres(bounded, drizzleOptions) as unknown as Db
     // Refused at once while the database is down, like any statement; a failure notes nothing.
     const backgroundGuard: StatementGuard = {
       admit: () => availability.admit(),
@@ -143,9 +147,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
       failed: () => false,
       abortOnDown: (abort) => availability.abortOnDown(abort),
     }
-    const background = drizzlePostgres(boundedClient(rawBackground, backgroundTimeoutMs, backgroundGuard), {
-      schema,
-    }) as unknown as Db
+    const background = drizzlePostgres(boundedClient(rawBackground, backgroundTimeoutMs, backgroundGuard), drizzleOptions) as unknown as Db
     return {
       db,
       background,
@@ -155,7 +157,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
       exclusively: (task) =>
         ownSession({}, async (single) => {
           await single`select pg_advisory_lock(hashtext('keygate:exclusive'))`
-          return task(drizzlePostgres(single, { schema }) as unknown as Db)
+          return task(drizzlePostgres(single, drizzleOptions) as unknown as Db)
         }),
       tryExclusively: (lock, task, limits) =>
         ownSession(
@@ -168,7 +170,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
           async (single) => {
             const [row] = await single`select pg_try_advisory_lock(hashtext(${lock})) as locked`
             if (!row?.locked) return { ran: false as const }
-            return { ran: true as const, result: await task(drizzlePostgres(single, { schema }) as unknown as Db) }
+            return { ran: true as const, result: await task(drizzlePostgres(single, drizzleOptions) as unknown as Db) }
           },
         ),
       listen: (channel, handlers, listenOptions) => listenForever(options.databaseUrl!, channel, handlers, listenOptions),
@@ -186,7 +188,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
   // interrupt it), so statements are not bounded; availability only ever changes if the
   // embedded engine itself fails.
   const client = await PGlite.create(options.dataDir, { ...(await pgliteAssets(options.dataDir)), loadDataDir: options.fromArchive })
-  const db = drizzlePglite(client, { schema }) as unknown as Db
+  const db = drizzlePglite(client, drizzleOptions) as unknown as Db
   const ping = async () => {
     await client.query('select 1')
   }

@@ -15,6 +15,7 @@ import m0012 from './migrations/0012_erasures_done_index.sql' with { type: 'text
 import m0013 from './migrations/0013_audit_member_joined.sql' with { type: 'text' }
 import m0014 from './migrations/0014_key_leaks_and_webhook_events.sql' with { type: 'text' }
 import m0015 from './migrations/0015_webhook_endpoints_and_deliveries.sql' with { type: 'text' }
+import m0016 from './migrations/0016_event_store_keys_hold_the_business.sql' with { type: 'text' }
 
 /**
  * Every committed migration, imported statically so that `bun build --compile` embeds
@@ -38,6 +39,7 @@ export const migrationSources: Record<string, string> = {
   '0013_audit_member_joined': m0013,
   '0014_key_leaks_and_webhook_events': m0014,
   '0015_webhook_endpoints_and_deliveries': m0015,
+  '0016_event_store_keys_hold_the_business': m0016,
 }
 
 export const migrationJournal: { entries: { tag: string; when: number; breakpoints: boolean }[] } = journal

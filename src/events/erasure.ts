@@ -111,7 +111,7 @@ export const DONE_ERASURES_KEPT_MS = 30 * 86_400_000
  * no `completed_at`, so it is never among them.
  */
 export function expiredErasures(now: number) {
-  return { table: 'analytics_erasures', column: 'completed_at', before: new Date(now - DONE_ERASURES_KEPT_MS) } as const
+  return { table: 'analytics_erasures', column: 'completed_at', before: new Date(now - DONE_ERASURES_KEPT_MS), byKey: true } as const
 }
 /** Retry-After of the 429 at the cap: about one pass of the worker over a business. */
 const FULL_RETRY_SECONDS = 30
@@ -223,6 +223,8 @@ export function createErasures(db: Db, background: Db, scheduler: Scheduler, opt
         .set({ status: 'done', completedAt: sql`now()`, personId: null, anonymousId: null, claimedUntil: null })
         .where(
           and(
+            // One pass serves one business: the statement names it, as a sharded store needs (docs/scaling.md).
+            eq(analyticsErasures.businessId, jobs[0]!.businessId),
             inArray(
               analyticsErasures.id,
               jobs.map((job) => job.id),

@@ -178,7 +178,11 @@ export async function forgetUntimedIds(
   now: number,
   options: Pick<EventMaintenanceOptions, 'batchRows' | 'pauseMs' | 'sleep'>,
 ): Promise<number> {
-  return deleteOlderThan(db, { table: 'analytics_untimed_ids', column: 'occurred_at', before: new Date(now - UNTIMED_ID_MS) }, options)
+  return deleteOlderThan(
+    db,
+    { table: 'analytics_untimed_ids', column: 'occurred_at', before: new Date(now - UNTIMED_ID_MS), byKey: true },
+    options,
+  )
 }
 
 /** Usage rows (src/usage/pruning.ts) and finished erasures (./erasure.ts) past their retention, table by table, in batches. */
@@ -194,11 +198,13 @@ export async function pruneExpired(
 
 /**
  * The rows of a table (not analytics_events) whose `column` is before `before`, about
- * `batchRows` a statement, picked by the column's index (a `ctid` is unique in a plain table).
+ * `batchRows` a statement, picked by the column's index. A plain table's rows are named by
+ * their `ctid`; the event store's (`byKey`) by their primary key (business_id, id), which
+ * stays one row's name on a sharded store, where a ctid is only unique within one shard.
  */
 function deleteOlderThan(
   db: Db,
-  { table, column, before }: { table: string; column: string; before: Date },
+  { table, column, before, byKey = false }: { table: string; column: string; before: Date; byKey?: boolean },
   options: Pick<EventMaintenanceOptions, 'batchRows' | 'pauseMs' | 'sleep'>,
 ): Promise<number> {
   const t = sql.identifier(table)
@@ -206,7 +212,13 @@ function deleteOlderThan(
   return inBatches(options, (batchRows) =>
     queryRows<{ n: number }>(
       db,
-      sql`with gone as (
+      byKey
+        ? sql`with gone as (
+            delete from ${t} where (business_id, id) in (
+              select business_id, id from ${t} where ${c} < ${before.toISOString()}::timestamptz limit ${batchRows}::int)
+            returning 1)
+          select count(*)::int as n from gone`
+        : sql`with gone as (
             delete from ${t} where ctid = any(array(
               select ctid from ${t} where ${c} < ${before.toISOString()}::timestamptz limit ${batchRows}::int))
             returning 1)

@@ -1,0 +1,145 @@
+import { afterAll, describe, expect, test } from 'bun:test'
+import { sql } from 'drizzle-orm'
+import { openDatabase, queryRows, type Database } from '../../db/client.ts'
+import { migrate } from '../../db/migrate.ts'
+import { createApp, type Service } from '../../src/app.ts'
+import { maintainEvents } from '../../src/events/maintenance.ts'
+import { listArrivedEvents, listEvents } from '../../src/events/read.ts'
+import { silentLogger } from '../../src/observability/log.ts'
+import { testDatabase, testDatabaseUrl } from '../support/database.ts'
+import { ADMIN_TOKEN, admin, call, seedKey } from '../support/service.ts'
+
+// The rules a sharded PostgreSQL (Citus, distributed by business_id) needs of the event
+// store (docs/scaling.md, "The rules the event store keeps"): every primary key and unique
+// index holds business_id, no foreign key leaves the store or enters it, and every statement
+// the service sends it names one business.
+
+/** The event store's tables: events, their id claims, erasure requests. */
+const EVENT_STORE_TABLES = ['analytics_events', 'analytics_untimed_ids', 'analytics_erasures'] as const
+
+/** The tables, as SQL: `in (...)` of their names. */
+const TABLES_SQL = sql.raw(`(${EVENT_STORE_TABLES.map((name) => `'${name}'`).join(', ')})`)
+const TABLE = new RegExp(`\\b"?(${EVENT_STORE_TABLES.join('|')})"?\\b`)
+/**
+ * A statement that names one business: a filter `business_id = …` (or `in (…)`), or an
+ * insert whose rows carry their business_id (a sharded store routes each row by it).
+ */
+const ONE_BUSINESS = /"?business_id"?\s*(=|in\s*\()|^\s*insert into "?\w+"? \([^)]*"?business_id"?/i
+
+/**
+ * Statements that touch the store without naming a business, and why each is still right
+ * for a sharded store: each is run on every shard as it stands.
+ */
+const ACROSS_BUSINESSES: { pattern: RegExp; why: string }[] = [
+  {
+    pattern: /^(create|alter|drop) table|pg_inherits|to_regclass|detach partition|attach partition/i,
+    why: 'partitions: DDL, run on every shard',
+  },
+  {
+    pattern: /^with gone as \(\s*delete from "(analytics_untimed_ids|analytics_erasures)" where \(business_id, id\) in \(/,
+    why: 'housekeeping by age (ids past a day, erasures finished 30 days ago): each row deleted by its primary key, which holds business_id: a multi-shard delete, right on every shard',
+  },
+  {
+    pattern: /^select min\(greatest\("analytics_erasures"\."requested_at"/,
+    why: "the erasure queue's next due time, one aggregate over the queue: every shard answers its own minimum",
+  },
+]
+
+/** Which statements of `statements` touch the store with no business named, and no reason written above. */
+function unscoped(statements: readonly string[]): string[] {
+  return statements
+    .filter((text) => TABLE.test(text))
+    .filter((text) => !ONE_BUSINESS.test(text))
+    .filter((text) => !ACROSS_BUSINESSES.some((rule) => rule.pattern.test(text.trim())))
+}
+
+describe('the event store keeps what a sharded store needs', () => {
+  test('every primary key and unique index of the store holds business_id', async () => {
+    const { db } = await testDatabase()
+    const keys = await queryRows<{ table: string; index: string; columns: string[] }>(
+      db,
+      sql`select c.relname as table, i.relname as index,
+            array(select a.attname from unnest(x.indkey) k join pg_attribute a on a.attrelid = c.oid and a.attnum = k)::text[] as columns
+          from pg_index x join pg_class c on c.oid = x.indrelid join pg_class i on i.oid = x.indexrelid
+          where x.indisunique and c.relname in ${TABLES_SQL}`,
+    )
+    expect(new Set(keys.map((k) => k.table))).toEqual(new Set(EVENT_STORE_TABLES))
+    expect(keys.filter((k) => !k.columns.includes('business_id')).map((k) => k.index)).toEqual([])
+  })
+
+  test('no foreign key leaves the store, and none enters it', async () => {
+    const { db } = await testDatabase()
+    const foreign = await queryRows<{ name: string }>(
+      db,
+      sql`select con.conname as name from pg_constraint con
+          join pg_class src on src.oid = con.conrelid join pg_class dst on dst.oid = con.confrelid
+          where con.contype = 'f' and (src.relname in ${TABLES_SQL} or dst.relname in ${TABLES_SQL})`,
+    )
+    expect(foreign).toEqual([])
+  })
+
+  test('the check finds a statement without a business filter (it can fail)', () => {
+    expect(unscoped(['select * from "analytics_events" where "event_type" = $1'])).toEqual([
+      'select * from "analytics_events" where "event_type" = $1',
+    ])
+    expect(unscoped(['select * from "analytics_events" where "business_id" = $1'])).toEqual([])
+    expect(unscoped(['select 1 from "api_keys"'])).toEqual([])
+  })
+})
+
+describe('every statement the service sends the store names one business', () => {
+  const statements: string[] = []
+  let database: Database
+  let service: Service
+
+  afterAll(async () => {
+    await service?.drain()
+    await database?.close()
+  })
+
+  test("ingestion, the API's and the dashboard's reads, erasure, a retention change and the maintenance", async () => {
+    // A database of its own, told every statement (on PostgreSQL, the worker's database).
+    const url = await testDatabaseUrl()
+    database = await openDatabase({ databaseUrl: url, dataDir: 'memory://', onStatement: (text) => statements.push(text) })
+    await migrate(database)
+    service = createApp({ database, adminToken: ADMIN_TOKEN, logger: silentLogger, erasure: { settleMs: 0, retryDelayMs: 50 } })
+    statements.length = 0
+    const business = (await (await admin(service, '/businesses', { method: 'POST', body: { name: 'Rules' } })).json()) as { id: string }
+    const pk = await seedKey(service, business.id, { scopes: ['ANALYTICS_WRITE'], allowedOrigins: ['example.com'] })
+    const sk = await seedKey(service, business.id, { type: 'private', scopes: ['ANALYTICS_READ', 'ANALYTICS_WRITE'] })
+    const origin = 'https://example.com'
+    const id = crypto.randomUUID()
+    expect(
+      (await call(service, '/api/v0/analytics', { key: pk.key, origin, body: { eventType: 'page_view', anonymousId: 'v1' } })).status,
+    ).toBe(202)
+    const batch = {
+      events: [
+        { id, eventType: 'signup', personId: 'p1' },
+        { id, eventType: 'signup', personId: 'p1' },
+        { eventType: 'order', personId: 'p1', timestamp: new Date().toISOString() },
+      ],
+    }
+    expect((await call(service, '/api/v0/analytics', { key: sk.key, body: batch })).status).toBe(202)
+    const page = await call(service, '/api/v0/analytics?type=signup&limit=1', { key: sk.key })
+    expect(page.status).toBe(200)
+    const cursor = ((await page.json()) as { nextCursor: string | null }).nextCursor
+    if (cursor) expect((await call(service, `/api/v0/analytics?cursor=${cursor}`, { key: sk.key })).status).toBe(200)
+    // The dashboard's reads: a page filtered by key, and the live view's newer events.
+    await listEvents(database.db, business.id, { operatorRetentionDays: 400, keyId: pk.record.id, after: null, limit: 50 })
+    await listArrivedEvents(database.db, business.id, {
+      operatorRetentionDays: 400,
+      since: { at: new Date(0), id: '00000000-0000-0000-0000-000000000000' },
+      limit: 50,
+    })
+    const erasure = await call(service, '/api/v0/analytics/erasures', { key: sk.key, body: { personId: 'p1' } })
+    expect(erasure.status).toBe(202)
+    await service.services.erasures.idle()
+    expect((await admin(service, `/businesses/${business.id}`, { method: 'PATCH', body: { eventRetentionDays: 30 } })).status).toBe(200)
+    await maintainEvents(database, { retentionDays: 400 })
+    const touched = statements.filter((text) => TABLE.test(text))
+    expect(touched.length).toBeGreaterThan(5)
+    const found = unscoped(statements)
+    if (found.length > 0) console.log(found.join('\n----\n'))
+    expect(found).toEqual([])
+  })
+})
