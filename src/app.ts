@@ -196,7 +196,11 @@ export function createApp(options: AppOptions) {
     exclusive: true,
     firstRunInMs: 60_000,
   })
-  scheduler.schedule('key expiry notices', 600_000, async ({ db }) => void (await writeExpiryNotices(db)), { exclusive: true })
+  // A start waits a minute before the first round: nothing is so close to expiring that it cannot.
+  scheduler.schedule('key expiry notices', 600_000, async ({ db }) => void (await writeExpiryNotices(db)), {
+    exclusive: true,
+    firstRunInMs: 60_000,
+  })
   const budgets = options.rateLimits ?? DEFAULT_RATE_LIMITS
   const clientAddress = options.clientAddress ?? createClientAddressOf(options.trustProxy ?? [])
   const limiter = createRateLimiter({ redisUrl: options.redisUrl, log: lineLogger(logger, 'warn') })

@@ -37,6 +37,9 @@ export async function testService(options: Partial<AppOptions> = {}): Promise<Se
     passwordCost: TEST_PASSWORD_COST,
     // Erasures finish as soon as their events are deleted: no in-flight batch to wait for here.
     erasure: { settleMs: 0, retryDelayMs: 100 },
+    // Webhooks are sent when a test runs the delivery itself (test/api/webhooks.test.ts), not
+    // every second by each of the suite's apps.
+    webhooks: { everyMs: 3_600_000 },
     ...options,
   })
   registerBackgroundWriter({
