@@ -28,6 +28,7 @@ const TESTS_BY_PREFIX: [prefix: string, tests: string[]][] = [
   ['src/access/key-store.ts', ['test/unit/gate.test.ts', 'test/api/invalidation.test.ts', 'test/db/retention-cache.test.ts']],
   ['src/access/key-invalidation.ts', ['test/api/invalidation.test.ts']],
   ['src/access/last-used.ts', ['test/api/last-used.test.ts']],
+  ['src/access/key-format.ts', ['test/unit/key-format.test.ts', 'test/api/chain.test.ts', 'test/api/rate-limit.test.ts']],
   [
     'src/access/',
     [
@@ -43,6 +44,7 @@ const TESTS_BY_PREFIX: [prefix: string, tests: string[]][] = [
   ['src/events/maintenance.ts', ['test/db/event-maintenance.test.ts', 'test/api/erasure.test.ts']],
   ['src/events/partitions.ts', ['test/db/event-maintenance.test.ts']],
   ['src/events/group-commit.ts', ['test/unit/group-commit.test.ts', 'test/api/ingest-isolation.test.ts']],
+  ['src/events/time-bounds.ts', ['test/api/analytics.test.ts', 'test/db/event-maintenance.test.ts']],
   ['src/events/', ['test/api/retention.test.ts', 'test/db/retention-cache.test.ts', 'test/api/analytics.test.ts']],
   ['clients/node/src/delivery.ts', ['clients/node/test/delivery.test.ts']],
 ]
