@@ -1,3 +1,4 @@
+import { copyField } from './copy-field.ts'
 import { html, type Html } from './html.ts'
 import type { SignedIn } from './sessions.ts'
 import { BUSINESS_PATH, csrfField, layout } from './views.ts'
@@ -37,12 +38,7 @@ ${
   <h2 id="secret-heading">Your new identity secret</h2>
   <p><strong>Copy it now: it is shown only this once.</strong> Store it on your servers (an environment variable,
   e.g. <code>KEYGATE_IDENTITY_SECRET</code>), never in a page.</p>
-  <label for="secret-value" class="visually-hidden">Identity secret</label>
-  <div class="copy-row">
-    <input id="secret-value" type="text" readonly value="${view.secret}" spellcheck="false" autocomplete="off">
-    <button type="button" class="button" data-copy="secret-value">Copy secret</button>
-  </div>
-  <p class="copy-status" role="status" aria-live="polite"></p>
+  ${copyField({ id: 'secret-value', label: 'Identity secret', value: view.secret, button: 'Copy secret', labelHidden: true })}
 </section>`
     : null
 }

@@ -1,5 +1,6 @@
 import type { LinkAsks, MemberRecord, MemberRole } from '../members/service.ts'
 import { formatDate, formatDateTime } from './format.ts'
+import { copyField } from './copy-field.ts'
 import { html, type Html } from './html.ts'
 import type { SignedIn } from './sessions.ts'
 import { csrfField, layout, MEMBERS_PATH } from './views.ts'
@@ -40,12 +41,7 @@ ${
       ? html`${view.link.email} already has a keygate account: on the link they type its password to join ${who.businessName}.`
       : html`On it they choose a password and join ${who.businessName}.`
   } Until then they are pending and see nothing of ${who.businessName}. Send it by a channel you trust.</p>
-  <label for="link-value" class="visually-hidden">Sign-in link</label>
-  <div class="copy-row">
-    <input id="link-value" type="text" readonly value="${view.link.url}" spellcheck="false" autocomplete="off">
-    <button type="button" class="button" data-copy="link-value">Copy link</button>
-  </div>
-  <p class="copy-status" role="status" aria-live="polite"></p>
+  ${copyField({ id: 'link-value', label: 'Sign-in link', value: view.link.url, button: 'Copy link', labelHidden: true })}
 </section>`
     : null
 }

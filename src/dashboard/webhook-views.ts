@@ -1,6 +1,7 @@
 import { WEBHOOK_EVENT_TYPES } from '../../db/schema/index.ts'
 import type { DeliveryRecord, EndpointRecord } from '../webhooks/model.ts'
 import { formatDateTime, relativeTime } from './format.ts'
+import { copyField } from './copy-field.ts'
 import { html, type Html } from './html.ts'
 import type { SignedIn } from './sessions.ts'
 import { csrfField, endpointPath, layout, WEBHOOKS_PATH, type Crumb } from './views.ts'
@@ -105,14 +106,7 @@ export function secretShownPage(who: SignedIn, endpoint: EndpointRecord, secret:
 Your receiver verifies each delivery's <code>webhook-signature</code> with it.</p></div>
 <section class="panel" aria-labelledby="secret-heading">
   <h2 id="secret-heading"><code class="break">${endpoint.url}</code></h2>
-  <div class="field">
-    <label for="secret-value">Signing secret</label>
-    <div class="copy-row">
-      <input id="secret-value" type="text" readonly value="${secret}" spellcheck="false" autocomplete="off">
-      <button type="button" class="button" data-copy="secret-value">Copy secret</button>
-    </div>
-  </div>
-  <p class="copy-status" role="status" aria-live="polite"></p>
+  ${copyField({ id: 'secret-value', label: 'Signing secret', value: secret, button: 'Copy secret' })}
   <p><a class="button" href="${endpointPath(endpoint.id)}">I have stored it: go to the endpoint</a></p>
 </section>`,
   })

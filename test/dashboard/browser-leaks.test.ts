@@ -7,8 +7,9 @@ import { checksumHolds } from '../../src/access/key-format.ts'
 import { chromiumMissing, launchChromium } from '../support/chromium.ts'
 import { testDatabase } from '../support/database.ts'
 import { call, seedBusiness, seedKey, testService } from '../support/service.ts'
+import { signInAs } from './browser-support.ts'
 import { shoot } from './screenshots.ts'
-import { addMember, KEYS, PASSWORD } from './support.ts'
+import { addMember, KEYS } from './support.ts'
 
 /**
  * A leaked private key as an owner meets it in Chromium (docs/dashboard.md, "Leaked keys"):
@@ -33,13 +34,7 @@ afterAll(async () => {
   await service?.drain()
 })
 
-async function signIn(page: Page) {
-  await page.goto(`${dashboard}/dashboard/sign-in`)
-  await page.getByLabel('Email').fill('ada@acme-outdoor.com')
-  await page.getByLabel('Password').fill(PASSWORD)
-  await page.getByRole('button', { name: 'Sign in' }).click()
-  await page.waitForURL(`${dashboard}${KEYS}`)
-}
+const signIn = (page: Page) => signInAs(page, dashboard, 'ada@acme-outdoor.com')
 
 const overflowOf = (page: Page) => page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth)
 

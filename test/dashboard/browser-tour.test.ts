@@ -7,8 +7,9 @@ import { createMemberService } from '../../src/members/service.ts'
 import { chromiumMissing, launchChromium } from '../support/chromium.ts'
 import { testDatabase } from '../support/database.ts'
 import { call, seedBusiness, seedKey, TEST_AUTHOR, testService } from '../support/service.ts'
+import { signInAs } from './browser-support.ts'
 import { shoot } from './screenshots.ts'
-import { addMember, KEYS, PASSWORD } from './support.ts'
+import { addMember, KEYS } from './support.ts'
 
 /**
  * Every dashboard page in a real Chromium at a desktop and a phone width (issue 33): each
@@ -123,13 +124,7 @@ async function open(device: Device): Promise<{ context: BrowserContext; page: Pa
   return { context, page: await context.newPage() }
 }
 
-async function signIn(page: Page) {
-  await page.goto(`${dashboard}/dashboard/sign-in`)
-  await page.getByLabel('Email').fill('ada@acme-outdoor.com')
-  await page.getByLabel('Password').fill(PASSWORD)
-  await page.getByRole('button', { name: 'Sign in' }).click()
-  await page.waitForURL(`${dashboard}${KEYS}`)
-}
+const signIn = (page: Page) => signInAs(page, dashboard, 'ada@acme-outdoor.com')
 
 /**
  * How far the page reaches past the screen's right edge, in pixels (0: it fits), and the

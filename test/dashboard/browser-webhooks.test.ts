@@ -4,8 +4,9 @@ import { Webhook } from 'standardwebhooks'
 import type { Service } from '../../src/app.ts'
 import { chromiumMissing, launchChromium } from '../support/chromium.ts'
 import { seedBusiness, seedKey, testService } from '../support/service.ts'
+import { signInAs } from './browser-support.ts'
 import { shoot } from './screenshots.ts'
-import { addMember, KEYS, PASSWORD } from './support.ts'
+import { addMember } from './support.ts'
 
 /**
  * Webhooks as an owner sets them up in Chromium (docs/webhooks.md): the endpoint added
@@ -41,13 +42,7 @@ afterAll(async () => {
   await service?.drain()
 })
 
-async function signIn(page: Page) {
-  await page.goto(`${dashboard}/dashboard/sign-in`)
-  await page.getByLabel('Email').fill('ada@acme-outdoor.com')
-  await page.getByLabel('Password').fill(PASSWORD)
-  await page.getByRole('button', { name: 'Sign in' }).click()
-  await page.waitForURL(`${dashboard}${KEYS}`)
-}
+const signIn = (page: Page) => signInAs(page, dashboard, 'ada@acme-outdoor.com')
 
 const overflowOf = (page: Page) => page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth)
 

@@ -1,4 +1,5 @@
 import type { KeyRecord } from '../../keys/service.ts'
+import { copyField } from '../copy-field.ts'
 import { html, type Html } from '../html.ts'
 import type { SignedIn } from '../sessions.ts'
 import { keyCrumbs, layout } from '../views.ts'
@@ -20,14 +21,7 @@ or a repository.</p></div>
 ${replaced ? html`<p>It replaces <code>${replaced.keyHint}</code>, which no longer works.</p>` : null}
 <section class="panel" aria-labelledby="secret-heading">
   <h2 id="secret-heading">${record.name} <span class="badge private">private</span></h2>
-  <div class="field">
-    <label for="key-value">Private key</label>
-    <div class="copy-row">
-      <input id="key-value" type="text" readonly value="${key}" spellcheck="false" autocomplete="off">
-      <button type="button" class="button" data-copy="key-value">Copy key</button>
-    </div>
-  </div>
-  <p class="copy-status" role="status" aria-live="polite"></p>
+  ${copyField({ id: 'key-value', label: 'Private key', value: key, button: 'Copy key' })}
   <p><a class="button" href="${keyPath(record.id)}">I have stored it: go to the key</a></p>
 </section>`,
   })
