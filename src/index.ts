@@ -37,6 +37,7 @@ async function stop(signal: string) {
   }
   await database?.close().catch((error: unknown) => logger.warn(`${signal}: closing the database failed`, errorFields(error)))
   clearTimeout(overdue)
+  logger.info(`${signal}: stopped`)
   flushLog()
   process.exit(code)
 }

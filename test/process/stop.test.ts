@@ -70,6 +70,7 @@ describe(`stopping the service under load (${databaseUrl ? 'PostgreSQL' : 'embed
       console.log(`  SIGTERM: ${load.acknowledged.length} acknowledged, ${stored.size} stored, ${lost.length} lost`)
       expect(lost).toEqual([])
       expect(service.output()).toContain('SIGTERM: finishing in-flight requests')
+      expect(service.output()).toContain('SIGTERM: stopped')
     },
     PROCESS_TEST_TIMEOUT,
   )
@@ -85,6 +86,27 @@ describe(`stopping the service under load (${databaseUrl ? 'PostgreSQL' : 'embed
       const lost = load.acknowledged.filter((id) => !stored.has(id))
       console.log(`  kill -9: ${load.acknowledged.length} acknowledged, ${stored.size} stored, ${lost.length} lost`)
       expect(lost).toEqual([])
+    },
+    PROCESS_TEST_TIMEOUT,
+  )
+})
+
+describe('stopping `npm start`', () => {
+  test(
+    'SIGTERM to the npm process stops the service: its port closes and its log says stopped',
+    async () => {
+      const dataDir = join(mkdtempSync(join(tmpdir(), 'kg-npm-stop-')), 'data')
+      // As a process supervisor runs it: the npm process is the one it knows and signals.
+      const npm = startProcess(
+        { ADMIN_TOKEN, ...(databaseUrl ? { DATABASE_URL: databaseUrl } : { DATA_DIR: dataDir }) },
+        { command: ['npm', 'start', '--silent'], cwd: join(import.meta.dir, '../..') },
+      )
+      const port = await npm.listening()
+      expect((await fetch(`http://127.0.0.1:${port}/healthz`)).status).toBe(200)
+      npm.child.kill('SIGTERM')
+      await npm.exited()
+      await waitUntil(() => npm.output().includes('SIGTERM: stopped'), 'the stopped line', 10_000)
+      await expect(fetch(`http://127.0.0.1:${port}/healthz`, { signal: AbortSignal.timeout(2_000) })).rejects.toThrow()
     },
     PROCESS_TEST_TIMEOUT,
   )
