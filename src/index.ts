@@ -118,6 +118,7 @@ if (!stopping) {
   const notice = firstStartNotice({
     adminToken: adminToken.source === 'generated' ? { token: adminToken.token, file: adminToken.file! } : undefined,
     signIn: firstOwner ?? undefined,
+    serviceUrl: `http://localhost:${port}`,
   })
   if (notice !== null) process.stderr.write(notice)
 }

@@ -4,6 +4,8 @@ export interface FirstStart {
   adminToken?: { token: string; file: string }
   /** The first owner's one-time sign-in link, when this start created the first business. */
   signIn?: { url: string; email: string; businessName: string; expiresAt: Date }
+  /** Where this service answers, for the CLI (KEYGATE_URL), whatever PORT says. */
+  serviceUrl?: string
 }
 
 /**
@@ -21,6 +23,9 @@ export function firstStartNotice(made: FirstStart): string | null {
       `    ${made.adminToken.token}`,
       '',
     )
+  }
+  if (made.serviceUrl !== undefined) {
+    lines.push('`npm run cli` in another terminal reaches this service with:', '', `    export KEYGATE_URL=${made.serviceUrl}`, '')
   }
   if (made.signIn !== undefined) {
     const until = made.signIn.expiresAt.toISOString().slice(0, 16).replace('T', ' ')

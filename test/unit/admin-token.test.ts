@@ -88,6 +88,13 @@ describe('the first start notice', () => {
     expect(notice).toContain('until 2026-11-28 06:31 UTC')
   })
 
+  test('names where the service answers, for the CLI, whatever the port', () => {
+    const notice = firstStartNotice({ adminToken: { token: 'adm_secret', file: '/data/admin-token' }, serviceUrl: 'http://localhost:5200' })!
+    expect(notice.split('\n').map((line) => line.trim())).toContain('export KEYGATE_URL=http://localhost:5200')
+    // Nothing made: nothing to say, the address included.
+    expect(firstStartNotice({ serviceUrl: 'http://localhost:5200' })).toBeNull()
+  })
+
   test('shows only what was made: a link alone when ADMIN_TOKEN was given', () => {
     const notice = firstStartNotice({ signIn })!
     expect(notice).toContain(signIn.url)
