@@ -25,7 +25,7 @@ import { canRoll, KEY_FILTERS, keyPath, keyState, type KeyFilter } from './key-v
 import { revokePage } from './key-views/revoke.ts'
 import { ROLL_GRACES, rollPage } from './key-views/roll.ts'
 import { newSecretPage } from './key-views/secret.ts'
-import type { memberMacro } from './member.ts'
+import { ownersOnly, type memberMacro } from './member.ts'
 import { narrowestEntry } from './narrowest.ts'
 import { KeyParams, keyNotFound, MISSING_KEY, type OwnKeys } from './own-keys.ts'
 import type { SignedIn } from './sessions.ts'
@@ -54,6 +54,9 @@ const NEW_KEY_DEFAULTS: KeyFormValues = {
   allowedIps: '',
   ipReportOnly: false,
 }
+
+/** A new private key's form starts with a server's usual scope and no address restriction. */
+const NEW_PRIVATE_KEY_DEFAULTS: KeyFormValues = { ...NEW_KEY_DEFAULTS, scopes: ['ANALYTICS_WRITE'], origins: '' }
 
 const KEYS = '/settings/developers/api-keys'
 
@@ -114,7 +117,8 @@ function keyListRoutes(deps: KeysDeps) {
       )
       .get(
         `${KEYS}/new`,
-        ({ member }) => htmlPage(200, keyFormPage(member, { kind: 'create' }, NEW_KEY_DEFAULTS, {}, new Date(), defaultRateLimits)),
+        ({ member }) =>
+          htmlPage(200, keyFormPage(member, { kind: 'create', type: 'public' }, NEW_KEY_DEFAULTS, {}, new Date(), defaultRateLimits)),
         { member: 'page' },
       )
       // Posted to the form's own address, so that a refused form comes back where it was.
@@ -129,7 +133,14 @@ function keyListRoutes(deps: KeysDeps) {
           if (all.length > 0) {
             return htmlPage(
               400,
-              keyFormPage(member, { kind: 'create' }, values, formErrorsOf('public', all, values.expiresOn), now, defaultRateLimits),
+              keyFormPage(
+                member,
+                { kind: 'create', type: 'public' },
+                values,
+                formErrorsOf('public', all, values.expiresOn),
+                now,
+                defaultRateLimits,
+              ),
             )
           }
           const created = await keys.create(
@@ -141,6 +152,49 @@ function keyListRoutes(deps: KeysDeps) {
           return redirect(`${keyPath(created.record.id)}?created=1`)
         },
         { member: 'form', parse: 'urlencoded', body: KeyForm },
+      )
+      .get(
+        `${KEYS}/new-private`,
+        ({ member }) =>
+          member.role === 'owner'
+            ? htmlPage(
+                200,
+                keyFormPage(member, { kind: 'create', type: 'private' }, NEW_PRIVATE_KEY_DEFAULTS, {}, new Date(), defaultRateLimits),
+              )
+            : ownersOnly(member, 'create private keys'),
+        { member: 'page' },
+      )
+      // The same rules as the admin API's; the answer is the one page that ever shows the key.
+      .post(
+        `${KEYS}/new-private`,
+        async ({ member, body }) => {
+          const now = new Date()
+          const values = readKeyForm(body)
+          const { input, problems } = keySettingsOf('private', values)
+          const checked = checkKeySettings('private', input, now)
+          const all = [...problems, ...(checked.ok ? [] : checked.problems)]
+          if (all.length > 0) {
+            return htmlPage(
+              400,
+              keyFormPage(
+                member,
+                { kind: 'create', type: 'private' },
+                values,
+                formErrorsOf('private', all, values.expiresOn),
+                now,
+                defaultRateLimits,
+              ),
+            )
+          }
+          const created = await keys.create(
+            member.businessId,
+            { ...input, type: 'private', createdBy: member.email },
+            byMember(member.email),
+            now,
+          )
+          return htmlPage(200, newSecretPage(member, created.record, created.key, null))
+        },
+        { member: { ownersTo: 'create private keys' }, parse: 'urlencoded', body: KeyForm },
       )
   )
 }

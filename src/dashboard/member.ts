@@ -116,7 +116,7 @@ export function refused(member: SignedIn, why: string): Response {
 }
 
 /** Owners manage the business (members, identity secret); members manage keys (docs/dashboard.md). */
-function ownersOnly(member: SignedIn, what: string): Response {
+export function ownersOnly(member: SignedIn, what: string): Response {
   return htmlPage(
     403,
     messagePage({

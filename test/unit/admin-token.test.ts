@@ -89,7 +89,10 @@ describe('the first start notice', () => {
   })
 
   test('names where the service answers, for the CLI, whatever the port', () => {
-    const notice = firstStartNotice({ adminToken: { token: 'adm_secret', file: '/data/admin-token' }, serviceUrl: 'http://localhost:5200' })!
+    const notice = firstStartNotice({
+      adminToken: { token: 'adm_secret', file: '/data/admin-token' },
+      serviceUrl: 'http://localhost:5200',
+    })!
     expect(notice.split('\n').map((line) => line.trim())).toContain('export KEYGATE_URL=http://localhost:5200')
     // Nothing made: nothing to say, the address included.
     expect(firstStartNotice({ serviceUrl: 'http://localhost:5200' })).toBeNull()

@@ -53,9 +53,12 @@ export interface KeyFormErrors {
 }
 
 /** The form that creates a public key or edits a key, re-rendered with its problems. */
+/** Where each type's creation form lives, under the keys page. */
+export const NEW_KEY_PATHS: Record<KeyType, string> = { public: 'new', private: 'new-private' }
+
 export function keyFormPage(
   who: SignedIn,
-  mode: { kind: 'create' } | { kind: 'edit'; key: KeyRecord },
+  mode: { kind: 'create'; type: KeyType } | { kind: 'edit'; key: KeyRecord },
   values: KeyFormValues,
   errors: KeyFormErrors,
   now: Date,
@@ -63,11 +66,11 @@ export function keyFormPage(
   defaultRateLimits: Record<KeyType, Budget>,
 ): Html {
   const editing = mode.kind === 'edit'
-  // Members create public keys only; operators create private ones, which members may edit.
-  const type: KeyType = editing ? mode.key.type : 'public'
+  // Members create public keys; owners create private ones too (shown once, on the page the form answers).
+  const type: KeyType = editing ? mode.key.type : mode.type
   const defaultRateLimit = defaultRateLimits[type]
-  const action = editing ? keyPath(mode.key.id, 'edit') : `${KEYS_PATH}/new`
-  const title = editing ? `Edit ${mode.key.name}` : 'Create a public key'
+  const action = editing ? keyPath(mode.key.id, 'edit') : `${KEYS_PATH}/${NEW_KEY_PATHS[type]}`
+  const title = editing ? `Edit ${mode.key.name}` : `Create a ${type} key`
   const summary: { href: string; text: string }[] = [
     ...(errors.name ? [{ href: '#name', text: errors.name }] : []),
     ...(errors.description ? [{ href: '#description', text: errors.description }] : []),
@@ -82,7 +85,7 @@ export function keyFormPage(
     title,
     who,
     crumbs: keyCrumbs(...(editing ? [{ label: mode.key.name, href: keyPath(mode.key.id) }] : []), {
-      label: editing ? 'Edit' : 'New public key',
+      label: editing ? 'Edit' : `New ${type} key`,
     }),
     content: html`<h1>${title}</h1>
 ${

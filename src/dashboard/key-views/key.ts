@@ -90,7 +90,7 @@ ${
 }
 ${
   key.type === 'private'
-    ? html`<p class="notice">The full private key was shown once, to the operator who created it, and cannot be shown again. It ends in <code>${key.keyHint}</code>.</p>`
+    ? html`<p class="notice">The full private key was shown once, when it was created, and cannot be shown again. It ends in <code>${key.keyHint}</code>.</p>`
     : null
 }
 <section class="panel" aria-labelledby="details-heading">

@@ -17,10 +17,13 @@ export function keyListPage(who: SignedIn, all: KeyRecord[], now: Date, flash?: 
     crumbs: keyCrumbs(),
     content: html`<div class="page-head">
   <h1>API keys</h1>
-  <a class="button primary" href="${KEYS_PATH}/new">Create public key</a>
+  <div class="button-row">
+    ${who.role === 'owner' ? html`<a class="button" href="${KEYS_PATH}/new-private">Create private key</a>` : null}
+    <a class="button primary" href="${KEYS_PATH}/new">Create public key</a>
+  </div>
 </div>
 <p class="lead">Public keys (<code>pk_</code>) go into web pages and apps and work only from their allowed origins.
-Private keys (<code>sk_</code>) are for servers: operators create and roll them; you can see, edit and revoke them here.</p>
+Private keys (<code>sk_</code>) are for servers: owners create them here (each shown once), and every member can see, edit and revoke them.</p>
 ${flash ?? null}
 ${
   all.length > 0
