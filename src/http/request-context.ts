@@ -25,7 +25,7 @@ export interface RequestContext {
    * API answers, errors included, also echo the Origin so page code can read them: CORS
    * only makes answers readable; who may call is decided by the key's allowed origins
    * (src/access/origin/match.ts). No credentials are ever allowed. Written by hand rather
-   * than with @elysiajs/cors: README.md, "Why CORS is hand-written".
+   * than with @elysiajs/cors: docs/development.md, "Why CORS is hand-written".
    */
   stampApiAnswer(set: HeaderSet, origin: string | null): void
   /**

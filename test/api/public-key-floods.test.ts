@@ -9,7 +9,7 @@ import { testDatabase } from '../support/database.ts'
 import { behindTrustedProxy, seedBusiness, seedKey, testService } from '../support/service.ts'
 
 // A public key sits in every visitor's page, so anyone can spread a flood of it over many
-// addresses (README, "Limits"): its bodies are limited to what a page sends, and all its
+// addresses (docs/api.md, "Limits"): its bodies are limited to what a page sends, and all its
 // visitors together meet a ceiling. Through a listening server behind a trusted proxy.
 const ORIGIN = 'https://www.example.com'
 let service: Service

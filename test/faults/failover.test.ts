@@ -19,7 +19,7 @@ if ('missing' in binaries && process.env.CI)
   throw new Error(`the failover test needs PostgreSQL's server binaries in CI: ${binaries.missing}`)
 if ('missing' in binaries) console.warn(`  failover test skipped: ${binaries.missing}`)
 
-/** What DATABASE_URL carries: postgres.js honours `primary` (docs: README, "A highly available database"). */
+/** What DATABASE_URL carries: postgres.js honours `primary` (docs/operations.md, its highly available database). */
 const TARGET = 'target_session_attrs=primary'
 const ORIGIN = 'https://shop.example.com'
 const LOOPS = 8
