@@ -48,7 +48,7 @@ export function eventsPage(who: SignedIn, view: EventsView): Html {
     crumbs: [{ label: 'Events', href: EVENTS_PATH }],
     content: html`<h1>Events of ${who.businessName}</h1>
 <p class="lead">What your pages and servers tracked, newest first${key ? html`, sent with <a href="${keyPath(key.id)}">${key.name}</a>` : null}.
-Times are UTC. Read them over the API with a private key: <code>GET /api/v0/analytics</code> (README, "Reading events").</p>
+Times are UTC; open an event for its ids, page and properties. Read them over the API with a private key: <code>GET /api/v0/analytics</code>.</p>
 ${filterForm(view)}
 ${
   view.problems.length > 0
@@ -61,7 +61,12 @@ ${
   <span class="pulse" aria-hidden="true"></span> <span class="text">Reload to see new events.</span></p>`
     : null
 }
-<ol class="events" id="events" aria-label="Events">${view.events.map((e) => eventItem(e, byId, view.now))}</ol>
+${
+  view.events.length > 0 || view.live
+    ? html`<div class="event-row events-head" aria-hidden="true"><span>Time (UTC)</span><span>Type</span><span>Key</span><span>Origin</span><span>Person</span></div>`
+    : null
+}
+<ol class="events" id="events" aria-label="Events, newest first; each opens its ids, page and properties">${view.events.map((e) => eventItem(e, byId, view.now))}</ol>
 ${view.events.length === 0 && view.problems.length === 0 ? emptyNotice(view, key) : null}
 <p class="button-row">${view.first ? null : html`<a class="button" href="${EVENTS_PATH}${filterQuery(view.filters)}">Newest</a>`}${
       view.older ? html`<a class="button" href="${EVENTS_PATH}${filterQuery(view.filters, { cursor: view.older })}">Older</a>` : null
@@ -99,11 +104,11 @@ function filterForm(view: EventsView): Html {
   </div>
   <div class="field">
     <label for="filter-from">From <span class="hint-inline">(UTC)</span></label>
-    <input id="filter-from" name="from" type="datetime-local" step="1" value="${f.from}">
+    <input id="filter-from" name="from" type="text" inputmode="numeric" value="${f.from}" placeholder="2026-05-01 14:00" maxlength="40" spellcheck="false" autocomplete="off">
   </div>
   <div class="field">
     <label for="filter-to">Before <span class="hint-inline">(UTC)</span></label>
-    <input id="filter-to" name="to" type="datetime-local" step="1" value="${f.to}">
+    <input id="filter-to" name="to" type="text" inputmode="numeric" value="${f.to}" placeholder="2026-05-02 00:00" maxlength="40" spellcheck="false" autocomplete="off">
   </div>
   <div class="button-row filter-buttons">
     <button type="submit" class="button primary">Filter</button>
@@ -112,18 +117,26 @@ function filterForm(view: EventsView): Html {
 </form>`
 }
 
-/** One event, as the page and the live view's JSON helper render it. */
+/**
+ * One event, as the page and the live view's JSON helper render it: a line of its time,
+ * type, key, origin and person, which opens (a disclosure, no script) on its ids, page,
+ * referrer and properties.
+ */
 export function eventItem(event: EventRecord, keys: Map<string, KeyRecord>, now: Date): Html {
   const key = keys.get(event.keyId)
   const at = new Date(event.timestamp)
   const properties = Object.keys(event.properties).length
-  return html`<li class="event" data-event-id="${event.id}">
-  <div class="event-head">
-    <code class="event-type">${event.eventType}</code>
+  const person = event.personId ?? event.anonymousId
+  return html`<li class="event" data-event-id="${event.id}"><details>
+  <summary class="event-row">
     <time datetime="${event.timestamp}" title="${relativeTime(at, now)}">${formatInstant(at)}</time>
-    <span class="muted small">via ${key ? html`<a href="${keyPath(key.id)}">${key.name}</a> <code>${key.keyHint}</code>` : 'a key'}</span>
-  </div>
+    <code class="event-type">${event.eventType}</code>
+    <span class="event-key">${key ? key.name : 'a key'}</span>
+    <span class="event-origin">${event.origin ?? html`<span class="muted">none</span>`}</span>
+    <span class="event-person">${person ?? html`<span class="muted">—</span>`}</span>
+  </summary>
   <dl class="event-fields">
+    <dt>Key</dt><dd>${key ? html`<a href="${keyPath(key.id)}">${key.name}</a> <code>${key.keyHint}</code>` : 'a key'}</dd>
     <dt>Origin</dt><dd>${event.origin ? html`<code>${event.origin}</code>` : html`<span class="muted">none (not sent by a browser)</span>`}</dd>
     ${event.url ? html`<dt>URL</dt><dd class="wrap"><code>${event.url}</code></dd>` : null}
     ${event.referrer ? html`<dt>Referrer</dt><dd class="wrap"><code>${event.referrer}</code></dd>` : null}
@@ -137,5 +150,5 @@ export function eventItem(event: EventRecord, keys: Map<string, KeyRecord>, now:
         : html`<pre class="properties">${JSON.stringify(event.properties, null, 2)}</pre>`
     }</dd>
   </dl>
-</li>`
+</details></li>`
 }

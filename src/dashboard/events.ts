@@ -20,7 +20,8 @@ const LIVE_BATCH = 50
 
 const EVENT_TYPE = new RegExp(EVENT_TYPE_PATTERN)
 // What an <input type="datetime-local"> sends, read as UTC (the dashboard's times are UTC).
-const LOCAL_TIME = /^\d{4}-\d\d-\d\dT\d\d:\d\d(:\d\d(\.\d{1,3})?)?$/
+/** A date and time as typed in a filter, read as UTC: `2026-05-01 14:00`, with `T` or a space, seconds optional. */
+const LOCAL_TIME = /^\d{4}-\d\d-\d\d[T ]\d\d:\d\d(:\d\d(\.\d{1,3})?)?$/
 
 const Filters = { key: FormField, type: FormField, from: FormField, to: FormField }
 
@@ -144,7 +145,8 @@ function positionOf(cursor: string | undefined): Position | null {
 
 /** A datetime-local value (UTC) or an ISO date-time with its zone; null when it is neither. */
 function readTime(value: string): Date | null {
-  const iso = LOCAL_TIME.test(value) ? `${value}${value.length === 16 ? ':00' : ''}Z` : value
+  const typed = value.trim()
+  const iso = LOCAL_TIME.test(typed) ? `${typed.replace(' ', 'T')}${typed.length === 16 ? ':00' : ''}Z` : typed
   const time = parseIsoTime(iso)
   return time && isAcceptedDate(time) ? time : null
 }

@@ -67,7 +67,7 @@ describe.skipIf(chromiumMissing || Boolean(process.env.DATABASE_URL))("the READM
   test(
     'from a fresh start to the event it tracks, seen live on the events page of the business it made keys for',
     async () => {
-      const walk = commandsOf('## Two minutes with curl', '## Configuration')
+      const walk = commandsOf('## Two minutes with curl', '## When a key leaks')
       // "ADMIN_TOKEN=change-me-to-a-long-secret npm start", on a free port and a fresh directory.
       const token = /^ADMIN_TOKEN=(\S+) npm start$/m.exec(walk.join('\n'))![1]!
       const dir = join(mkdtempSync(join(tmpdir(), 'kg-walk-')), 'data')
@@ -75,7 +75,6 @@ describe.skipIf(chromiumMissing || Boolean(process.env.DATABASE_URL))("the READM
       const port = await server.listening(120_000)
       const origin = `http://localhost:${port}`
       const env = { ADMIN_TOKEN: token, KEYGATE_URL: origin }
-      const onPort = (command: string) => command.replaceAll('localhost:3000/', `localhost:${port}/`)
 
       // The CLI commands as written; the business id goes where the README shows "5be388d3-…".
       const business = field(run(readmeCommand(walk, 'npm run cli -- businesses create'), env), 'id')
@@ -120,20 +119,21 @@ describe.skipIf(chromiumMissing || Boolean(process.env.DATABASE_URL))("the READM
       await page.getByText('Live: new events appear at the top as they arrive.').waitFor()
 
       // The README's tracking call, pasted into a terminal while the page is open.
-      const track = onPort(readmeCommand(walk, 'curl -s -X POST localhost:3000/api/v0/analytics'))
-      expect(run(track, { KEY: key })).toBe('{"accepted":1}')
+      // As written: the walk's curl commands find the service through KEYGATE_URL, on whatever port it took.
+      const track = readmeCommand(walk, 'curl -s -X POST $KEYGATE_URL/api/v0/analytics')
+      expect(run(track, { ...env, KEY: key })).toBe('{"accepted":1}')
       const event = page.locator('li.event').first()
       await event.waitFor()
       expect(await event.locator('.event-type').textContent()).toBe('signup')
       expect(await event.textContent()).toContain('https://example.com')
       expect(await event.locator('pre.properties').textContent()).toBe('{\n  "plan": "pro"\n}')
-      await page.getByText(/Live: new events appear at the top as they arrive\. 1 new at/).waitFor()
+      await page.getByText(/Live: new events appear at the top as they arrive\. 1 new since the page opened, the latest at/).waitFor()
       await shoot(page, 'readme-walk-event', { fullPage: true })
 
       // "Reading events over the API": the README's private key and query find the same event.
-      const reading = commandsOf('### Reading events over the API', '## Configuration')
+      const reading = commandsOf('### Reading events over the API', '## When a key leaks')
       const secret = field(run(withId(readmeCommand(reading, 'npm run cli -- keys create', '--type private')), env), 'KEY')
-      const read = JSON.parse(run(onPort(readmeCommand(reading, 'curl -s "localhost:3000/api/v0/analytics')), { SK: secret })) as {
+      const read = JSON.parse(run(readmeCommand(reading, 'curl -s "$KEYGATE_URL/api/v0/analytics'), { ...env, SK: secret })) as {
         data: { eventType: string; properties: unknown; origin: string; id: string }[]
         nextCursor: string | null
       }

@@ -104,14 +104,15 @@ describe('the events page', () => {
     await track(service, blog.key, [{ eventType: 'page_view', timestamp: at(4) }])
     const types = async (query: string) => {
       const page = await (await getPage(service, `${EVENTS}?${query}`, session)).text()
-      return [...page.matchAll(/<code class="event-type">([^<]+)<\/code>\s*<time datetime="([^"]+)"/g)].map(
-        (m) => `${m[1]}@${m[2]!.slice(14, 16)}`,
+      return [...page.matchAll(/<time datetime="([^"]+)"[^>]*>[^<]*<\/time>\s*<code class="event-type">([^<]+)<\/code>/g)].map(
+        (m) => `${m[2]}@${m[1]!.slice(14, 16)}`,
       )
     }
     expect(await types(`key=${shop.record.id}`)).toEqual(['page_view@03', 'purchase@02', 'page_view@01'])
     expect(await types('type=page_view')).toEqual(['page_view@04', 'page_view@03', 'page_view@01'])
-    // From and Before are datetime-local values, read as UTC; Before is exclusive.
+    // From and Before are typed as UTC (a space or a T between date and time); Before is exclusive.
     expect(await types('from=2026-05-01T10:02&to=2026-05-01T10:04')).toEqual(['page_view@03', 'purchase@02'])
+    expect(await types('from=2026-05-01%2010:02&to=2026-05-01%2010:04:00')).toEqual(['page_view@03', 'purchase@02'])
     expect(await types(`key=${blog.record.id}&type=purchase`)).toEqual([])
     const page = await (await getPage(service, `${EVENTS}?type=purchase&key=${shop.record.id}`, session)).text()
     expect(page).toContain('name="type" type="text" value="purchase"')

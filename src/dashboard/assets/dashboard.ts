@@ -264,6 +264,8 @@ function liveEvents(): void {
     let stopped = false
     let busy = false
     let lastNews = ''
+    // Every event the live view added since the page opened: the count adds up over the polls.
+    let added = 0
     const LIVE = 'Live: new events appear at the top as they arrive.'
     const say = (words: string, isLive: boolean) => {
       if (text) text.textContent = words
@@ -299,10 +301,11 @@ function liveEvents(): void {
               document.getElementById('no-events')?.remove()
               list.insertAdjacentHTML('afterbegin', body.html)
               while (list.children.length > 500) list.lastElementChild?.remove()
+              added += body.data.length
               lastNews =
                 ' ' +
-                body.data.length +
-                ' new at ' +
+                added +
+                ' new since the page opened, the latest at ' +
                 new Date().toISOString().slice(11, 19) +
                 ' UTC' +
                 (body.more ? '; more arrived than shown: reload to see them all.' : '.')

@@ -40,7 +40,7 @@ ${
   <p><a class="button primary" href="${KEYS_PATH}/new">Create public key</a></p></div>`
       : html`<div class="empty"><p>No ${labels[filter].toLowerCase()} keys.</p></div>`
     : html`<div class="table-wrap" role="region" aria-labelledby="keys-caption" tabindex="0">
-<table class="keys">
+<table class="keys stack">
   <caption id="keys-caption" class="visually-hidden">API keys of ${who.businessName}</caption>
   <thead><tr>
     <th scope="col">Name and key</th><th scope="col">Scopes</th><th scope="col">Allowed from</th>
@@ -53,12 +53,12 @@ ${
     <th scope="row"><a href="${keyPath(key.id)}">${key.name}</a>
       <div class="key-line"><span class="badge ${key.type}">${key.type}</span> <code class="hint-key">${key.keyHint}</code></div>
       ${key.description ? html`<div class="muted small">${key.description}</div>` : null}</th>
-    <td class="scopes">${list(key.scopes, 'none')}</td>
-    <td>${key.type === 'public' ? list(key.allowedOrigins, 'none') : list(key.allowedIps, 'any address')}</td>
-    <td class="dates">${expiry(key, now, true)}</td>
-    <td>${lastUsed(key, now)}</td>
-    <td class="dates">${time(key.createdAt, formatDate(new Date(key.createdAt)))}<div class="muted small">by ${key.createdBy}</div></td>
-    <td class="dates">${stateBadge(state)}${key.replacedBy && !key.revokedAt ? html` <a class="badge replaced" href="${keyPath(key.replacedBy)}">Replaced</a>` : null}${reportsOnly(key) && !key.revokedAt ? html` <span class="badge report">Report only</span>` : null}${key.revokedAt ? html`<div class="muted small">${time(key.revokedAt, formatDate(new Date(key.revokedAt)))}</div>` : null}${
+    <td class="scopes" data-label="Scopes">${list(key.scopes, 'none')}</td>
+    <td data-label="Allowed from">${key.type === 'public' ? list(key.allowedOrigins, 'none') : list(key.allowedIps, 'any address')}</td>
+    <td class="dates" data-label="Expires">${expiry(key, now, true)}</td>
+    <td data-label="Last used">${lastUsed(key, now)}</td>
+    <td class="dates" data-label="Created">${time(key.createdAt, formatDate(new Date(key.createdAt)))}<div class="muted small">by ${key.createdBy}</div></td>
+    <td class="dates status" data-label="Status">${stateBadge(state)}${key.replacedBy && !key.revokedAt ? html` <a class="badge replaced" href="${keyPath(key.replacedBy)}">Replaced</a>` : null}${reportsOnly(key) && !key.revokedAt ? html` <span class="badge report">Report only</span>` : null}${key.revokedAt ? html`<div class="muted small">${time(key.revokedAt, formatDate(new Date(key.revokedAt)))}</div>` : null}${
       key.revokedAt
         ? null
         : html`<div class="actions"><a href="${keyPath(key.id, 'edit')}">Edit<span class="visually-hidden"> ${key.name}</span></a>
