@@ -4,7 +4,9 @@
  * same directory. Each start is timed from the spawn to the first 200 of `/healthz` (the
  * process listens) and of `/readyz` (the database answers), polled every 10 ms, and the
  * process's CPU time (user + system, all threads) up to that `/readyz` is read from /proc:
- * on a shared machine the wall times follow the load, the CPU time much less.
+ * on a shared machine the wall times follow the load, the CPU time much less. Memory: the
+ * process's peak resident set by then (VmHWM) and its resident set after IDLE_SECONDS idle
+ * (VmRSS): what a container must allow (docs/operations.md, "Memory").
  *
  *   bun bench/start.ts                        # this checkout, 5 rounds
  *   ROUNDS=9 bun bench/start.ts . /tmp/before # several checkouts, interleaved round by round
@@ -21,10 +23,25 @@ const ROUNDS = Number(process.env.ROUNDS ?? 5)
 const POLL_MS = 10
 const GIVE_UP_MS = 120_000
 
+const IDLE_SECONDS = Number(process.env.IDLE_SECONDS ?? 10)
+
 interface StartTimes {
   healthzMs: number
   readyzMs: number
   cpuMs: number
+  /** Peak resident memory up to /readyz, and resident memory after IDLE_SECONDS, in MiB. */
+  peakMib: number
+  idleMib: number
+}
+
+/** A line of /proc/<pid>/status in MiB (`VmHWM`: the peak resident set; `VmRSS`: now). */
+function memoryMib(pid: number, field: 'VmHWM' | 'VmRSS'): number {
+  try {
+    const line = readFileSync(`/proc/${pid}/status`, 'utf8').split('\n').find((l) => l.startsWith(`${field}:`))
+    return Number(line!.split(/\s+/)[1]) / 1024
+  } catch {
+    return Number.NaN
+  }
 }
 
 /** User + system CPU time of a process so far, in ms (Linux; NaN elsewhere). */
@@ -80,9 +97,14 @@ async function timeStart(checkout: string, dataDir: string): Promise<StartTimes>
   const healthzMs = await until('/healthz')
   const readyzMs = await until('/readyz')
   const cpuMs = cpuTimeMs(child.pid)
+  const peakAtReady = memoryMib(child.pid, 'VmHWM')
+  await Bun.sleep(IDLE_SECONDS * 1000)
+  const idleMib = memoryMib(child.pid, 'VmRSS')
+  // The first start's work (the first business, the partitions) may go on after /readyz: the peak is read last.
+  const peakMib = Math.max(peakAtReady, memoryMib(child.pid, 'VmHWM'))
   child.kill('SIGTERM')
   await child.exited
-  return { healthzMs, readyzMs, cpuMs }
+  return { healthzMs, readyzMs, cpuMs, peakMib, idleMib }
 }
 
 function median(values: number[]): number {
@@ -113,21 +135,22 @@ await runBenchmark(async () => {
         results.get(checkout)!.first.push(first)
         results.get(checkout)!.restart.push(restart)
         console.log(
-          `round ${round} ${checkout}: first start ${seconds(first.healthzMs)} s to /healthz, ${seconds(first.readyzMs)} s to /readyz, ${seconds(first.cpuMs)} s CPU; ` +
-            `restart ${seconds(restart.healthzMs)} s, ${seconds(restart.readyzMs)} s, ${seconds(restart.cpuMs)} s CPU`,
+          `round ${round} ${checkout}: first start ${seconds(first.healthzMs)} s to /healthz, ${seconds(first.readyzMs)} s to /readyz, ${seconds(first.cpuMs)} s CPU, peak ${first.peakMib.toFixed(0)} MiB, idle ${first.idleMib.toFixed(0)} MiB; ` +
+            `restart ${seconds(restart.healthzMs)} s, ${seconds(restart.readyzMs)} s, ${seconds(restart.cpuMs)} s CPU, peak ${restart.peakMib.toFixed(0)} MiB, idle ${restart.idleMib.toFixed(0)} MiB`,
         )
       } finally {
         rmSync(join(dataDir, '..'), { recursive: true, force: true })
       }
     }
   }
-  console.log('\n| Checkout | First start: /healthz | /readyz | CPU | Restart: /healthz | /readyz | CPU |')
-  console.log('|---|---|---|---|---|---|---|')
+  console.log('\n| Checkout | First start: /healthz | /readyz | CPU | peak MiB | idle MiB | Restart: /healthz | /readyz | CPU | peak MiB | idle MiB |')
+  console.log('|---|---|---|---|---|---|---|---|---|---|---|')
   for (const [checkout, { first, restart }] of results) {
     const cell = (times: StartTimes[], pick: keyof StartTimes) =>
       `${seconds(median(times.map((t) => t[pick])))} s (${seconds(Math.min(...times.map((t) => t[pick])))}-${seconds(Math.max(...times.map((t) => t[pick])))})`
+    const mib = (times: StartTimes[], pick: 'peakMib' | 'idleMib') => median(times.map((t) => t[pick])).toFixed(0)
     console.log(
-      `| ${checkout} | ${cell(first, 'healthzMs')} | ${cell(first, 'readyzMs')} | ${cell(first, 'cpuMs')} | ${cell(restart, 'healthzMs')} | ${cell(restart, 'readyzMs')} | ${cell(restart, 'cpuMs')} |`,
+      `| ${checkout} | ${cell(first, 'healthzMs')} | ${cell(first, 'readyzMs')} | ${cell(first, 'cpuMs')} | ${mib(first, 'peakMib')} | ${mib(first, 'idleMib')} | ${cell(restart, 'healthzMs')} | ${cell(restart, 'readyzMs')} | ${cell(restart, 'cpuMs')} | ${mib(restart, 'peakMib')} | ${mib(restart, 'idleMib')} |`,
     )
   }
   console.log('\nmedian (min-max) seconds from spawn to the first 200; CPU: user + system time of the process until /readyz answered')

@@ -187,7 +187,14 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
   // In process: no network to hang, and a statement runs on this thread (a timer could not
   // interrupt it), so statements are not bounded; availability only ever changes if the
   // embedded engine itself fails.
-  const client = await PGlite.create(options.dataDir, { ...(await pgliteAssets(options.dataDir)), loadDataDir: options.fromArchive })
+  const client = await PGlite.create(options.dataDir, {
+    ...(await pgliteAssets(options.dataDir)),
+    loadDataDir: options.fromArchive,
+    // A first start's initdb sizes the shared buffers it writes into the data directory: at
+    // PostgreSQL's 128 MB the first start peaked at 1,020 MiB, at 32 MB at 874 MiB
+    // (docs/operations.md, "Memory"); an embedded database is a small one.
+    initDbStartParams: ['-c', 'shared_buffers=32MB'],
+  })
   const db = drizzlePglite(client, drizzleOptions) as unknown as Db
   const ping = async () => {
     await client.query('select 1')
