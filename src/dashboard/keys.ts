@@ -96,9 +96,31 @@ interface KeysDeps {
   defaultRateLimits: Record<KeyType, Budget>
 }
 
-/** The list of the business's keys, and creating a public key. */
+/** The list of the business's keys, and creating a key: public for every member, private for owners. */
 function keyListRoutes(deps: KeysDeps) {
   const { keys, defaultRateLimits } = deps
+
+  /** A creation form sent: the key made (`created` answers), or the form again with what to fix. */
+  async function createFromForm(
+    member: SignedIn,
+    body: typeof KeyForm.static,
+    type: KeyType,
+    created: (made: Awaited<ReturnType<KeyService['create']>>) => Response,
+  ): Promise<Response> {
+    const now = new Date()
+    const values = readKeyForm(body)
+    const { input, problems } = keySettingsOf(type, values)
+    const checked = checkKeySettings(type, input, now)
+    const all = [...problems, ...(checked.ok ? [] : checked.problems)]
+    if (all.length > 0) {
+      return htmlPage(
+        400,
+        keyFormPage(member, { kind: 'create', type }, values, formErrorsOf(type, all, values.expiresOn), now, defaultRateLimits),
+      )
+    }
+    return created(await keys.create(member.businessId, { ...input, type, createdBy: member.email }, byMember(member.email), now))
+  }
+
   return (
     new Elysia({ name: 'dashboard/keys/list' })
       .use(deps.member)
@@ -124,33 +146,7 @@ function keyListRoutes(deps: KeysDeps) {
       // Posted to the form's own address, so that a refused form comes back where it was.
       .post(
         `${KEYS}/new`,
-        async ({ member, body }) => {
-          const now = new Date()
-          const values = readKeyForm(body)
-          const { input, problems } = keySettingsOf('public', values)
-          const checked = checkKeySettings('public', input, now)
-          const all = [...problems, ...(checked.ok ? [] : checked.problems)]
-          if (all.length > 0) {
-            return htmlPage(
-              400,
-              keyFormPage(
-                member,
-                { kind: 'create', type: 'public' },
-                values,
-                formErrorsOf('public', all, values.expiresOn),
-                now,
-                defaultRateLimits,
-              ),
-            )
-          }
-          const created = await keys.create(
-            member.businessId,
-            { ...input, type: 'public', createdBy: member.email },
-            byMember(member.email),
-            now,
-          )
-          return redirect(`${keyPath(created.record.id)}?created=1`)
-        },
+        ({ member, body }) => createFromForm(member, body, 'public', (created) => redirect(`${keyPath(created.record.id)}?created=1`)),
         { member: 'form', parse: 'urlencoded', body: KeyForm },
       )
       .get(
@@ -167,33 +163,8 @@ function keyListRoutes(deps: KeysDeps) {
       // The same rules as the admin API's; the answer is the one page that ever shows the key.
       .post(
         `${KEYS}/new-private`,
-        async ({ member, body }) => {
-          const now = new Date()
-          const values = readKeyForm(body)
-          const { input, problems } = keySettingsOf('private', values)
-          const checked = checkKeySettings('private', input, now)
-          const all = [...problems, ...(checked.ok ? [] : checked.problems)]
-          if (all.length > 0) {
-            return htmlPage(
-              400,
-              keyFormPage(
-                member,
-                { kind: 'create', type: 'private' },
-                values,
-                formErrorsOf('private', all, values.expiresOn),
-                now,
-                defaultRateLimits,
-              ),
-            )
-          }
-          const created = await keys.create(
-            member.businessId,
-            { ...input, type: 'private', createdBy: member.email },
-            byMember(member.email),
-            now,
-          )
-          return htmlPage(200, newSecretPage(member, created.record, created.key, null))
-        },
+        ({ member, body }) =>
+          createFromForm(member, body, 'private', (created) => htmlPage(200, newSecretPage(member, created.record, created.key, null))),
         { member: { ownersTo: 'create private keys' }, parse: 'urlencoded', body: KeyForm },
       )
   )
