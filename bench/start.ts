@@ -37,7 +37,9 @@ interface StartTimes {
 /** A line of /proc/<pid>/status in MiB (`VmHWM`: the peak resident set; `VmRSS`: now). */
 function memoryMib(pid: number, field: 'VmHWM' | 'VmRSS'): number {
   try {
-    const line = readFileSync(`/proc/${pid}/status`, 'utf8').split('\n').find((l) => l.startsWith(`${field}:`))
+    const line = readFileSync(`/proc/${pid}/status`, 'utf8')
+      .split('\n')
+      .find((l) => l.startsWith(`${field}:`))
     return Number(line!.split(/\s+/)[1]) / 1024
   } catch {
     return Number.NaN
@@ -143,7 +145,9 @@ await runBenchmark(async () => {
       }
     }
   }
-  console.log('\n| Checkout | First start: /healthz | /readyz | CPU | peak MiB | idle MiB | Restart: /healthz | /readyz | CPU | peak MiB | idle MiB |')
+  console.log(
+    '\n| Checkout | First start: /healthz | /readyz | CPU | peak MiB | idle MiB | Restart: /healthz | /readyz | CPU | peak MiB | idle MiB |',
+  )
   console.log('|---|---|---|---|---|---|---|---|---|---|---|')
   for (const [checkout, { first, restart }] of results) {
     const cell = (times: StartTimes[], pick: keyof StartTimes) =>

@@ -153,6 +153,10 @@ export function createWebhookDelivery(db: Db, options: WebhookDeliveryOptions) {
   return {
     /** One run: claims what is due and sends it. */
     async run(): Promise<DeliveryRun> {
+      // Most runs find nothing due: a read says so, and the claim (an UPDATE) is sent only
+      // when there is something to claim, so an idle service writes nothing every second.
+      const [due] = await queryRows(db, sql`select 1 from webhook_deliveries where status = 'pending' and next_attempt_at <= now() limit 1`)
+      if (!due) return { claimed: 0, delivered: 0, failed: 0 }
       const claimed = await claim()
       const result: DeliveryRun = { claimed: claimed.length, delivered: 0, failed: 0 }
       let next = 0
