@@ -190,7 +190,8 @@ export function createApp(options: AppOptions) {
   }
   const urlGuard = createUrlGuard({ allowedHosts: options.webhooks?.allowedHosts ?? [], resolve: options.webhooks?.resolve })
   const webhooks = createWebhookEndpoints(db, urlGuard)
-  const webhookDelivery = createWebhookDelivery(db, { guard: urlGuard, ...options.webhooks })
+  // Off the request path, on the background pool: a slow delivery round never holds a request's connection.
+  const webhookDelivery = createWebhookDelivery(background, { guard: urlGuard, ...options.webhooks })
   scheduler.schedule('webhook deliveries', options.webhooks?.everyMs ?? 1_000, async () => void (await webhookDelivery.run()))
   scheduler.schedule('webhook history pruning', 3_600_000, async ({ db }) => void (await pruneWebhookHistory(db)), {
     exclusive: true,
@@ -204,7 +205,7 @@ export function createApp(options: AppOptions) {
   const budgets = options.rateLimits ?? DEFAULT_RATE_LIMITS
   const clientAddress = options.clientAddress ?? createClientAddressOf(options.trustProxy ?? [])
   const limiter = createRateLimiter({ redisUrl: options.redisUrl, log: lineLogger(logger, 'warn') })
-  const browserUse = createBrowserUseAudit(db)
+  const browserUse = createBrowserUseAudit(background)
   scheduler.schedule('browser-use audits', browserUse.intervalMs, () => browserUse.flush(), { firstRunInMs: browserUse.intervalMs })
   const gate = createGate({
     keys: keyStore,
