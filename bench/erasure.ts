@@ -37,7 +37,7 @@ await database.background.execute(sql`analyze analytics_events`)
 console.log(`filled ${total} events in ${Math.round(performance.now() - started)} ms`)
 
 const scheduler = createScheduler({ database, onError: (job, error) => console.error(job, error) })
-const erasures = createErasures(db, database.background, scheduler, { settleMs: 0 })
+const erasures = createErasures({ events: database, service: database.background }, scheduler, { settleMs: 0 })
 const at = performance.now()
 const request = await erasures.request(business!.id, { personId: 'the-person' }, { actor: 'admin' })
 let record = await erasures.get(business!.id, request.id)

@@ -105,7 +105,7 @@ await runBenchmark(async () => {
       let runs = 0
       const upkeep = (async () => {
         while (maintenance && running) {
-          const report = await maintainEvents(database, { retentionDays: 400 })
+          const report = await maintainEvents(database, { serviceDb: database.db, retentionDays: 400 })
           if (report.failed.length > 0) throw new Error(`maintenance failed: ${report.failed.join(', ')}`)
           deleted += report.deleted
           dropped += report.dropped.length
@@ -120,7 +120,7 @@ await runBenchmark(async () => {
       result.work = maintenance ? `${runs} runs, ${deleted.toLocaleString('en')} rows deleted, ${dropped} partitions dropped` : ''
       if (!maintenance) {
         // The work seeded for this phase is left to the next maintenance phase: clear it now, off the clock.
-        await maintainEvents(database, { retentionDays: 400 })
+        await maintainEvents(database, { serviceDb: database.db, retentionDays: 400 })
       }
       return result
     }

@@ -53,7 +53,13 @@ import { metricsRoute, requestObservation } from './http/observation.ts'
 import { argon2idPasswords, type PasswordCost, type Passwords } from './members/passwords.ts'
 
 export interface AppOptions {
+  /** The service's database: keys, businesses, members, audience, blog, flows, memory, audit, webhooks. */
   database: Database
+  /**
+   * EVENTS_DATABASE_URL's: the event store (events, their id claims, erasure requests) on a
+   * PostgreSQL of its own (docs/scaling.md, "A database for events"); `database` when absent.
+   */
+  eventsDatabase?: Database
   adminToken: string
   keyCache?: KeyStoreOptions
   /** Clock for the key chain (expiry, lastUsedAt); tests move it. */
@@ -135,6 +141,8 @@ export interface AppOptions {
  */
 export function createApp(options: AppOptions) {
   const { db } = options.database
+  const events = options.eventsDatabase ?? options.database
+  const eventsApart = events !== options.database
   const logger = options.logger ?? createLogger()
   const metrics = options.metrics ?? createMetrics()
   const scheduler = createScheduler({
@@ -152,7 +160,8 @@ export function createApp(options: AppOptions) {
   const keyFeed = options.keyChanges
     ? feedKeyChanges(options.database, keyStore, logger, options.keyChanges === true ? {} : options.keyChanges)
     : null
-  watchDatabaseInLog(options.database, logger)
+  watchDatabaseInLog(options.database, logger, 'database')
+  if (eventsApart) watchDatabaseInLog(events, logger, 'events database')
   // Background records write through their own small pool, and never decide availability.
   const { background } = options.database
   const dropped = (what: string) => (rows: number, e: unknown) =>
@@ -180,10 +189,11 @@ export function createApp(options: AppOptions) {
   metrics.readBackgroundWrites(() => ({ usage: usage.stats.writes, last_used: lastUsed.stats }))
   const keys = createKeyService(db, (hash) => keyStore.invalidate(hash))
   // Erasures left pending by an earlier run (or another instance that stopped) go on at once.
-  const erasures = createErasures(db, background, scheduler, options.erasure)
+  const erasures = createErasures({ events, service: background }, scheduler, options.erasure)
   const eventRetentionDays = options.eventRetentionDays ?? DEFAULT_EVENT_RETENTION_DAYS
   if (options.eventMaintenance) {
-    scheduleEventMaintenance(scheduler, options.database.engine, {
+    scheduleEventMaintenance(scheduler, events, {
+      serviceDb: background,
       retentionDays: eventRetentionDays,
       onError: (step, error) => logger.warn(`event maintenance (${step}) failed; the next run tries again`, errorFields(error)),
     })
@@ -240,6 +250,7 @@ export function createApp(options: AppOptions) {
   const shutdownTasks: (() => Promise<void>)[] = []
   const area: AreaDeps = {
     db,
+    events: events.db,
     keyChain: keyChain.plugin,
     direct,
     retention,
@@ -249,9 +260,9 @@ export function createApp(options: AppOptions) {
     ingest: {
       maxQueuedRows: options.ingestQueueRows ?? DEFAULT_INGEST_QUEUE_ROWS,
       // PGlite has one connection: a second insert would only wait behind the first.
-      concurrency: options.database.engine === 'postgres' ? POSTGRES_INSERTS_IN_FLIGHT : 1,
+      concurrency: events.engine === 'postgres' ? POSTGRES_INSERTS_IN_FLIGHT : 1,
       store: options.eventStore,
-      copyIn: options.database.copyIn,
+      copyIn: events.copyIn,
     },
   }
 
@@ -263,7 +274,9 @@ export function createApp(options: AppOptions) {
   const passwords = options.passwords ?? argon2idPasswords(options.passwordCost)
   const surfaces = new Elysia({ name: 'surfaces' })
     .onTransform(requestContext.stampRequestId)
-    .use(healthRoutes(options.database.ping))
+    .use(
+      healthRoutes(eventsApart ? { database: options.database.ping, 'events database': events.ping } : { database: options.database.ping }),
+    )
     .use(homeRoutes())
     .use(metricsRoute({ metrics, requireAdmin }))
     .use(apiReference())
@@ -287,6 +300,7 @@ export function createApp(options: AppOptions) {
     .use(
       dashboardRoutes({
         db,
+        events: events.db,
         keys,
         clientAddress,
         signInLimits: options.signInLimits,
@@ -347,10 +361,10 @@ export function createApp(options: AppOptions) {
 
 export type Service = ReturnType<typeof createApp>
 
-/** One line when the database stops answering, one when it is back; never a statement. */
-function watchDatabaseInLog(database: Database, logger: Logger): void {
+/** One line when a database stops answering, one when it is back; never a statement. */
+function watchDatabaseInLog(database: Database, logger: Logger, name: string): void {
   database.availability.onChange((change) => {
-    if (change.up) logger.info('database answers again', { downForMs: change.downForMs })
-    else logger.warn('database unavailable: requests that need it answer 503 until it is back', errorFields(change.error))
+    if (change.up) logger.info(`${name} answers again`, { downForMs: change.downForMs })
+    else logger.warn(`${name} unavailable: requests that need it answer 503 until it is back`, errorFields(change.error))
   })
 }

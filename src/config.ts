@@ -58,6 +58,7 @@ const written = (budget: Budget) => `${budget.limit}/${budget.windowSeconds}`
 const Environment = t.Object({
   PORT: t.Integer({ minimum: 0, maximum: 65535, default: 3000 }),
   DATABASE_URL: t.Optional(t.String({ pattern: '^postgres(ql)?://' })),
+  EVENTS_DATABASE_URL: t.Optional(t.String({ pattern: '^postgres(ql)?://' })),
   DATA_DIR: t.String({ minLength: 1, default: './data' }),
   ADMIN_TOKEN: t.Optional(t.String({ minLength: 16 })),
   REDIS_URL: t.Optional(t.String({ pattern: '^rediss?://' })),
@@ -79,6 +80,8 @@ const Environment = t.Object({
 export interface Config {
   port: number
   databaseUrl: string | undefined
+  /** The event store's own PostgreSQL; undefined: the events live beside everything else (docs/scaling.md, "A database for events"). */
+  eventsDatabaseUrl: string | undefined
   dataDir: string
   /** ADMIN_TOKEN; undefined: kept in DATA_DIR or refused (src/process/admin-token.ts). */
   adminToken: string | undefined
@@ -109,7 +112,7 @@ export interface Config {
 /**
  * Reads the environment once, at start-up. Everything below receives the parsed Config;
  * nothing else reads process.env. Error messages name the variable, never its value
- * (DATABASE_URL and ADMIN_TOKEN are secrets).
+ * (DATABASE_URL, EVENTS_DATABASE_URL and ADMIN_TOKEN are secrets).
  */
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
   const raw: Record<string, unknown> = {}
@@ -128,9 +131,15 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     .map((entry) => entry.trim())
     .filter((entry) => entry !== '')
   parseTrustedProxies(trustProxy) // throws naming a bad entry, at start-up
+  if (env_.EVENTS_DATABASE_URL !== undefined && env_.DATABASE_URL === undefined) {
+    throw new Error(
+      'invalid configuration: EVENTS_DATABASE_URL needs DATABASE_URL (the embedded database keeps the events beside everything else)',
+    )
+  }
   return {
     port: env_.PORT,
     databaseUrl: env_.DATABASE_URL,
+    eventsDatabaseUrl: env_.EVENTS_DATABASE_URL,
     dataDir: env_.DATA_DIR,
     adminToken: env_.ADMIN_TOKEN,
     redisUrl: env_.REDIS_URL,

@@ -11,6 +11,8 @@ import { firstStartNotice } from './process/first-start.ts'
 // config -> database -> migrations -> app -> listen; stop gracefully on SIGTERM/SIGINT.
 // The signal handlers come first: a stop during a slow start closes what was opened.
 let database: Database | undefined
+/** EVENTS_DATABASE_URL's database, when the event store has one of its own. */
+let eventsDatabase: Database | undefined
 let service: Service | undefined
 let stopping = false
 // JSON until the configuration says otherwise (a bad configuration is reported as JSON too).
@@ -35,7 +37,9 @@ async function stop(signal: string) {
     logger.error(`${signal}: draining failed`, errorFields(error))
     code = 1
   }
-  await database?.close().catch((error: unknown) => logger.warn(`${signal}: closing the database failed`, errorFields(error)))
+  for (const opened of [database, eventsDatabase]) {
+    await opened?.close().catch((error: unknown) => logger.warn(`${signal}: closing a database failed`, errorFields(error)))
+  }
   clearTimeout(overdue)
   logger.info(`${signal}: stopped`)
   flushLog()
@@ -76,15 +80,18 @@ try {
 }
 // The app's modules load while the database opens (the embedded engine compiles its
 // WebAssembly off this thread): bench/README.md, "Start-up time".
-const [opened, { createApp }, { bootstrapFirstOwner }] = await Promise.all([
+const [opened, openedEvents, { createApp }, { bootstrapFirstOwner }] = await Promise.all([
   openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir }),
+  config.eventsDatabaseUrl ? openDatabase({ databaseUrl: config.eventsDatabaseUrl, dataDir: config.dataDir }) : undefined,
   import('./app.ts'),
   import('./dashboard/bootstrap.ts'),
 ])
 database = opened
-await migrate(database)
+eventsDatabase = openedEvents
+await migrate(database, eventsDatabase)
 service = createApp({
   database,
+  eventsDatabase,
   adminToken: adminToken.token,
   rateLimits: config.rateLimits,
   trustProxy: config.trustProxy,
@@ -104,11 +111,13 @@ if (!stopping) {
     service.app.listen({ port: config.port, ...SERVER_OPTIONS })
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw error
-    await database.close()
+    await Promise.all([database.close(), eventsDatabase?.close()])
     refuse(`port ${config.port} is already in use; stop what listens there or set PORT`)
   }
   const port = service.app.server!.port
-  const where = config.databaseUrl ? 'PostgreSQL (DATABASE_URL)' : `embedded PGlite in ${config.dataDir}`
+  const where = config.databaseUrl
+    ? `PostgreSQL (DATABASE_URL${config.eventsDatabaseUrl ? '; events on EVENTS_DATABASE_URL' : ''})`
+    : `embedded PGlite in ${config.dataDir}`
   logger.info(`keygate listening on http://localhost:${port} with ${where}`)
   // Every start says which token is in effect; only the start that generated it prints it.
   logger.info(adminTokenLine(adminToken))

@@ -1,12 +1,3 @@
-// Every table of the service, one file per area; drizzle-kit reads this entry point.
-export * from './core.ts'
-export * from './flows.ts'
-export * from './dashboard.ts'
-export * from './analytics.ts'
-export * from './erasures.ts'
-export * from './audience.ts'
-export * from './blog.ts'
-export * from './memory.ts'
-export * from './audit.ts'
-export * from './usage.ts'
-export * from './webhooks.ts'
+// Every table, for the Drizzle handle's type (db/client.ts): the service's own and the event store's.
+export * from './service.ts'
+export * from './event-store.ts'

@@ -8,7 +8,10 @@ import type { CopyIn, EventRow } from '../events/write.ts'
 
 /** What every area plugin receives from createApp. */
 export interface AreaDeps {
+  /** The service's database: keys, businesses, audience, blog, flows, memory. */
   db: Db
+  /** The event store's: EVENTS_DATABASE_URL's database when set, else the same as `db` (docs/scaling.md, "A database for events"). */
+  events: Db
   /** The key chain as an Elysia plugin: `.use(deps.keyChain)` gives routes the `access` option (their rule) and handlers the `grant`. */
   keyChain: KeyChainPlugin
   /**

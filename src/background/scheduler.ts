@@ -17,6 +17,11 @@ export type Job = (run: JobRun) => Promise<void>
 export interface JobOptions {
   /** One instance at a time, under the job's advisory lock. */
   exclusive?: boolean
+  /**
+   * The database the job works on: its lock, its session or background pool (default the
+   * scheduler's; the event store's jobs name its database, which may be another).
+   */
+  database?: Database
   /** The first run's delay (default: at once). */
   firstRunInMs?: number
   /** The delay before the first retry of a failed run, doubled each failure up to the period (default: the period). */
@@ -134,8 +139,9 @@ export function createScheduler(deps: SchedulerDeps): Scheduler {
 
     async function runOnce(): Promise<void> {
       try {
-        if (options.exclusive) await exclusively(deps.database, name, (db) => job({ db }), deps.sessionLimits)
-        else await job({ db: deps.database.background })
+        const database = options.database ?? deps.database
+        if (options.exclusive) await exclusively(database, name, (db) => job({ db }), deps.sessionLimits)
+        else await job({ db: database.background })
         failures = 0
         arm(everyMs)
       } catch (error) {

@@ -1,5 +1,6 @@
 import { Elysia, t } from 'elysia'
 import type { Db } from '../../db/client.ts'
+import type { Retention } from '../events/retention.ts'
 import { arrivalPosition, EVENT_TYPE_PATTERN, listArrivedEvents, listEvents, type EventFilter } from '../events/read.ts'
 import type { KeyRecord, KeyService } from '../keys/service.ts'
 import { ApiError } from '../errors.ts'
@@ -31,13 +32,19 @@ const Filters = { key: FormField, type: FormField, from: FormField, to: FormFiel
  * goes through src/events/read.ts with the member's business: another business's events
  * never appear, whatever a filter or cursor says.
  */
-export function eventsPlugin(deps: { db: Db; keys: KeyService; member: ReturnType<typeof memberMacro>; operatorRetentionDays: number }) {
-  const { db, keys, operatorRetentionDays } = deps
+export function eventsPlugin(deps: {
+  /** The event store's database (EVENTS_DATABASE_URL's, else the service's). */
+  events: Db
+  keys: KeyService
+  member: ReturnType<typeof memberMacro>
+  retention: Retention
+}) {
+  const { events, keys, retention } = deps
 
   /** The filters as typed, read into a query; problems say what cannot be used (and nothing is read). */
   function readFilters(values: EventFilterValues, businessKeys: KeyRecord[]) {
     const problems: string[] = []
-    const filter: Omit<EventFilter, 'after' | 'limit'> = { operatorRetentionDays }
+    const filter: Omit<EventFilter, 'after' | 'limit' | 'keptSince'> = {}
     if (values.key !== '') {
       if (businessKeys.some((k) => k.id === values.key)) filter.keyId = values.key
       else problems.push("That key is not one of this business's keys; choose one in the list.")
@@ -77,7 +84,12 @@ export function eventsPlugin(deps: { db: Db; keys: KeyService; member: ReturnTyp
         const page =
           problems.length > 0
             ? { data: [], nextCursor: null }
-            : await listEvents(db, member.businessId, { ...filter, after, limit: EVENTS_PAGE })
+            : await listEvents(events, member.businessId, {
+                ...filter,
+                keptSince: await retention.readableSince(member.businessId),
+                after,
+                limit: EVENTS_PAGE,
+              })
         // Live on the newest page only, and only when the range stays open towards now.
         const live =
           after === null && filter.to === undefined && problems.length === 0
@@ -112,7 +124,8 @@ export function eventsPlugin(deps: { db: Db; keys: KeyService; member: ReturnTyp
         if (problems.length > 0) throw new ApiError('invalid_request', problems.join(' '))
         const since = positionOf(query.since)
         if (since === null) throw new ApiError('invalid_request', 'since must be the position the page gave out.')
-        const newer = await listArrivedEvents(db, member.businessId, { ...filter, since, limit: LIVE_BATCH })
+        const keptSince = await retention.readableSince(member.businessId)
+        const newer = await listArrivedEvents(events, member.businessId, { ...filter, keptSince, since, limit: LIVE_BATCH })
         const byId = new Map(businessKeys.map((k) => [k.id, k]))
         const now = new Date()
         return Response.json(

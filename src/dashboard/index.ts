@@ -25,6 +25,8 @@ import type { WebhookEndpoints } from '../webhooks/endpoints.ts'
 
 export interface DashboardDeps {
   db: Db
+  /** The event store's database (EVENTS_DATABASE_URL's, else `db`): the events page reads it. */
+  events: Db
   keys: KeyService
   /** Failed sign-ins allowed per email and per address; defaults in src/dashboard/throttle.ts. */
   signInLimits?: SignInLimits
@@ -50,6 +52,7 @@ export const DASHBOARD_PREFIX = '/dashboard'
  */
 export function dashboardRoutes({
   db,
+  events,
   keys,
   signInLimits,
   clientAddress,
@@ -69,7 +72,7 @@ export function dashboardRoutes({
     .get('/assets/dashboard.js', async () => asset(await dashboardScript(), 'text/javascript; charset=utf-8'))
     .use(signInPlugin({ member, members, sessions, throttle: createSignInThrottle(db, signInLimits), clientAddress }))
     .use(keysPlugin({ db, keys, ownKeys: keysOfMember, member, defaultRateLimits }))
-    .use(eventsPlugin({ db, keys, member, operatorRetentionDays: retention.operatorDays }))
+    .use(eventsPlugin({ events, keys, member, retention }))
     .use(auditPlugin({ db, keys, ownKeys: keysOfMember, member }))
     .use(membersPlugin({ members, member }))
     .use(businessPlugin({ db, member, retention }))

@@ -1,5 +1,5 @@
 import { and, eq, inArray, sql } from 'drizzle-orm'
-import { queryRows, type Db } from '../../db/client.ts'
+import { queryRows, type Database, type Db } from '../../db/client.ts'
 import type { Scheduler } from '../background/scheduler.ts'
 import { analyticsErasures } from '../../db/schema/index.ts'
 import { recordChange, type ChangeAuthor } from '../audit/trail.ts'
@@ -12,9 +12,9 @@ import { Chars } from '../shared/characters.ts'
 
 // Erasing a person's events (docs/api.md, "Erasure"). A request is a row of
 // analytics_erasures: from its insert on, reads hide the events it names (./read.ts); a
-// worker in this process deletes them in the background, in bounded batches, then marks it
-// done and writes the audit entry, with the count and never the identifier, in the same
-// transaction (the count is known only then). Identifiers are cleared when it is done.
+// worker in this process deletes them in the background, in bounded batches, then writes
+// the audit entry and the webhook event, with the count and never the identifier (the count
+// is known only then), and marks it done. Identifiers are cleared when it is done.
 // A business has at most MAX_PENDING_ERASURES pending (more answer 429), the worker serves
 // businesses in turn, and the event maintenance deletes finished requests after
 // DONE_ERASURES_KEPT_MS (docs/decisions.md, "Fair erasures, cheap to read past").
@@ -135,10 +135,23 @@ interface Job {
   requested_at: string
 }
 
+/** Where erasures live and whom a finished one is told to. */
+export interface ErasureStores {
+  /**
+   * The event store's database: its pool answers requests; its background pool (its own
+   * pool and statement timeout on PostgreSQL, db/client.ts) runs the deletion, so a slow one
+   * never holds a request's connection and its failures never mark the database unavailable.
+   */
+  events: Pick<Database, 'db' | 'background'>
+  /**
+   * The service's background pool: a finished request's audit entry and webhook event. The
+   * same database as the events' unless EVENTS_DATABASE_URL is set (docs/scaling.md, "A
+   * database for events").
+   */
+  service: Db
+}
+
 /**
- * `db` answers requests; `background` (its own pool and statement timeout on PostgreSQL,
- * db/client.ts) runs the deletion, so a slow one never holds a request's connection and its
- * failures never mark the database unavailable.
  *
  * Fairness (docs/decisions.md, "Fair erasures, cheap to read past"): each pass takes one
  * business, the one served least recently (its newest finished request is the oldest, or
@@ -146,7 +159,8 @@ interface Job {
  * of their events in one scan of that business's events. A business with thousands pending
  * thus delays another's request by one pass at most.
  */
-export function createErasures(db: Db, background: Db, scheduler: Scheduler, options: ErasureOptions = {}): Erasures {
+export function createErasures(stores: ErasureStores, scheduler: Scheduler, options: ErasureOptions = {}): Erasures {
+  const { db, background } = stores.events
   const batchRows = options.batchRows ?? 5_000
   const windowMs = options.windowMs ?? 7 * 86_400_000
   const settleMs = options.settleMs ?? 15_000
@@ -213,28 +227,44 @@ export function createErasures(db: Db, background: Db, scheduler: Scheduler, opt
       .returning()
   }
 
-  /** One scan deletes every job's events; then each is done with its own count and audit entry, in one transaction. */
+  /**
+   * One scan deletes every job's events; then each finished request is told (its audit entry
+   * and webhook event, in one transaction on the service's database, once: the event's
+   * dedupe key) and marked done. Two databases share no transaction, so the telling comes
+   * first: a stop between the two leaves the request pending, and the next pass, which finds
+   * nothing more to delete, tells nobody twice and marks it done.
+   */
   async function erase(jobs: ErasureRow[]): Promise<void> {
     const completed = await pass(jobs)
     if (!completed || closed) return
-    await background.transaction(async (tx) => {
-      const done = await tx
-        .update(analyticsErasures)
-        .set({ status: 'done', completedAt: sql`now()`, personId: null, anonymousId: null, claimedUntil: null })
-        .where(
-          and(
-            // One pass serves one business: the statement names it, as a sharded store needs (docs/scaling.md).
-            eq(analyticsErasures.businessId, jobs[0]!.businessId),
-            inArray(
-              analyticsErasures.id,
-              jobs.map((job) => job.id),
-            ),
-            eq(analyticsErasures.status, 'pending'),
-          ),
-        )
-        .returning()
-      // One that another instance finished meanwhile is not here: audited once.
-      for (const row of done) {
+    const x = analyticsErasures
+    // One pass serves one business: each statement names it, as a sharded store needs (docs/scaling.md).
+    const ofThePass = and(
+      eq(x.businessId, jobs[0]!.businessId),
+      inArray(
+        x.id,
+        jobs.map((job) => job.id),
+      ),
+      eq(x.status, 'pending'),
+    )
+    // As the pass left them (their counts); one that another instance finished meanwhile is not here.
+    const finished = await background.select().from(x).where(ofThePass)
+    if (finished.length === 0) return
+    const completedAt = new Date()
+    await stores.service.transaction(async (tx) => {
+      for (const row of finished) {
+        const told = await recordWebhookEvent(tx, {
+          businessId: row.businessId,
+          type: 'erasure.completed',
+          payload: {
+            erasureId: row.id,
+            deleted: row.deleted,
+            requestedAt: row.requestedAt.toISOString(),
+            completedAt: completedAt.toISOString(),
+          },
+          dedupeKey: `erasure.completed:${row.id}`,
+        })
+        if (told === null) continue
         await recordChange(tx, {
           businessId: row.businessId,
           action: 'analytics.erased',
@@ -242,18 +272,9 @@ export function createErasures(db: Db, background: Db, scheduler: Scheduler, opt
           keyId: row.keyId ?? undefined,
           changes: { erasure: { from: null, to: row.id }, deleted: { from: null, to: row.deleted } },
         })
-        await recordWebhookEvent(tx, {
-          businessId: row.businessId,
-          type: 'erasure.completed',
-          payload: {
-            erasureId: row.id,
-            deleted: row.deleted,
-            requestedAt: row.requestedAt.toISOString(),
-            completedAt: row.completedAt?.toISOString() ?? null,
-          },
-        })
       }
     })
+    await background.update(x).set({ status: 'done', completedAt, personId: null, anonymousId: null, claimedUntil: null }).where(ofThePass)
   }
 
   /**

@@ -12,7 +12,9 @@ import { DAY_MS } from './time-bounds.ts'
 // the months still kept deleted in bounded batches, analytics_untimed_ids kept to its 24
 // hours, and the usage tables and finished erasures to theirs (src/usage/pruning.ts,
 // ./erasure.ts). At start-up and hourly, on the app's scheduler; with several instances,
-// one at a time (its advisory lock, skipped by the others). Every
+// one at a time (its advisory lock, taken on the event store's database, skipped by the
+// others). The businesses' retention and the usage tables are read and pruned on the
+// service's database, which is another one when EVENTS_DATABASE_URL is set. Every
 // step fails alone: it is logged and tried again at the next run, and nothing here ever
 // marks the database unavailable (that is the probe's call, db/availability.ts).
 
@@ -24,6 +26,11 @@ const MAX_PAUSE_MS = 1_000
 const BUSINESS_PAGE = 1_000
 
 export interface EventMaintenanceOptions {
+  /**
+   * The service's database (its pool): the businesses' retention is read there, and the
+   * usage tables pruned. The event store's own database unless EVENTS_DATABASE_URL is set.
+   */
+  serviceDb: Db
   /** EVENT_RETENTION_DAYS: the longest any business keeps an event. */
   retentionDays: number
   /** Milliseconds since the epoch (tests move it). */
@@ -62,10 +69,11 @@ export interface MaintenanceReport {
 /** The scheduler's name for the maintenance job, and its advisory lock's (src/background/scheduler.ts). */
 export const MAINTENANCE_JOB = 'event-maintenance'
 
-/** Maintenance on the app's scheduler: at once, then every `intervalMs`, on one instance at a time. */
-export function scheduleEventMaintenance(scheduler: Scheduler, engine: Database['engine'], options: EventMaintenanceOptions): void {
-  scheduler.schedule(MAINTENANCE_JOB, options.intervalMs ?? HOUR, async ({ db }) => void (await maintainIn(db, engine, options)), {
+/** Maintenance of `events` on the app's scheduler: at once, then every `intervalMs`, on one instance at a time. */
+export function scheduleEventMaintenance(scheduler: Scheduler, events: Database, options: EventMaintenanceOptions): void {
+  scheduler.schedule(MAINTENANCE_JOB, options.intervalMs ?? HOUR, async ({ db }) => void (await maintainIn(db, events.engine, options)), {
     exclusive: true,
+    database: events,
   })
 }
 
@@ -73,10 +81,10 @@ export function scheduleEventMaintenance(scheduler: Scheduler, engine: Database[
  * One maintenance run, unless another instance is running one, as the scheduler runs it
  * (tests and benches call it directly). Never rejects.
  */
-export async function maintainEvents(database: Database, options: EventMaintenanceOptions): Promise<MaintenanceReport> {
+export async function maintainEvents(events: Database, options: EventMaintenanceOptions): Promise<MaintenanceReport> {
   const limits = { statementTimeoutMs: options.statementTimeoutMs ?? 30_000, lockTimeoutMs: options.lockTimeoutMs ?? 2_000 }
   try {
-    const outcome = await exclusively(database, MAINTENANCE_JOB, (db) => maintainIn(db, database.engine, options), limits)
+    const outcome = await exclusively(events, MAINTENANCE_JOB, (db) => maintainIn(db, events.engine, options), limits)
     return outcome.ran ? outcome.result : { ...emptyReport(), skipped: true }
   } catch (error) {
     // The session itself could not be opened: the next run tries again.
@@ -89,7 +97,7 @@ function emptyReport(): MaintenanceReport {
   return { skipped: false, created: [], dropped: [], deleted: 0, forgotten: 0, pruned: 0, failed: [] }
 }
 
-/** The steps of one run on `db`, the session holding the maintenance lock. Every step fails alone. */
+/** The steps of one run on `db`, the event store's session holding the maintenance lock. Every step fails alone. */
 async function maintainIn(db: Db, engine: Database['engine'], options: EventMaintenanceOptions): Promise<MaintenanceReport> {
   const report = emptyReport()
   const step = async (name: MaintenanceStep, task: () => Promise<void>) => {
@@ -110,7 +118,7 @@ async function maintainIn(db: Db, engine: Database['engine'], options: EventMain
     report.forgotten += await forgetUntimedIds(db, now, options)
   })
   await step('pruning', async () => {
-    report.pruned += await pruneExpired(db, now, options)
+    report.pruned += await pruneExpired({ events: db, service: options.serviceDb }, now, options)
   })
   return report
 }
@@ -122,14 +130,18 @@ async function maintainIn(db: Db, engine: Database['engine'], options: EventMain
  * transaction, with a pause after it: row locks only, never one held for long, and
  * ingestion's inserts pass in between. A business with nothing expired costs one index probe.
  */
-export async function deleteExpiredRows(db: Db, now: number, options: EventMaintenanceOptions): Promise<number> {
+export async function deleteExpiredRows(
+  db: Db,
+  now: number,
+  options: Pick<EventMaintenanceOptions, 'serviceDb' | 'retentionDays' | 'batchRows' | 'pauseMs' | 'sleep'>,
+): Promise<number> {
   const days = options.retentionDays
   let deleted = 0
   // Businesses a page at a time, in id order: memory stays bounded whatever their number.
   let after = '00000000-0000-0000-0000-000000000000'
   for (;;) {
     const page = await queryRows<ExpiringBusiness>(
-      db,
+      options.serviceDb,
       sql`select id, least(coalesce(event_retention_days, ${days}::int), ${days}::int) as days,
             (extract(epoch from events_expired_before) * 1000)::float8 as "expiredBefore"
           from businesses where id > ${after}::uuid order by id limit ${BUSINESS_PAGE}::int`,
@@ -185,15 +197,18 @@ export async function forgetUntimedIds(
   )
 }
 
-/** Usage rows (src/usage/pruning.ts) and finished erasures (./erasure.ts) past their retention, table by table, in batches. */
+/**
+ * Usage rows (src/usage/pruning.ts, on the service's database) and finished erasures
+ * (./erasure.ts, on the event store's) past their retention, table by table, in batches.
+ */
 export async function pruneExpired(
-  db: Db,
+  on: { events: Db; service: Db },
   now: number,
   options: Pick<EventMaintenanceOptions, 'batchRows' | 'pauseMs' | 'sleep'>,
 ): Promise<number> {
   let pruned = 0
-  for (const expired of [...expiredUsage(now), expiredErasures(now)]) pruned += await deleteOlderThan(db, expired, options)
-  return pruned
+  for (const expired of expiredUsage(now)) pruned += await deleteOlderThan(on.service, expired, options)
+  return pruned + (await deleteOlderThan(on.events, expiredErasures(now), options))
 }
 
 /**

@@ -1,7 +1,6 @@
 import { and, desc, eq, gte, lt, sql } from 'drizzle-orm'
 import type { Db } from '../../db/client.ts'
 import { analyticsErasures, analyticsEvents } from '../../db/schema/index.ts'
-import { retentionStart } from './retention.ts'
 import { before, positionCursor, toPage, type Page, type Position } from '../shared/paging.ts'
 
 // Reading a business's tracked events: the one query behind `GET /api/v0/analytics`
@@ -15,8 +14,12 @@ export const EVENT_TYPE_PATTERN = '^[A-Za-z0-9_.:-]{1,64}$'
 
 /** Which events of the business a list holds, and the page: `after` a cursor's position, `limit` rows. */
 export interface EventFilter {
-  /** EVENT_RETENTION_DAYS: no read answers an event older than the business's retention, capped by this. */
-  operatorRetentionDays: number
+  /**
+   * The business's retention bound: no read answers an event dated before it. Read from the
+   * business row for each list (Retention.readableSince, ./retention.ts), so a change holds
+   * at once on every instance, whichever database holds the events.
+   */
+  keptSince: Date
   type?: string
   /** The dashboard filters by key; the API reads every key's events. */
   keyId?: string
@@ -32,9 +35,8 @@ export type StoredEventRow = typeof analyticsEvents.$inferSelect
 export type EventRecord = ReturnType<typeof toEventRecord>
 
 /**
- * The business's events a read may answer: inside its retention (computed in the statement
- * from the business row, so a change holds at once on every instance) and not those of a
- * person whose erasure is pending, received before it was asked for (docs/api.md, "Erasure").
+ * The business's events a read may answer: inside its retention (`keptSince`) and not those
+ * of a person whose erasure is pending, received before it was asked for (docs/api.md, "Erasure").
  *
  * Each event is tested against the pending requests' identifiers as two uncorrelated `in`
  * subqueries, which PostgreSQL runs once and hashes (a lookup a row; ./erasure.ts keeps
@@ -43,13 +45,13 @@ export type EventRecord = ReturnType<typeof toEventRecord>
  * page up to twice as slow with 100 pending (docs/decisions.md, "Fair erasures, cheap to
  * read past").
  */
-function readable(businessId: string, operatorRetentionDays: number) {
+function readable(businessId: string, keptSince: Date) {
   const e = analyticsEvents
   const x = analyticsErasures
   const pending = sql`${x.businessId} = ${businessId} and ${x.status} = 'pending'`
   return [
     eq(e.businessId, businessId),
-    gte(e.occurredAt, retentionStart(businessId, operatorRetentionDays)),
+    gte(e.occurredAt, keptSince),
     sql`not (coalesce(${e.personId} in (select ${x.personId} from ${x} where ${pending} and ${x.personId} is not null)
           or ${e.anonymousId} in (select ${x.anonymousId} from ${x} where ${pending} and ${x.anonymousId} is not null), false)
         and exists (select 1 from ${x} where ${pending}
@@ -60,7 +62,7 @@ function readable(businessId: string, operatorRetentionDays: number) {
 function filtered(businessId: string, filter: Omit<EventFilter, 'after' | 'limit'>) {
   const e = analyticsEvents
   return [
-    ...readable(businessId, filter.operatorRetentionDays),
+    ...readable(businessId, filter.keptSince),
     filter.type === undefined ? undefined : eq(e.eventType, filter.type),
     filter.keyId === undefined ? undefined : eq(e.keyId, filter.keyId),
     filter.from === undefined ? undefined : gte(e.occurredAt, filter.from),

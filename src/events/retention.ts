@@ -1,4 +1,4 @@
-import { eq, sql, type SQL } from 'drizzle-orm'
+import { eq } from 'drizzle-orm'
 import type { Db } from '../../db/client.ts'
 import { businesses } from '../../db/schema/index.ts'
 import { BoundedMap } from '../shared/bounded-map.ts'
@@ -7,10 +7,12 @@ import { DAY_MS } from './time-bounds.ts'
 // How long a business's events are kept (docs/api.md, "Retention"): the operator's
 // EVENT_RETENTION_DAYS, or less where the business says so; and never from before
 // `eventsExpiredBefore`, where a change of the retention left it (docs/decisions.md, "A
-// lowered retention is final"). Reads compute the bound in SQL from the business row
-// (./read.ts), so a change holds for them at once on every instance; maintenance deletes
-// by the same bound (./maintenance.ts); ingestion checks `timestamp` against a cached value
-// (below), as cheap as a Map lookup.
+// lowered retention is final"). Reads take the bound from the business row read for each
+// list (`readableSince`), so a change holds for them at once on every instance; maintenance
+// deletes by the same bound (./maintenance.ts); ingestion checks `timestamp` against a
+// cached value (below), as cheap as a Map lookup. The row is on the service's database,
+// the events may be on another (docs/scaling.md, "A database for events"): the bound
+// travels into the event store's statements as a value.
 
 /** What the business keeps: its effective days, and the instant before which its events are gone for good. */
 export interface Kept {
@@ -39,6 +41,11 @@ export interface Retention {
   readonly operatorDays: number
   /** What the business keeps: the cached value while fresh, else a read of its row. */
   keptFor(businessId: string): Promise<Kept>
+  /**
+   * The earliest event time a read may answer for the business at `now`, from its row read
+   * now (never the cache): a list follows a change at once, whichever instance made it.
+   */
+  readableSince(businessId: string, now?: number): Promise<Date>
   /** Forget the cached value (after a change). */
   forget(businessId: string): void
   /**
@@ -69,25 +76,35 @@ export function createRetention(db: Db, operatorDays: number, options: Retention
   let generation = 0
 
   /** What the business keeps, from its row as read; cached unless a change came after `startedAt`. */
-  function keep(startedAt: number, businessId: string, row: RetentionColumns | undefined): Kept {
-    const kept = {
+  /** What a business row (none: an unknown business) says is kept. */
+  function keptOf(row: RetentionColumns | undefined): Kept {
+    return {
       days: effectiveDays(row?.eventRetentionDays ?? null, operatorDays),
       expiredBefore: row?.eventsExpiredBefore?.getTime() ?? null,
     }
+  }
+
+  function keep(startedAt: number, businessId: string, row: RetentionColumns | undefined): Kept {
+    const kept = keptOf(row)
     if (startedAt === generation) cached.set(businessId, { kept, until: clock() + ttl })
     return kept
+  }
+
+  function readRow(businessId: string): Promise<RetentionColumns | undefined> {
+    return db
+      .select({ eventRetentionDays: businesses.eventRetentionDays, eventsExpiredBefore: businesses.eventsExpiredBefore })
+      .from(businesses)
+      .where(eq(businesses.id, businessId))
+      .limit(1)
+      .then(([row]) => row)
   }
 
   function read(businessId: string): Promise<Kept> {
     const pending = reading.get(businessId)
     if (pending !== undefined) return pending
     const startedAt = generation
-    const started = db
-      .select({ eventRetentionDays: businesses.eventRetentionDays, eventsExpiredBefore: businesses.eventsExpiredBefore })
-      .from(businesses)
-      .where(eq(businesses.id, businessId))
-      .limit(1)
-      .then(([row]) => keep(startedAt, businessId, row))
+    const started = readRow(businessId)
+      .then((row) => keep(startedAt, businessId, row))
       .finally(() => {
         if (reading.get(businessId) === started) reading.delete(businessId)
       })
@@ -101,6 +118,9 @@ export function createRetention(db: Db, operatorDays: number, options: Retention
       const hit = cached.get(businessId)
       if (hit !== undefined && clock() < hit.until) return hit.kept
       return read(businessId)
+    },
+    async readableSince(businessId, now = Date.now()) {
+      return new Date(keptSince(keptOf(await readRow(businessId)), now))
     },
     forget(businessId) {
       generation++
@@ -117,15 +137,4 @@ export function createRetention(db: Db, operatorDays: number, options: Retention
 /** The business's own setting, capped by the operator's (which may have been lowered since). */
 export function effectiveDays(own: number | null, operatorDays: number): number {
   return own === null ? operatorDays : Math.min(own, operatorDays)
-}
-
-/**
- * The earliest `occurred_at` a read may answer for the business whose row is `businessId`,
- * computed in the statement itself: a change is seen at once, whichever instance made it.
- * (`greatest` skips a null `events_expired_before`.)
- */
-export function retentionStart(businessId: string, operatorDays: number): SQL {
-  const b = businesses
-  return sql`coalesce((select greatest(now() - make_interval(days => least(coalesce(${b.eventRetentionDays}, ${operatorDays}), ${operatorDays})), ${b.eventsExpiredBefore})
-    from ${b} where ${b.id} = ${businessId}), now() - make_interval(days => ${operatorDays}))`
 }

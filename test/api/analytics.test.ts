@@ -4,7 +4,7 @@ import fc from 'fast-check'
 import { queryRows } from '../../db/client.ts'
 import { analyticsEvents } from '../../db/schema/index.ts'
 import { COPY_MIN_ROWS, type EventRow, eventInserter, eventWriter } from '../../src/events/write.ts'
-import { testDatabase } from '../support/database.ts'
+import { testEventsDatabase } from '../support/database.ts'
 import { call, errorOf, seedBusiness, seedKey, testService } from '../support/service.ts'
 
 const ORIGIN = 'https://www.example.com'
@@ -18,12 +18,12 @@ async function setup() {
 }
 
 async function storedEvents() {
-  const { db } = await testDatabase()
+  const { db } = await testEventsDatabase()
   return db.select().from(analyticsEvents).orderBy(asc(analyticsEvents.occurredAt), asc(analyticsEvents.eventType))
 }
 
 async function countEvents(): Promise<number> {
-  const [row] = await queryRows<{ n: number }>((await testDatabase()).db, sql`select count(*)::int as n from analytics_events`)
+  const [row] = await queryRows<{ n: number }>((await testEventsDatabase()).db, sql`select count(*)::int as n from analytics_events`)
   return row!.n
 }
 
@@ -248,7 +248,7 @@ describe('POST /api/v0/analytics', () => {
     // Rows written by one transaction carry its id in xmin; fewer transactions than requests
     // means requests were committed together.
     const [row] = await queryRows<{ transactions: number; events: number }>(
-      (await testDatabase()).db,
+      (await testEventsDatabase()).db,
       sql`select count(distinct xmin::text)::int as transactions, count(*)::int as events from analytics_events`,
     )
     expect(row!.events).toBe(50)
@@ -259,7 +259,7 @@ describe('POST /api/v0/analytics', () => {
   test('draining the service commits the events of requests still waiting for the writer', async () => {
     // The table's writer, held until the test lets it go: the ten requests are surely
     // waiting in the queue when drain() begins.
-    const { db } = await testDatabase()
+    const { db } = await testEventsDatabase()
     const write = eventWriter(db)
     let release = () => {}
     const held = new Promise<void>((resolve) => (release = resolve))
@@ -444,7 +444,7 @@ test('an eventStore given to the app receives the accepted events instead of the
   const response = await call(service, '/api/v0/analytics', { key, origin: 'https://www.example.com', body: { eventType: 'elsewhere' } })
   expect(response.status).toBe(202)
   expect(stored).toEqual([[{ event_type: 'elsewhere', business_id: businessId }]])
-  const { db } = await testDatabase()
+  const { db } = await testEventsDatabase()
   expect(await db.select().from(analyticsEvents)).toEqual([])
 })
 
@@ -479,7 +479,7 @@ test('one insert of rows from two businesses, keys and Origins, interleaved, sto
     row(first, a, 'https://other.example', at(2), { properties: { emoji: '😀', quote: '"\\' } }),
     row(first, a, 'https://a.example', at(3)),
   ]
-  const { db } = await testDatabase()
+  const { db } = await testEventsDatabase()
   await eventInserter(db)(rows)
   const stored = await db.select().from(analyticsEvents)
   const byId = (x: { id: string }, y: { id: string }) => x.id.localeCompare(y.id)
@@ -509,7 +509,7 @@ function asStored(r: EventRow) {
  * insert would hide a COPY that mangles text, since it stores the batch right anyway.
  */
 async function serviceWriter() {
-  const database = await testDatabase()
+  const database = await testEventsDatabase()
   const copyIn = database.copyIn
   let copyFailures = 0
   const counted =
@@ -623,7 +623,7 @@ describe("the service's event writer", () => {
   // PostgreSQL only: PGlite offers no COPY here, and its writer is the insert the tests above check.
   test.skipIf(!process.env.DATABASE_URL)('on PostgreSQL a batch of COPY_MIN_ROWS goes by COPY, a smaller one by the insert', async () => {
     const { businessId, keyId } = await keyOf()
-    const database = await testDatabase()
+    const database = await testEventsDatabase()
     const statements: string[] = []
     const write = eventWriter(database.db, async (statement, text) => {
       statements.push(statement)

@@ -4,7 +4,7 @@ import { queryRows } from '../../db/client.ts'
 import { DEFAULT_EVENT_RETENTION_DAYS } from '../../src/config.ts'
 import { maintainEvents } from '../../src/events/maintenance.ts'
 import { analyticsErasures, analyticsEvents, auditEntries } from '../../db/schema/index.ts'
-import { testDatabase } from '../support/database.ts'
+import { testDatabase, testEventsDatabase } from '../support/database.ts'
 import { watchEventDeletes } from '../support/delete-statements.ts'
 import { loopback, type Loopback } from '../support/loopback.ts'
 import { seedBusiness, seedKey, testService } from '../support/service.ts'
@@ -46,7 +46,7 @@ type Setup = Awaited<ReturnType<typeof setup>>
  * two of someone else's. Stored as accepted earlier (received when they occurred).
  */
 async function storeHistory(s: Setup): Promise<number> {
-  const { db } = await testDatabase()
+  const { db } = await testEventsDatabase()
   const now = Date.now()
   const history = [
     { personId: PERSON, days: 300 },
@@ -82,7 +82,7 @@ async function listed(http: Loopback, key: string): Promise<{ eventType: string;
 
 async function storedCount(businessId: string): Promise<number> {
   const [row] = await queryRows<{ n: number }>(
-    (await testDatabase()).db,
+    (await testEventsDatabase()).db,
     sql`select count(*)::int as n from analytics_events where business_id = ${businessId}`,
   )
   return row!.n
@@ -135,9 +135,9 @@ describe('POST /api/v0/analytics/erasures', () => {
     expect(await listed(s.http, s.otherSk)).toHaveLength(7)
 
     // The finished request keeps no identifier; the trail has the count, never the identifier.
-    const { db } = await testDatabase()
-    const [row] = await db.select().from(analyticsErasures).where(eq(analyticsErasures.id, answer.id))
+    const [row] = await (await testEventsDatabase()).db.select().from(analyticsErasures).where(eq(analyticsErasures.id, answer.id))
     expect([row!.personId, row!.anonymousId]).toEqual([null, null])
+    const { db } = await testDatabase()
     const trail = await db.select().from(auditEntries).where(eq(auditEntries.businessId, s.businessId))
     const entry = trail.find((e) => e.action === 'analytics.erased')
     expect(entry).toMatchObject({
@@ -158,7 +158,7 @@ describe('POST /api/v0/analytics/erasures', () => {
   test('reads hide the events of a pending request received before it, by either identifier, and only those', async () => {
     const s = await setup()
     await storeHistory(s)
-    const { db } = await testDatabase()
+    const { db } = await testEventsDatabase()
     // A request no worker has taken (inserted as another instance would): the read alone hides.
     await db.insert(analyticsErasures).values({ businessId: s.businessId, anonymousId: VISITOR, requestedBy: 'admin' })
     expect((await listed(s.http, s.sk)).map((e) => e.eventType).sort()).toEqual(['e0', 'e1', 'e2', 'e5', 'e6'])
@@ -172,7 +172,7 @@ describe('POST /api/v0/analytics/erasures', () => {
 
   test('deletes in bounded batches until none is left: more events than one batch', async () => {
     const s = await setup({ erasure: { settleMs: 0, batchRows: 3 } })
-    const { db } = await testDatabase()
+    const { db } = await testEventsDatabase()
     const now = Date.now()
     await db.insert(analyticsEvents).values(
       Array.from({ length: 20 }, (_, i) => ({
@@ -208,7 +208,7 @@ describe('POST /api/v0/analytics/erasures', () => {
 
   test("a business whose only event is the person's: its one window is worked, the event goes", async () => {
     const s = await setup()
-    const { db } = await testDatabase()
+    const { db } = await testEventsDatabase()
     // One event: the span's first and last instants are the same.
     await db.insert(analyticsEvents).values({
       businessId: s.businessId,
@@ -229,7 +229,7 @@ describe('POST /api/v0/analytics/erasures', () => {
     await storeHistory(s)
     // The earlier run stopped (its scheduler with it) and left a pending request behind.
     await s.service.drain()
-    const { db } = await testDatabase()
+    const { db } = await testEventsDatabase()
     const [left] = await db
       .insert(analyticsErasures)
       .values({ businessId: s.businessId, personId: PERSON, requestedBy: 'admin' })
@@ -248,7 +248,7 @@ describe('POST /api/v0/analytics/erasures', () => {
     const pending = (await (await s.http.api(`/analytics/erasures/${id}`, s.sk)).json()) as ErasureAnswer
     expect(pending).toMatchObject({ status: 'pending' })
     // A group commit in flight when the request came: received before it, stored only now.
-    const { db } = await testDatabase()
+    const { db } = await testEventsDatabase()
     await db.insert(analyticsEvents).values({
       businessId: s.businessId,
       keyId: s.keyId,
@@ -285,7 +285,7 @@ describe('POST /api/v0/analytics/erasures', () => {
     const response = await s.http.api('/analytics/erasures', s.pk, { body: { personId: PERSON }, origin: ORIGIN })
     expect(response.status).toBe(403)
     expect(((await response.json()) as { error: { code: string } }).error.code).toBe('public_key_not_allowed')
-    expect(await (await testDatabase()).db.select().from(analyticsErasures)).toEqual([])
+    expect(await (await testEventsDatabase()).db.select().from(analyticsErasures)).toEqual([])
   })
 
   test('a key without ANALYTICS_WRITE: 403 insufficient_scope', async () => {
@@ -314,7 +314,7 @@ describe('POST /api/v0/analytics/erasures', () => {
       expect([response.status, error.code], JSON.stringify(body)).toEqual([400, 'invalid_request'])
       expect(error.message, JSON.stringify(body)).toContain(field)
     }
-    expect(await (await testDatabase()).db.select().from(analyticsErasures)).toEqual([])
+    expect(await (await testEventsDatabase()).db.select().from(analyticsErasures)).toEqual([])
   })
 })
 
@@ -360,7 +360,7 @@ describe('fair between businesses, bounded per business, harmless to reads', () 
   test("one business's 5,000 pending requests delay another's by one pass at most: the worker serves businesses in turn", async () => {
     const s = await setup()
     await storeHistory(s)
-    const { db } = await testDatabase()
+    const { db } = await testEventsDatabase()
     // A flood as another instance would have left it (past the 100 cap: written directly), older than the other's request.
     const flooded = Date.now() - 60_000
     for (let from = 0; from < 5_000; from += 1_000) {
@@ -401,7 +401,7 @@ describe('fair between businesses, bounded per business, harmless to reads', () 
   test('at most 100 pending a business: the 101st answers 429 rate_limited with Retry-After, nothing written, by the API and the admin API alike; other businesses go on', async () => {
     // Nothing finishes during the test: the worker waits far longer than it runs.
     const s = await setup({ erasure: { settleMs: 600_000 } })
-    const { db } = await testDatabase()
+    const { db } = await testEventsDatabase()
     await db
       .insert(analyticsErasures)
       .values(Array.from({ length: 99 }, (_, i) => ({ businessId: s.businessId, personId: `earlier-${i}`, requestedBy: 'admin' })))
@@ -437,7 +437,7 @@ describe('fair between businesses, bounded per business, harmless to reads', () 
 
   test("reads with 100 pending answer 200 with the right rows: the pending persons' earlier events hidden, their later ones and everyone else's shown", async () => {
     const s = await setup()
-    const { db } = await testDatabase()
+    const { db } = await testEventsDatabase()
     const now = Date.now()
     const asked = new Date(now - DAY)
     // Held by no worker: claimed for longer than the test runs.
@@ -485,7 +485,7 @@ describe('fair between businesses, bounded per business, harmless to reads', () 
 
   test('finished requests are deleted 30 days after they finished; recent ones and pending ones are kept', async () => {
     const s = await setup({ erasure: { settleMs: 600_000 } })
-    const { db } = await testDatabase()
+    const { db } = await testEventsDatabase()
     const now = Date.now()
     const rows = await db
       .insert(analyticsErasures)
@@ -509,7 +509,10 @@ describe('fair between businesses, bounded per business, harmless to reads', () 
       .returning()
     const [old, recent, pending] = rows.map((row) => row.id) as [string, string, string]
     // The hourly event maintenance prunes them, on the one instance that holds its lock.
-    const report = await maintainEvents(await testDatabase(), { retentionDays: DEFAULT_EVENT_RETENTION_DAYS })
+    const report = await maintainEvents(await testEventsDatabase(), {
+      serviceDb: (await testDatabase()).db,
+      retentionDays: DEFAULT_EVENT_RETENTION_DAYS,
+    })
     expect(report.failed).toEqual([])
     expect(report.pruned).toBe(1)
     const kept = await db.select({ id: analyticsErasures.id }).from(analyticsErasures)

@@ -3,7 +3,7 @@ import { eq } from 'drizzle-orm'
 import { analyticsEvents, auditEntries, businesses } from '../../db/schema/index.ts'
 import { loadConfig } from '../../src/config.ts'
 import { maintainEvents } from '../../src/events/maintenance.ts'
-import { testDatabase } from '../support/database.ts'
+import { testDatabase, testEventsDatabase } from '../support/database.ts'
 import { loopback } from '../support/loopback.ts'
 import { seedBusiness, seedKey, testService } from '../support/service.ts'
 
@@ -26,7 +26,7 @@ type Setup = Awaited<ReturnType<typeof setup>>
 
 /** Events stored as if accepted earlier, `daysAgo` each, bypassing today's bounds. */
 async function storeEventsAged(s: Setup, daysAgo: number[], businessId = s.businessId) {
-  const { db } = await testDatabase()
+  const { db } = await testEventsDatabase()
   const now = Date.now()
   await db.insert(analyticsEvents).values(
     daysAgo.map((days) => ({
@@ -160,12 +160,16 @@ describe('reads follow the retention at once', () => {
     expect(((await ranged.json()) as { data: { eventType: string }[] }).data.map((e) => e.eventType).sort()).toEqual(['aged_1', 'aged_5'])
     // Still on disk until maintenance, which deletes them though the retention is 30 days again.
     const stored = async () =>
-      (await (await testDatabase()).db.select().from(analyticsEvents).where(eq(analyticsEvents.businessId, s.businessId)))
+      (await (await testEventsDatabase()).db.select().from(analyticsEvents).where(eq(analyticsEvents.businessId, s.businessId)))
         .map((e) => e.eventType)
         .sort()
     expect(await stored()).toEqual(['aged_1', 'aged_20', 'aged_25', 'aged_5'])
     // (Maintenance as an operator keeping 400 days runs it: no other test's partition or row goes.)
-    const report = await maintainEvents(await testDatabase(), { retentionDays: 400, pauseMs: 0 })
+    const report = await maintainEvents(await testEventsDatabase(), {
+      serviceDb: (await testDatabase()).db,
+      retentionDays: 400,
+      pauseMs: 0,
+    })
     expect(report.failed).toEqual([])
     expect(await stored()).toEqual(['aged_1', 'aged_5'])
     expect((await listedTypes(s)).sort()).toEqual(['aged_1', 'aged_5'])

@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'bun:test'
 import { eq } from 'drizzle-orm'
 import { analyticsEvents, auditEntries, businesses } from '../../db/schema/index.ts'
-import { testDatabase } from '../support/database.ts'
+import { testDatabase, testEventsDatabase } from '../support/database.ts'
 import { seedKey, testService } from '../support/service.ts'
 import { addMember, getPage, memberOf, postForm, signIn } from './support.ts'
 
@@ -80,7 +80,7 @@ describe('event retention in the business settings', () => {
     const { businessId, session } = await memberOf(service)
     const key = await seedKey(service, businessId, { type: 'private', scopes: ['ANALYTICS_READ'] })
     const now = Date.now()
-    await (await testDatabase()).db.insert(analyticsEvents).values(
+    await (await testEventsDatabase()).db.insert(analyticsEvents).values(
       [2, 20].map((days) => ({
         businessId,
         keyId: key.record.id,

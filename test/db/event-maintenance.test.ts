@@ -1,11 +1,11 @@
-import { afterEach, describe, expect, test } from 'bun:test'
+import { afterEach, beforeAll, describe, expect, test } from 'bun:test'
 import postgres from 'postgres'
-import { queryRows, sql } from '../../db/client.ts'
+import { queryRows, sql, type Db } from '../../db/client.ts'
 import { eventWriter, type EventRow } from '../../src/events/write.ts'
 import { maintainEvents, type EventMaintenanceOptions } from '../../src/events/maintenance.ts'
 import { partitionName } from '../../src/events/partitions.ts'
 import { SERVER_OPTIONS } from '../../src/http/server-options.ts'
-import { ensureEventPartitions, testDatabase, testDatabaseUrl } from '../support/database.ts'
+import { ensureEventPartitions, testDatabase, testDatabaseUrl, testEventsDatabase, testEventsDatabaseUrl } from '../support/database.ts'
 import { watchEventDeletes } from '../support/delete-statements.ts'
 import { seedBusiness, seedKey, testService } from '../support/service.ts'
 
@@ -17,7 +17,7 @@ const ORIGIN = 'https://www.example.com'
 
 afterEach(async () => {
   // Tests here drop partitions the other files' events need: the default window comes back.
-  await ensureEventPartitions(await testDatabase())
+  await ensureEventPartitions(await testEventsDatabase())
 })
 
 function monthStart(at: number): Date {
@@ -26,7 +26,7 @@ function monthStart(at: number): Date {
 }
 
 async function partitionNames(): Promise<string[]> {
-  const { db } = await testDatabase()
+  const { db } = await testEventsDatabase()
   const rows = await queryRows<{ name: string }>(
     db,
     sql`select c.relname as name from pg_inherits i join pg_class c on c.oid = i.inhrelid where i.inhparent = 'analytics_events'::regclass`,
@@ -65,7 +65,7 @@ async function business(name: string, retentionDays: number | null = null) {
 }
 
 async function storedTimes(businessId: string): Promise<number[]> {
-  const { db } = await testDatabase()
+  const { db } = await testEventsDatabase()
   const rows = await queryRows<{ at: number }>(
     db,
     sql`select round(extract(epoch from occurred_at) * 1000)::float8 as at from analytics_events where business_id = ${businessId} order by occurred_at`,
@@ -79,7 +79,7 @@ async function storedTimes(businessId: string): Promise<number[]> {
  * every acknowledged event, and nothing else, is stored.
  */
 async function duringFlood<T>(flood: Awaited<ReturnType<typeof business>>, work: () => Promise<T>): Promise<T> {
-  const database = await testDatabase()
+  const database = await testEventsDatabase()
   const now = Date.now()
   flood.service.app.listen({ hostname: '127.0.0.1', port: 0, ...SERVER_OPTIONS })
   const base = `http://127.0.0.1:${flood.service.app.server!.port}`
@@ -128,11 +128,26 @@ async function duringFlood<T>(flood: Awaited<ReturnType<typeof business>>, work:
   return result
 }
 
+/** Where the maintenance's advisory lock is taken: the event store's database. */
+async function eventsDatabaseUrl(): Promise<string | undefined> {
+  return (await testEventsDatabaseUrl()) ?? (await testDatabaseUrl())
+}
+
 describe('event maintenance', () => {
-  const options = (more: Partial<EventMaintenanceOptions> = {}): EventMaintenanceOptions => ({ retentionDays: 400, pauseMs: 0, ...more })
+  // The businesses and usage tables are on the service's database, the events on theirs (the same one unless EVENTS_DATABASE_URL).
+  let serviceDb: Db
+  beforeAll(async () => {
+    serviceDb = (await testDatabase()).db
+  })
+  const options = (more: Partial<EventMaintenanceOptions> = {}): EventMaintenanceOptions => ({
+    serviceDb,
+    retentionDays: 400,
+    pauseMs: 0,
+    ...more,
+  })
 
   test('after a run, every month from the retention back to the day after tomorrow has its partition, and the next month too', async () => {
-    const database = await testDatabase()
+    const database = await testEventsDatabase()
     // The clock 70 days on: the months ahead of today's partitions must appear (an earlier
     // run on this database may have made them: they go first).
     const needed = partitionName(new Date(Date.UTC(new Date().getUTCFullYear(), new Date().getUTCMonth() + 2, 1)))
@@ -160,7 +175,7 @@ describe('event maintenance', () => {
   })
 
   test('a partition wholly past the retention is dropped whole; the months still kept stay', async () => {
-    const database = await testDatabase()
+    const database = await testEventsDatabase()
     const b = await business('Old')
     const now = Date.now()
     await eventWriter(database.db)([row(b.id, b.keyId, now - 100 * DAY), row(b.id, b.keyId, now - 10 * DAY)])
@@ -177,7 +192,7 @@ describe('event maintenance', () => {
   })
 
   test('a business with a shorter retention loses only its older events, in bounded batches; another business keeps all', async () => {
-    const database = await testDatabase()
+    const database = await testEventsDatabase()
     const short = await business('Short', 30)
     const long = await business('Long')
     const now = Date.now()
@@ -208,7 +223,7 @@ describe('event maintenance', () => {
   })
 
   test("a month partly past the operator's retention loses its expired rows in batches, during a flood; the rest stays", async () => {
-    const database = await testDatabase()
+    const database = await testEventsDatabase()
     const flood = await business('Flood')
     const old = await business('Old events')
     const other = await business('Other')
@@ -259,7 +274,7 @@ describe('event maintenance', () => {
   }, 60_000)
 
   test('an id sent without timestamp is remembered 24 hours, then forgotten', async () => {
-    const database = await testDatabase()
+    const database = await testEventsDatabase()
     const b = await business('Untimed')
     const now = Date.now()
     await eventWriter(database.db)([row(b.id, b.keyId, now, { untimed: true }), row(b.id, b.keyId, now - 2 * DAY, { untimed: true })])
@@ -327,13 +342,13 @@ describe('event maintenance', () => {
       'others 36',
     ]
     expect(await left()).toEqual(all)
-    if (database.engine === 'postgres') {
+    if ((await testEventsDatabase()).engine === 'postgres') {
       // Another instance holds the maintenance: this one deletes nothing.
-      const other = postgres((await testDatabaseUrl())!, { max: 1, onnotice: () => {} })
+      const other = postgres((await eventsDatabaseUrl())!, { max: 1, onnotice: () => {} })
       try {
         const session = await other.reserve()
         await session`select pg_advisory_lock(hashtext('keygate:event-maintenance'))`
-        expect((await maintainEvents(database, options({ batchRows: 1 }))).skipped).toBe(true)
+        expect((await maintainEvents(await testEventsDatabase(), options({ batchRows: 1 }))).skipped).toBe(true)
         expect(await left()).toEqual(all)
         await session`select pg_advisory_unlock(hashtext('keygate:event-maintenance'))`
         session.release()
@@ -341,16 +356,16 @@ describe('event maintenance', () => {
         await other.end()
       }
     }
-    const report = await maintainEvents(database, options({ batchRows: 1 }))
+    const report = await maintainEvents(await testEventsDatabase(), options({ batchRows: 1 }))
     expect(report.failed).toEqual([])
     expect(report.pruned).toBeGreaterThanOrEqual(6)
     expect(await left()).toEqual(['days 399', 'hours 34', 'ips 34', 'minutes 1', 'origins 34', 'others 34'])
   })
 
   test('one instance at a time: a run while another holds the maintenance runs nothing', async () => {
-    const database = await testDatabase()
+    const database = await testEventsDatabase()
     if (database.engine === 'postgres') {
-      const other = postgres((await testDatabaseUrl())!, { max: 1, onnotice: () => {} })
+      const other = postgres((await eventsDatabaseUrl())!, { max: 1, onnotice: () => {} })
       try {
         const session = await other.reserve()
         await session`select pg_advisory_lock(hashtext('keygate:event-maintenance'))`
@@ -368,7 +383,7 @@ describe('event maintenance', () => {
   })
 
   test('maintenance while events flood in over HTTP: no 5xx, no event lost, and the expired ones go', async () => {
-    const database = await testDatabase()
+    const database = await testEventsDatabase()
     const flood = await business('Flood')
     const short = await business('Short', 30)
     const now = Date.now()

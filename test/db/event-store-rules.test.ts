@@ -1,12 +1,14 @@
 import { afterAll, describe, expect, test } from 'bun:test'
-import { sql } from 'drizzle-orm'
+import { getTableName, is, sql } from 'drizzle-orm'
+import { PgTable } from 'drizzle-orm/pg-core'
+import * as serviceSchema from '../../db/schema/service.ts'
 import { openDatabase, queryRows, type Database } from '../../db/client.ts'
 import { migrate } from '../../db/migrate.ts'
 import { createApp, type Service } from '../../src/app.ts'
 import { maintainEvents } from '../../src/events/maintenance.ts'
 import { listArrivedEvents, listEvents } from '../../src/events/read.ts'
 import { silentLogger } from '../../src/observability/log.ts'
-import { testDatabase, testDatabaseUrl } from '../support/database.ts'
+import { testDatabase, testDatabaseUrl, testEventsDatabase, testEventsDatabaseUrl } from '../support/database.ts'
 import { ADMIN_TOKEN, admin, call, seedKey } from '../support/service.ts'
 
 // The rules a sharded PostgreSQL (Citus, distributed by business_id) needs of the event
@@ -19,6 +21,13 @@ const EVENT_STORE_TABLES = ['analytics_events', 'analytics_untimed_ids', 'analyt
 
 /** The tables, as SQL: `in (...)` of their names. */
 const TABLES_SQL = sql.raw(`(${EVENT_STORE_TABLES.map((name) => `'${name}'`).join(', ')})`)
+/** A table of the service's own database (db/schema/service.ts), which the event store's does not hold apart. */
+const SERVICE_TABLE = new RegExp(
+  `\\b"?(${Object.values(serviceSchema)
+    .filter((table) => is(table, PgTable))
+    .map((table) => getTableName(table))
+    .join('|')})"?\\b`,
+)
 const TABLE = new RegExp(`\\b"?(${EVENT_STORE_TABLES.join('|')})"?\\b`)
 /**
  * A statement that names one business: a filter `business_id = …` (or `in (…)`), or an
@@ -55,7 +64,7 @@ function unscoped(statements: readonly string[]): string[] {
 
 describe('the event store keeps what a sharded store needs', () => {
   test('every primary key and unique index of the store holds business_id', async () => {
-    const { db } = await testDatabase()
+    const { db } = await testEventsDatabase()
     const keys = await queryRows<{ table: string; index: string; columns: string[] }>(
       db,
       sql`select c.relname as table, i.relname as index,
@@ -90,19 +99,30 @@ describe('the event store keeps what a sharded store needs', () => {
 describe('every statement the service sends the store names one business', () => {
   const statements: string[] = []
   let database: Database
+  /** The event store's, told every statement: `database` itself unless EVENTS_DATABASE_URL puts the events apart. */
+  let events: Database
   let service: Service
 
   afterAll(async () => {
     await service?.drain()
     await database?.close()
+    if (events !== database) await events?.close()
   })
 
   test("ingestion, the API's and the dashboard's reads, erasure, a retention change and the maintenance", async () => {
-    // A database of its own, told every statement (on PostgreSQL, the worker's database).
-    const url = await testDatabaseUrl()
-    database = await openDatabase({ databaseUrl: url, dataDir: 'memory://', onStatement: (text) => statements.push(text) })
-    await migrate(database)
-    service = createApp({ database, adminToken: ADMIN_TOKEN, logger: silentLogger, erasure: { settleMs: 0, retryDelayMs: 50 } })
+    // Databases of their own (on PostgreSQL, the worker's), the event store's told every statement.
+    const record = { onStatement: (text: string) => statements.push(text) }
+    const eventsUrl = await testEventsDatabaseUrl()
+    database = await openDatabase({ databaseUrl: await testDatabaseUrl(), dataDir: 'memory://', ...(eventsUrl ? {} : record) })
+    events = eventsUrl ? await openDatabase({ databaseUrl: eventsUrl, dataDir: 'memory://', ...record }) : database
+    await migrate(database, events)
+    service = createApp({
+      database,
+      eventsDatabase: events,
+      adminToken: ADMIN_TOKEN,
+      logger: silentLogger,
+      erasure: { settleMs: 0, retryDelayMs: 50 },
+    })
     statements.length = 0
     const business = (await (await admin(service, '/businesses', { method: 'POST', body: { name: 'Rules' } })).json()) as { id: string }
     const pk = await seedKey(service, business.id, { scopes: ['ANALYTICS_WRITE'], allowedOrigins: ['example.com'] })
@@ -125,9 +145,10 @@ describe('every statement the service sends the store names one business', () =>
     const cursor = ((await page.json()) as { nextCursor: string | null }).nextCursor
     if (cursor) expect((await call(service, `/api/v0/analytics?cursor=${cursor}`, { key: sk.key })).status).toBe(200)
     // The dashboard's reads: a page filtered by key, and the live view's newer events.
-    await listEvents(database.db, business.id, { operatorRetentionDays: 400, keyId: pk.record.id, after: null, limit: 50 })
-    await listArrivedEvents(database.db, business.id, {
-      operatorRetentionDays: 400,
+    const keptSince = await service.services.retention.readableSince(business.id)
+    await listEvents(events.db, business.id, { keptSince, keyId: pk.record.id, after: null, limit: 50 })
+    await listArrivedEvents(events.db, business.id, {
+      keptSince,
       since: { at: new Date(0), id: '00000000-0000-0000-0000-000000000000' },
       limit: 50,
     })
@@ -135,11 +156,15 @@ describe('every statement the service sends the store names one business', () =>
     expect(erasure.status).toBe(202)
     await service.services.erasures.idle()
     expect((await admin(service, `/businesses/${business.id}`, { method: 'PATCH', body: { eventRetentionDays: 30 } })).status).toBe(200)
-    await maintainEvents(database, { retentionDays: 400 })
+    await maintainEvents(events, { serviceDb: database.db, retentionDays: 400 })
     const touched = statements.filter((text) => TABLE.test(text))
     expect(touched.length).toBeGreaterThan(5)
     const found = unscoped(statements)
     if (found.length > 0) console.log(found.join('\n----\n'))
     expect(found).toEqual([])
+    if (eventsUrl) {
+      // Apart, the event store's database is asked about nothing else: no statement joins a service table.
+      expect(statements.filter((text) => SERVICE_TABLE.test(text))).toEqual([])
+    }
   })
 })

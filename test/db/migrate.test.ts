@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'bun:test'
 import { openDatabase, queryRows, sql } from '../../db/client.ts'
 import { migrate, migrationsApplied } from '../../db/migrate.ts'
-import { migrationJournal } from '../../db/migrations.ts'
+import { serviceMigrations } from '../../db/migrations.ts'
 import { testDatabase } from '../support/database.ts'
 import { OWN_DATABASE_TEST_TIMEOUT, scratchPostgres } from '../support/scratch-database.ts'
 
@@ -14,7 +14,7 @@ test('migrating an up-to-date database applies nothing again', async () => {
   const database = await testDatabase()
   await migrate(database)
   await migrate(database)
-  expect(await appliedMigrations(database)).toBe(migrationJournal.entries.length)
+  expect(await appliedMigrations(database)).toBe(serviceMigrations.journal.entries.length)
 })
 
 test('a start on an up-to-date database takes no lock and opens no connection of its own', async () => {
@@ -28,7 +28,7 @@ test('a start on an up-to-date database takes no lock and opens no connection of
     },
   })
   expect(exclusive).toBe(0)
-  expect(await appliedMigrations(database)).toBe(migrationJournal.entries.length)
+  expect(await appliedMigrations(database)).toBe(serviceMigrations.journal.entries.length)
 })
 
 test(
@@ -61,7 +61,7 @@ describe.skipIf(!process.env.DATABASE_URL)('instances starting together on Postg
     try {
       const results = await Promise.allSettled(instances.map((instance) => migrate(instance)))
       expect(results.map((r) => r.status)).toEqual(['fulfilled', 'fulfilled', 'fulfilled'])
-      expect(await appliedMigrations(instances[0]!)).toBe(migrationJournal.entries.length)
+      expect(await appliedMigrations(instances[0]!)).toBe(serviceMigrations.journal.entries.length)
     } finally {
       await Promise.all(instances.map((instance) => instance.close()))
       await scratch.drop()

@@ -35,16 +35,56 @@ export function testDatabase(): Promise<Database> {
   return shared
 }
 
+let sharedEvents: Promise<Database> | undefined
+
+/**
+ * The run's event store: EVENTS_DATABASE_URL's database when set (with DATABASE_URL: CI's
+ * pass with the events apart, docs/scaling.md, "A database for events"), a worker's own
+ * beside it as for DATABASE_URL; else the run's database itself. Tests that read or write
+ * the event store's tables directly use this one.
+ */
+export function testEventsDatabase(): Promise<Database> {
+  const url = process.env.EVENTS_DATABASE_URL
+  if (!url) return testDatabase()
+  sharedEvents ??= (async () => {
+    const { openDatabase } = await import('../../db/client.ts')
+    const { applyMigrations } = await import('../../db/migrate.ts')
+    const { eventStoreMigrations } = await import('../../db/migrations.ts')
+    const database = await openDatabase({ databaseUrl: await workerDatabase(url, 'events'), dataDir: 'memory://' })
+    await database.exclusively((db) => applyMigrations(db, eventStoreMigrations))
+    await ensureEventPartitions(database)
+    return database
+  })()
+  return sharedEvents
+}
+
+/** The event store's database opened so far, if it is one of its own (the preload empties it too). */
+export function openedTestEventsDatabase(): Promise<Database> | undefined {
+  return sharedEvents
+}
+
+/** EVENTS_DATABASE_URL as this worker's processes must use it, or undefined when the events live beside the rest. */
+export function testEventsDatabaseUrl(): Promise<string | undefined> {
+  const url = process.env.EVENTS_DATABASE_URL
+  return url ? workerDatabase(url, 'events') : Promise.resolve(undefined)
+}
+
 /**
  * A migrated PGlite data directory, kept in the system's temp directory under the hash of
  * the migrations and the versions of Bun and PGlite: starting from it skips initdb and the migrations,
  * about a tenth of a fresh start, for every file that opens the database.
  */
 function archivePath(): string {
-  const folder = join(import.meta.dir, '../../db/migrations')
   const hash = new Bun.CryptoHasher('sha256')
-  for (const name of readdirSync(folder, { recursive: true }).map(String).sort()) {
-    if (name.endsWith('.sql') || name.endsWith('.json')) hash.update(name).update(readFileSync(join(folder, name)))
+  for (const set of ['db/migrations', 'db/migrations-events']) {
+    const folder = join(import.meta.dir, '../..', set)
+    for (const name of readdirSync(folder, { recursive: true }).map(String).sort()) {
+      if (name.endsWith('.sql') || name.endsWith('.json'))
+        hash
+          .update(set)
+          .update(name)
+          .update(readFileSync(join(folder, name)))
+    }
   }
   hash.update(Bun.version).update(readFileSync(join(import.meta.dir, '../../node_modules/@electric-sql/pglite/package.json')))
   return join(tmpdir(), `keygate-test-pglite-${hash.digest('hex').slice(0, 16)}.tar`)
@@ -87,7 +127,7 @@ export function testDatabaseUrl(): Promise<string | undefined> {
   return url ? workerDatabase(url) : Promise.resolve(undefined)
 }
 
-let ownDatabase: Promise<string> | undefined
+const ownDatabases = new Map<string, Promise<string>>()
 
 /**
  * The worker's own database beside DATABASE_URL's, made afresh on the worker's first use
@@ -97,10 +137,12 @@ let ownDatabase: Promise<string> | undefined
  * of test/support/stored-state.ts went parallel, 200 ms a query instead of 10, and the
  * PostgreSQL pass took 7.5 minutes instead of 2.
  */
-function workerDatabase(url: string): Promise<string> {
+function workerDatabase(url: string, role = 'service'): Promise<string> {
   const worker = process.env.BUN_TEST_WORKER_ID
   if (!worker) return Promise.resolve(url)
-  ownDatabase ??= (async () => {
+  const known = ownDatabases.get(role)
+  if (known) return known
+  const made = (async () => {
     const own = new URL(url)
     const name = `${own.pathname.slice(1) || 'postgres'}_worker${worker}`
     own.pathname = `/${name}`
@@ -114,7 +156,8 @@ function workerDatabase(url: string): Promise<string> {
     }
     return own.toString()
   })()
-  return ownDatabase
+  ownDatabases.set(role, made)
+  return made
 }
 
 /** Each database's tables, read once: partitions are emptied with their table. */

@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeEach } from 'bun:test'
 import { flushBackgroundWrites, stopBackgroundWriters } from './background.ts'
-import { emptyAllTables, openedTestDatabase, testDatabase } from './database.ts'
+import { emptyAllTables, openedTestDatabase, openedTestEventsDatabase, testDatabase, testEventsDatabase } from './database.ts'
 
 // Every test starts on empty tables. On PGlite only what a file's tests opened is
 // emptied (unit tests never open it); a PostgreSQL database may hold rows of an earlier
@@ -8,6 +8,9 @@ import { emptyAllTables, openedTestDatabase, testDatabase } from './database.ts'
 beforeEach(async () => {
   const opened = process.env.DATABASE_URL ? testDatabase() : openedTestDatabase()
   if (opened) await emptyAllTables(await opened)
+  // The event store's own database, when EVENTS_DATABASE_URL gives it one.
+  const events = process.env.EVENTS_DATABASE_URL ? testEventsDatabase() : openedTestEventsDatabase()
+  if (events) await emptyAllTables(await events)
 })
 
 afterEach(async () => {

@@ -2,7 +2,7 @@ import type { MigrationMeta } from 'drizzle-orm/migrator'
 import postgres from 'postgres'
 import { openDatabase, type Database } from '../../db/client.ts'
 import { embeddedMigrations } from '../../db/migrate.ts'
-import { migrationJournal } from '../../db/migrations.ts'
+import { serviceMigrations } from '../../db/migrations.ts'
 
 /**
  * The limit of a test that opens a database of its own. A fresh embedded database starts
@@ -55,7 +55,7 @@ export async function scratchPostgres(prefix: string): Promise<{ url: string; dr
 
 /** Applies the committed migrations up to, not including, `tag` (which must exist). */
 export async function migrateBefore(database: Database, tag: string): Promise<void> {
-  const index = migrationJournal.entries.findIndex((entry) => entry.tag === tag)
+  const index = serviceMigrations.journal.entries.findIndex((entry) => entry.tag === tag)
   if (index < 0) throw new Error(`no migration ${tag} in the journal`)
   const internals = database.db as unknown as {
     dialect: { migrate(m: MigrationMeta[], session: unknown, config: object): Promise<void> }

@@ -6,7 +6,7 @@ import { createClientAddressRule, type ClientAddressOf } from '../../src/shared/
 import { silentLogger } from '../../src/observability/log.ts'
 import type { PasswordCost } from '../../src/members/passwords.ts'
 import { registerBackgroundWriter } from './background.ts'
-import { testDatabase } from './database.ts'
+import { testDatabase, testEventsDatabase } from './database.ts'
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789'
 
@@ -30,8 +30,12 @@ export const behindTrustedProxy: ClientAddressOf = (request) => proxyRule('127.0
 
 /** A service on the run's database, as src/index.ts builds it, minus the listening socket. */
 export async function testService(options: Partial<AppOptions> = {}): Promise<Service> {
+  const database = await testDatabase()
+  const eventsDatabase = await testEventsDatabase()
   const service = createApp({
-    database: await testDatabase(),
+    database,
+    // Apart only when EVENTS_DATABASE_URL says so (CI's pass with the events on their own database).
+    eventsDatabase: eventsDatabase === database ? undefined : eventsDatabase,
     adminToken: ADMIN_TOKEN,
     logger: silentLogger,
     passwordCost: TEST_PASSWORD_COST,

@@ -17,9 +17,9 @@ import { toEventRows } from './rows.ts'
  * the service's hottest path. Events wait in a group commit (src/events/group-commit.ts) so that
  * concurrent requests share one insert.
  */
-export function trackRoutes({ db, direct, onShutdown, reportIngest, ingest, retention }: AreaDeps) {
+export function trackRoutes({ events, direct, onShutdown, reportIngest, ingest, retention }: AreaDeps) {
   const writer = createGroupCommitter<EventRow>({
-    insert: ingest?.store ?? eventWriter(db, ingest?.copyIn),
+    insert: ingest?.store ?? eventWriter(events, ingest?.copyIn),
     maxQueuedRows: ingest?.maxQueuedRows,
     concurrency: ingest?.concurrency,
     isUnavailable: isDatabaseUnavailable,
@@ -50,7 +50,7 @@ export function trackRoutes({ db, direct, onShutdown, reportIngest, ingest, rete
 }
 
 /** GET /api/v0/analytics: a business's events, for servers. */
-export function analyticsRoutes({ db, keyChain, retention }: AreaDeps) {
+export function analyticsRoutes({ events, keyChain, retention }: AreaDeps) {
   return new Elysia({ name: 'area/analytics', prefix: '/api/v0' }).use(keyChain).get(
     '/analytics',
     async ({ query, grant: { key } }) => {
@@ -60,13 +60,14 @@ export function analyticsRoutes({ db, keyChain, retention }: AreaDeps) {
         throw invalidField('to', `must be later than "from" (${query.from}); the range is from <= time < to`, 'query')
       }
       const limit = pageSize(query.limit, 100)
-      return listEvents(db, key.businessId, {
+      const after = decodePosition(query.cursor)
+      return listEvents(events, key.businessId, {
         type: query.type,
         from,
         to,
-        after: decodePosition(query.cursor),
+        after,
         limit,
-        operatorRetentionDays: retention.operatorDays,
+        keptSince: await retention.readableSince(key.businessId),
       })
     },
     {
