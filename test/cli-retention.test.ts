@@ -2,7 +2,7 @@ import { describe, expect, test } from 'bun:test'
 import { join } from 'node:path'
 import { and, eq } from 'drizzle-orm'
 import { analyticsErasures, analyticsEvents, auditEntries } from '../db/schema/index.ts'
-import { testDatabase } from './support/database.ts'
+import { testDatabase, testEventsDatabase } from './support/database.ts'
 import { loopback } from './support/loopback.ts'
 import { ADMIN_TOKEN, seedBusiness, seedKey, testService } from './support/service.ts'
 
@@ -60,7 +60,7 @@ describe('cli businesses erase', () => {
     const { base } = loopback(service)
     const businessId = await seedBusiness(service)
     const key = await seedKey(service, businessId, { type: 'private', scopes: ['ANALYTICS_READ'] })
-    const { db } = await testDatabase()
+    const { db } = await testEventsDatabase()
     await db.insert(analyticsEvents).values(
       ['cli-person-5d1e', 'cli-person-5d1e', 'kept'].map((personId) => ({
         businessId,
@@ -96,7 +96,7 @@ describe('cli businesses erase', () => {
     const service = await testService({ erasure: { settleMs: 600_000 } })
     const { base } = loopback(service)
     const businessId = await seedBusiness(service)
-    const { db } = await testDatabase()
+    const { db } = await testEventsDatabase()
     await db
       .insert(analyticsErasures)
       .values(Array.from({ length: 100 }, (_, i) => ({ businessId, personId: `earlier-${i}`, requestedBy: 'admin' })))

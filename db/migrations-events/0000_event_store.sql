@@ -1,4 +1,4 @@
--- The event store as the service's migrations 0000-0016 left it (docs/scaling.md, "A database for events"): made here on a database of its own (EVENTS_DATABASE_URL), and a no-op beside the service's tables, where those migrations made it already. Partitioned by month of occurred_at; the event maintenance creates the partitions (src/events/partitions.ts).
+-- The event store as the service's migrations 0000-0016 left it (docs/scaling.md, "A database for events"): made here on a database of its own (EVENTS_DATABASE_URL), and a no-op beside the service's tables, where those migrations made it already. Partitioned by month of occurred_at: the months of the default retention and the next are made here, as the service's migration 0009 made them, so that the first event has its partition; the event maintenance keeps them from then on (src/events/partitions.ts).
 CREATE TABLE IF NOT EXISTS "analytics_events" (
 	"id" uuid DEFAULT gen_random_uuid() NOT NULL,
 	"business_id" uuid NOT NULL,
@@ -45,3 +45,20 @@ CREATE INDEX IF NOT EXISTS "analytics_untimed_ids_occurred_idx" ON "analytics_un
 CREATE INDEX IF NOT EXISTS "analytics_erasures_business_idx" ON "analytics_erasures" USING btree ("business_id","requested_at");--> statement-breakpoint
 CREATE INDEX IF NOT EXISTS "analytics_erasures_pending_idx" ON "analytics_erasures" USING btree ("business_id") WHERE "analytics_erasures"."status" = 'pending';--> statement-breakpoint
 CREATE INDEX IF NOT EXISTS "analytics_erasures_done_idx" ON "analytics_erasures" USING btree ("business_id","completed_at") WHERE "analytics_erasures"."status" = 'done';
+--> statement-breakpoint
+DO $$
+DECLARE
+	month timestamp;
+BEGIN
+	FOR month IN
+		SELECT generate_series(
+			date_trunc('month', (now() - interval '400 days') AT TIME ZONE 'UTC'),
+			date_trunc('month', (now() + interval '1 day') AT TIME ZONE 'UTC'),
+			interval '1 month')
+	LOOP
+		EXECUTE format('CREATE TABLE IF NOT EXISTS %I PARTITION OF "analytics_events" FOR VALUES FROM (%L) TO (%L)',
+			'analytics_events_' || to_char(month, 'YYYY_MM'),
+			(month AT TIME ZONE 'UTC')::text,
+			((month + interval '1 month') AT TIME ZONE 'UTC')::text);
+	END LOOP;
+END $$;

@@ -4,7 +4,7 @@ import { analyticsEvents, apiKeys } from '../../db/schema/index.ts'
 import type { Service } from '../../src/app.ts'
 import { POSTGRES_INSERTS_IN_FLIGHT } from '../../src/config.ts'
 import { SERVER_OPTIONS } from '../../src/http/server-options.ts'
-import { testDatabase } from '../support/database.ts'
+import { testDatabase, testEventsDatabase } from '../support/database.ts'
 import { call, seedBusiness, seedKey, testService } from '../support/service.ts'
 import { raw, statusOf } from '../support/raw-http.ts'
 
@@ -158,10 +158,13 @@ test('a request served directly is counted, used and stored like any other', asy
   expect(count(after, '/api/v0/whoami', 'GET', 200)).toBe(count(before, '/api/v0/whoami', 'GET', 200) + 1)
   expect(count(after, '/api/v0/analytics', 'POST', 202)).toBe(count(before, '/api/v0/analytics', 'POST', 202) + 1)
 
-  const { db } = await testDatabase()
-  const stored = await db.select().from(analyticsEvents).where(eq(analyticsEvents.eventType, 'served_directly'))
+  const stored = await (await testEventsDatabase()).db
+    .select()
+    .from(analyticsEvents)
+    .where(eq(analyticsEvents.eventType, 'served_directly'))
   expect(stored.map((row) => [row.businessId, row.origin])).toEqual([[businessId, ORIGIN]])
   await service.services.lastUsed.flush()
+  const { db } = await testDatabase()
   const [row] = await db.select({ lastUsedAt: apiKeys.lastUsedAt }).from(apiKeys).where(eq(apiKeys.businessId, businessId))
   expect(row!.lastUsedAt).not.toBeNull()
 })
@@ -273,7 +276,7 @@ test('a page view with a chunked body (no Content-Length) is read over the socke
     })
   const accepted = await chunked(['{"eventType":', '"chunked"}'])
   expect(accepted.status).toBe(202)
-  const stored = await (await testDatabase()).db
+  const stored = await (await testEventsDatabase()).db
     .select({ eventType: analyticsEvents.eventType })
     .from(analyticsEvents)
     .where(eq(analyticsEvents.businessId, businessId))
@@ -301,7 +304,7 @@ test('odd framings of a page view over the raw socket: a clear 400 (or 202 when 
   for (const [name, request, status] of cases) {
     expect({ name, status: statusOf(await raw(port, request)) }).toEqual({ name, status })
   }
-  const stored = await (await testDatabase()).db
+  const stored = await (await testEventsDatabase()).db
     .select({ eventType: analyticsEvents.eventType })
     .from(analyticsEvents)
     .where(eq(analyticsEvents.businessId, businessId))

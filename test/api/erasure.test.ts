@@ -3,7 +3,7 @@ import { and, eq, sql } from 'drizzle-orm'
 import { queryRows } from '../../db/client.ts'
 import { DEFAULT_EVENT_RETENTION_DAYS } from '../../src/config.ts'
 import { maintainEvents } from '../../src/events/maintenance.ts'
-import { analyticsErasures, analyticsEvents, auditEntries } from '../../db/schema/index.ts'
+import { analyticsErasures, analyticsEvents, auditEntries, webhookEvents } from '../../db/schema/index.ts'
 import { testDatabase, testEventsDatabase } from '../support/database.ts'
 import { watchEventDeletes } from '../support/delete-statements.ts'
 import { loopback, type Loopback } from '../support/loopback.ts'
@@ -237,6 +237,46 @@ describe('POST /api/v0/analytics/erasures', () => {
     const restarted = await testService({ eventRetentionDays: 400 })
     await restarted.services.erasures.idle()
     expect(await untilDone(() => s.http.api(`/analytics/erasures/${left!.id}`, s.sk))).toMatchObject({ status: 'done', deleted: 3 })
+  })
+
+  test('a stop after a request was told but before it was marked done: the next run marks it done and tells nobody twice', async () => {
+    const s = await setup()
+    await storeHistory(s)
+    await s.service.drain()
+    // The earlier run deleted the events, wrote the audit entry and the webhook event (on the
+    // service's database), and stopped before marking the request done (on the events').
+    const [left] = await (await testEventsDatabase()).db
+      .insert(analyticsErasures)
+      .values({ businessId: s.businessId, personId: PERSON, requestedBy: 'admin' })
+      .returning()
+    const { db } = await testDatabase()
+    await db.insert(webhookEvents).values({
+      id: Bun.randomUUIDv7(),
+      businessId: s.businessId,
+      type: 'erasure.completed',
+      payload: { erasureId: left!.id },
+      dedupeKey: `erasure.completed:${left!.id}`,
+    })
+    await db.insert(auditEntries).values({
+      id: Bun.randomUUIDv7(),
+      businessId: s.businessId,
+      at: new Date(),
+      actor: 'admin',
+      action: 'analytics.erased',
+      changes: { erasure: { from: null, to: left!.id } },
+    })
+    const restarted = await testService({ eventRetentionDays: 400 })
+    await restarted.services.erasures.idle()
+    expect(await untilDone(() => s.http.api(`/analytics/erasures/${left!.id}`, s.sk))).toMatchObject({ status: 'done' })
+    const told = await db
+      .select()
+      .from(webhookEvents)
+      .where(and(eq(webhookEvents.businessId, s.businessId), eq(webhookEvents.type, 'erasure.completed')))
+    const audited = await db
+      .select()
+      .from(auditEntries)
+      .where(and(eq(auditEntries.businessId, s.businessId), eq(auditEntries.action, 'analytics.erased')))
+    expect([told.length, audited.length]).toEqual([1, 1])
   })
 
   test('an event received before the request but committed within the settling time is deleted by the one pass after it', async () => {

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, test } from 'bun:test'
 import { asc, eq, sql } from 'drizzle-orm'
 import { analyticsEvents } from '../../db/schema/index.ts'
-import { testDatabase } from '../support/database.ts'
+import { testEventsDatabase } from '../support/database.ts'
 import { call, errorOf, seedBusiness, seedKey, testService, type Handles } from '../support/service.ts'
 
 const ORIGIN = 'https://www.example.com'
@@ -20,7 +20,7 @@ function track(service: Handles, key: string, body: unknown) {
 }
 
 async function stored(businessId?: string) {
-  const { db } = await testDatabase()
+  const { db } = await testEventsDatabase()
   const e = analyticsEvents
   return db
     .select()
@@ -31,7 +31,7 @@ async function stored(businessId?: string) {
 
 describe('event ids', () => {
   afterEach(async () => {
-    const { db } = await testDatabase()
+    const { db } = await testEventsDatabase()
     await db.execute(sql`drop trigger if exists poison_events on analytics_events`)
     await db.execute(sql`drop function if exists poison_events()`)
   })
@@ -90,7 +90,7 @@ describe('event ids', () => {
   test("through the group commit's retries (a poisoned request in the batch) an id is still stored once", async () => {
     // As in test/api/ingest-isolation.test.ts: the database refuses event type "poison",
     // so a batch holding one fails and each of its requests is inserted again alone.
-    const { db } = await testDatabase()
+    const { db } = await testEventsDatabase()
     await db.execute(sql`create function poison_events() returns trigger language plpgsql as $$
       begin raise exception 'poisoned row'; end $$`)
     await db.execute(sql`create trigger poison_events before insert on analytics_events

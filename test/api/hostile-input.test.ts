@@ -4,7 +4,7 @@ import { queryRows } from '../../db/client.ts'
 import { nestsDeeperThan } from '../../src/http/json-body.ts'
 import { MAX_PAGE_BYTES } from '../../src/shared/paging.ts'
 import { cookieFrom, hiddenValue, KEYS, memberOf } from '../dashboard/support.ts'
-import { testDatabase } from '../support/database.ts'
+import { testDatabase, testDatabaseOf, testEventsDatabase } from '../support/database.ts'
 import { storedRows } from '../support/hostile.ts'
 import { admin, call, errorOf, seedBusiness, seedKey, testService } from '../support/service.ts'
 
@@ -35,7 +35,7 @@ async function setup() {
 }
 
 async function count(table: string): Promise<number> {
-  const [row] = await queryRows<{ n: number }>((await testDatabase()).db, sql.raw(`select count(*)::int as n from ${table}`))
+  const [row] = await queryRows<{ n: number }>((await testDatabaseOf(table)).db, sql.raw(`select count(*)::int as n from ${table}`))
   return row!.n
 }
 
@@ -257,9 +257,10 @@ describe('sizes', () => {
   test('a page stops before 4 MiB and its nextCursor leads through every record once', async () => {
     const s = await setup()
     // Stored before the limit existed: 300 events of ~30 KB each, ~9 MB in all.
-    await (await testDatabase()).db.execute(sql`
+    const [key] = await queryRows<{ id: string }>((await testDatabase()).db, sql`select id from api_keys limit 1`)
+    await (await testEventsDatabase()).db.execute(sql`
       insert into analytics_events (business_id, key_id, event_type, properties, occurred_at, received_at)
-      select ${s.businessId}::uuid, (select id from api_keys limit 1), 'big',
+      select ${s.businessId}::uuid, ${key!.id}::uuid, 'big',
              jsonb_build_object('blob', repeat('x', 30000)), now() - make_interval(secs => g), now()
       from generate_series(1, 300) g`)
     const seen = new Set<string>()

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, test } from 'bun:test'
 import { count, eq, sql } from 'drizzle-orm'
 import { analyticsEvents } from '../../db/schema/index.ts'
-import { testDatabase } from '../support/database.ts'
+import { testEventsDatabase } from '../support/database.ts'
 import { call, errorOf, seedBusiness, seedKey, testService } from '../support/service.ts'
 
 /**
@@ -10,13 +10,13 @@ import { call, errorOf, seedBusiness, seedKey, testService } from '../support/se
  */
 describe('failure isolation in the group commit', () => {
   afterEach(async () => {
-    const { db } = await testDatabase()
+    const { db } = await testEventsDatabase()
     await db.execute(sql`drop trigger if exists poison_events on analytics_events`)
     await db.execute(sql`drop function if exists poison_events()`)
   })
 
   test("a poisoned request fails alone while another business's concurrent requests all answer 202 and are stored", async () => {
-    const { db } = await testDatabase()
+    const { db } = await testEventsDatabase()
     await db.execute(sql`
       create function poison_events() returns trigger language plpgsql as $$
       begin raise exception 'poisoned row'; end $$`)
@@ -64,7 +64,7 @@ describe('bounded ingestion', () => {
     expect((await errorOf(refused[0]!)).code).toBe('unavailable')
     const accepted = answers.filter((a) => a.status === 202).length
     expect(accepted + refused.length).toBe(6)
-    const { db } = await testDatabase()
+    const { db } = await testEventsDatabase()
     const [stored] = await db.select({ n: count() }).from(analyticsEvents).where(eq(analyticsEvents.keyId, record.id))
     expect(stored!.n).toBe(accepted)
   })

@@ -5,7 +5,7 @@ import type { Service } from '../../src/app.ts'
 import { PUBLIC_KEY_CEILING_VISITORS } from '../../src/config.ts'
 import { MAX_PUBLIC_BODY_BYTES } from '../../src/http/request-body.ts'
 import { SERVER_OPTIONS } from '../../src/http/server-options.ts'
-import { testDatabase } from '../support/database.ts'
+import { testEventsDatabase } from '../support/database.ts'
 import { behindTrustedProxy, seedBusiness, seedKey, testService } from '../support/service.ts'
 
 // A public key sits in every visitor's page, so anyone can spread a flood of it over many
@@ -50,7 +50,7 @@ function batchOf(count: number, bytes: number, eventType: string): string {
 }
 
 async function stored(eventType: string) {
-  const { db } = await testDatabase()
+  const { db } = await testEventsDatabase()
   return (await db.select({ id: analyticsEvents.id }).from(analyticsEvents).where(eq(analyticsEvents.eventType, eventType))).length
 }
 

@@ -2,7 +2,7 @@ import { afterAll, describe, expect, test } from 'bun:test'
 import { count, eq } from 'drizzle-orm'
 import { analyticsEvents, apiKeys } from '../../db/schema/index.ts'
 import { hashKey } from '../../src/access/key-format.ts'
-import { testDatabase } from '../support/database.ts'
+import { testDatabase, testEventsDatabase } from '../support/database.ts'
 import {
   admin,
   ADMIN_TOKEN,
@@ -110,7 +110,7 @@ describe("private keys: the budget is the key's", () => {
     expect((await send()).status).toBe(202)
     expect((await send()).status).toBe(429)
     await s.service.services.lastUsed.flush()
-    const { db } = await testDatabase()
+    const { db } = await testEventsDatabase()
     const [stored] = await db.select({ n: count() }).from(analyticsEvents).where(eq(analyticsEvents.keyId, record.id))
     expect(stored!.n).toBe(1)
   })
@@ -183,7 +183,7 @@ describe("public keys: the budget is each visitor's", () => {
     expect(refused.status).toBe(429)
     expect(pulled).toBe(false)
     expect(refused.headers.get('access-control-allow-origin')).toBe(ORIGIN)
-    const { db } = await testDatabase()
+    const { db } = await testEventsDatabase()
     const [stored] = await db.select({ n: count() }).from(analyticsEvents).where(eq(analyticsEvents.keyId, record.id))
     expect(stored!.n).toBe(1)
   })

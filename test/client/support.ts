@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { openDatabase, queryRows, sql } from '../../db/client.ts'
 import type { AppOptions, Service } from '../../src/app.ts'
-import { testDatabase, testDatabaseUrl } from '../support/database.ts'
+import { testDatabaseUrl, testEventsDatabase } from '../support/database.ts'
 import { startProcess } from '../support/process.ts'
 import { ADMIN_TOKEN, seedBusiness, seedKey, testService } from '../support/service.ts'
 
@@ -118,7 +118,7 @@ export async function storedEvents(businessId: string, dataDir?: string): Promis
       await database.close()
     }
   } else {
-    rows = await queryRows<{ id: string }>((await testDatabase()).db, query)
+    rows = await queryRows<{ id: string }>((await testEventsDatabase()).db, query)
   }
   const ids = new Set(rows.map((row) => row.id))
   return { rows: rows.length, distinctIds: ids.size, storedTwice: rows.length - ids.size, ids }

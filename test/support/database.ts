@@ -58,6 +58,15 @@ export function testEventsDatabase(): Promise<Database> {
   return sharedEvents
 }
 
+/** The database that holds `table`: the event store's tables (db/schema/event-store.ts) are on testEventsDatabase(). */
+export async function testDatabaseOf(table: string): Promise<Database> {
+  const { getTableName, is } = await import('drizzle-orm')
+  const { PgTable } = await import('drizzle-orm/pg-core')
+  const store = await import('../../db/schema/event-store.ts')
+  const inStore = Object.values(store).some((value) => is(value, PgTable) && getTableName(value) === table)
+  return inStore ? testEventsDatabase() : testDatabase()
+}
+
 /** The event store's database opened so far, if it is one of its own (the preload empties it too). */
 export function openedTestEventsDatabase(): Promise<Database> | undefined {
   return sharedEvents

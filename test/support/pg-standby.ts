@@ -1,14 +1,13 @@
-import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { freePort } from './redis-server.ts'
+import { SERVER_USER, serverTools, testServerSettings } from './pg-server.ts'
 
 /**
  * A PostgreSQL primary and a synchronous standby of its own, on loopback ports, built
  * with the server's binaries (initdb, pg_basebackup -R, pg_ctl) under a temporary
- * directory: the failover that production's primary and standby go through,
- * on this machine. The server refuses to run as root, so every
- * binary runs as the `postgres` user when the test runs as root.
+ * directory (./pg-server.ts): the failover that production's primary and standby go through,
+ * on this machine.
  */
 export interface PrimaryAndStandby {
   readonly primaryPort: number
@@ -26,87 +25,16 @@ export interface PrimaryAndStandby {
 }
 
 const DATABASE = 'keygate'
-const SERVER_USER = 'postgres'
-
-/**
- * Where PostgreSQL's server binaries are (the newest of /usr/lib/postgresql/N/bin, or
- * PG_BIN), or why they cannot be used here: the test skips only then.
- */
-export function serverBinaries(): { bin: string } | { missing: string } {
-  const candidates = process.env.PG_BIN
-    ? [process.env.PG_BIN]
-    : existsSync('/usr/lib/postgresql')
-      ? readdirSync('/usr/lib/postgresql')
-          .filter((version) => /^\d+$/.test(version))
-          .sort((a, b) => Number(b) - Number(a))
-          .map((version) => `/usr/lib/postgresql/${version}/bin`)
-      : []
-  const bin = candidates.find((dir) => ['initdb', 'pg_ctl', 'pg_basebackup', 'postgres'].every((tool) => existsSync(join(dir, tool))))
-  if (bin === undefined) {
-    return { missing: 'PostgreSQL server binaries (initdb, pg_ctl, pg_basebackup) not found under /usr/lib/postgresql/N/bin or PG_BIN' }
-  }
-  if (process.getuid?.() === 0 && !Bun.which('runuser')) {
-    return { missing: 'running as root without runuser: the PostgreSQL server cannot be started as the postgres user' }
-  }
-  return { bin }
-}
 
 export async function startPrimaryAndStandby(bin: string): Promise<PrimaryAndStandby> {
-  const root = mkdtempSync(join(tmpdir(), 'kg-failover-'))
-  const asRoot = process.getuid?.() === 0
-  if (asRoot) {
-    const { uid, gid } = postgresUser()
-    chownSync(root, uid, gid)
-  }
+  const tools = serverTools(bin, 'kg-failover-')
+  const { root, run, psql, start } = tools
   const primaryDir = join(root, 'primary')
   const standbyDir = join(root, 'standby')
   const primaryPort = await freePort()
   const standbyPort = await freePort()
 
-  async function run(tool: string, args: string[], check = true): Promise<string> {
-    const command = [join(bin, tool), ...args]
-    const child = Bun.spawn(asRoot ? ['runuser', '-u', SERVER_USER, '--', ...command] : command, {
-      cwd: root,
-      stdout: 'pipe',
-      stderr: 'pipe',
-      env: { PATH: process.env.PATH ?? '', LC_ALL: 'C' },
-    })
-    const [out, err, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited])
-    if (check && code !== 0) throw new Error(`${tool} ${args.join(' ')} exited ${code}: ${out}${err}`)
-    return out
-  }
-  const psql = (port: number, statement: string, database = 'postgres') =>
-    run('psql', [
-      '-h',
-      '127.0.0.1',
-      '-p',
-      String(port),
-      '-U',
-      SERVER_USER,
-      '-d',
-      database,
-      '-XAtq',
-      '-v',
-      'ON_ERROR_STOP=1',
-      '-c',
-      statement,
-    ])
-  const start = (dir: string, port: number) =>
-    run('pg_ctl', ['-D', dir, '-l', join(root, `${port}.log`), '-w', '-t', '30', '-o', `-p ${port}`, 'start'])
-
-  // fsync off: nothing here must survive the machine, only the server's own crash (an
-  // immediate stop), whose writes the kernel keeps; it saves the shared disk.
-  const settings = [
-    "listen_addresses = '127.0.0.1'",
-    `unix_socket_directories = '${root}'`,
-    'wal_level = replica',
-    'max_wal_senders = 4',
-    'hot_standby = on',
-    'fsync = off',
-    'full_page_writes = off',
-    'shared_buffers = 16MB',
-    'max_connections = 100',
-  ]
+  const settings = [...testServerSettings(root), 'wal_level = replica', 'max_wal_senders = 4', 'hot_standby = on']
   const cluster: PrimaryAndStandby = {
     primaryPort,
     standbyPort,
@@ -125,11 +53,7 @@ export async function startPrimaryAndStandby(bin: string): Promise<PrimaryAndSta
     },
   }
   try {
-    await run('initdb', ['-D', primaryDir, '-U', SERVER_USER, '--auth=trust', '-E', 'UTF8', '--no-sync', '--no-instructions'])
-    await Bun.write(
-      join(primaryDir, 'postgresql.conf'),
-      `${await Bun.file(join(primaryDir, 'postgresql.conf')).text()}\n${settings.join('\n')}\n`,
-    )
+    await tools.init(primaryDir, settings)
     await start(primaryDir, primaryPort)
     await psql(primaryPort, `create database ${DATABASE}`)
     // -R writes standby.signal and primary_conninfo. The standby is copied before the
@@ -165,13 +89,4 @@ export async function startPrimaryAndStandby(bin: string): Promise<PrimaryAndSta
     await cluster.destroy()
     throw error
   }
-}
-
-function postgresUser(): { uid: number; gid: number } {
-  const line = readFileSync('/etc/passwd', 'utf8')
-    .split('\n')
-    .find((entry) => entry.startsWith(`${SERVER_USER}:`))
-  if (!line) throw new Error(`no ${SERVER_USER} user to run the PostgreSQL server as`)
-  const [, , uid, gid] = line.split(':')
-  return { uid: Number(uid), gid: Number(gid) }
 }

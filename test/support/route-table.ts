@@ -14,7 +14,7 @@ import {
   memoryDocuments,
   people,
 } from '../../db/schema/index.ts'
-import { testDatabase } from './database.ts'
+import { testDatabase, testEventsDatabase } from './database.ts'
 import { seedBusiness, seedKey } from './service.ts'
 
 /**
@@ -66,7 +66,10 @@ export async function seedWorld(service: Service): Promise<World> {
       .returning(),
     db.insert(flows).values({ businessId, name: 'welcome' }).returning(),
     db.insert(memoryDocuments).values({ businessId, title: 'Refunds', content: 'Refunds within 30 days.' }).returning(),
-    db.insert(analyticsErasures).values({ businessId, status: 'done', requestedBy: 'admin', completedAt: new Date() }).returning(),
+    (await testEventsDatabase()).db
+      .insert(analyticsErasures)
+      .values({ businessId, status: 'done', requestedBy: 'admin', completedAt: new Date() })
+      .returning(),
   ])
   const [[run]] = await Promise.all([
     db.insert(flowRuns).values({ flowId: flow!.id, businessId, keyId: owner.record.id }).returning(),

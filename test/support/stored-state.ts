@@ -1,19 +1,12 @@
 import { sql } from 'drizzle-orm'
-import { queryRows } from '../../db/client.ts'
-import { testDatabase } from './database.ts'
+import { queryRows, type Database } from '../../db/client.ts'
+import { testDatabase, testEventsDatabase } from './database.ts'
 
 export interface TableState {
   rows: number
   /** md5 of the rows as text, in a fixed order: an update shows as well as an insert. */
   digest: string
 }
-
-/**
- * Every table of the public schema (read from the catalogue, so a new table is counted
- * the day it lands): its row count and a digest of its rows. Two equal snapshots mean
- * nothing was inserted, changed or deleted, `api_keys.last_used_at` included.
- */
-let tables: { name: string }[] | undefined
 
 /**
  * Request counters, not records: a refused request of a known key is counted there by
@@ -29,12 +22,33 @@ const COUNTERS = new Set([
   'key_scope_uses',
 ])
 
+/**
+ * Every table of the public schema (read from the catalogue, so a new table is counted
+ * the day it lands): its row count and a digest of its rows. Two equal snapshots mean
+ * nothing was inserted, changed or deleted, `api_keys.last_used_at` included.
+ */
 export async function storedState(): Promise<Record<string, TableState>> {
-  const { db } = await testDatabase()
-  // The tables are the migrations', applied once per run: read the catalogue once.
-  tables ??= (
-    await queryRows<{ name: string }>(db, sql`select tablename as name from pg_tables where schemaname = 'public' order by tablename`)
-  ).filter(({ name }) => !COUNTERS.has(name))
+  const state = await databaseState(await testDatabase())
+  // The event store apart (EVENTS_DATABASE_URL): its tables too, named apart from the
+  // service's database's own (which keeps the store's tables from before, empty).
+  const events = await testEventsDatabase()
+  if (events === (await testDatabase())) return state
+  for (const [name, table] of Object.entries(await databaseState(events))) state[`events:${name}`] = table
+  return state
+}
+
+/** The tables are the migrations', applied once per run: each database's catalogue is read once. */
+const tablesOf = new WeakMap<Database, { name: string }[]>()
+
+async function databaseState(database: Database): Promise<Record<string, TableState>> {
+  const { db } = database
+  let tables = tablesOf.get(database)
+  if (tables === undefined) {
+    tables = (
+      await queryRows<{ name: string }>(db, sql`select tablename as name from pg_tables where schemaname = 'public' order by tablename`)
+    ).filter(({ name }) => !COUNTERS.has(name))
+    tablesOf.set(database, tables)
+  }
   const counts = sql.join(
     tables.map(
       ({ name }) =>
