@@ -210,19 +210,27 @@ export function createErasures(stores: ErasureStores, scheduler: Scheduler, opti
     const due = (alias: string) =>
       sql.raw(`${alias}.status = 'pending' and (${alias}.claimed_until is null or ${alias}.claimed_until < now())
         and ${alias}.requested_at <= now() - make_interval(secs => ${Number(settleMs) / 1000})`)
+    // Which business: the one question asked across the queue (test/db/event-store-rules.test.ts says why a sharded store answers it).
+    const [next] = await queryRows<{ business_id: string }>(
+      background,
+      sql`select p.business_id from analytics_erasures p where ${due('p')}
+          group by p.business_id
+          order by (select max(d.completed_at) from analytics_erasures d where d.business_id = p.business_id and d.status = 'done') asc nulls first,
+            min(p.requested_at)
+          limit 1`,
+    )
+    if (next === undefined) return []
+    // Its oldest due requests, on its shard; those another instance took meanwhile are skipped.
     return background
       .update(x)
       .set({ claimedUntil: sql`now() + make_interval(secs => ${leaseMs / 1000})` })
       .where(
-        sql`${x.id} in (
-          select j.id from analytics_erasures j
-          where ${due('j')} and j.business_id = (
-            select p.business_id from analytics_erasures p where ${due('p')}
-            group by p.business_id
-            order by (select max(d.completed_at) from analytics_erasures d where d.business_id = p.business_id and d.status = 'done') asc nulls first,
-              min(p.requested_at)
-            limit 1)
-          order by j.requested_at limit ${jobsPerPass} for update skip locked)`,
+        and(
+          eq(x.businessId, next.business_id),
+          sql`${x.id} in (
+            select j.id from analytics_erasures j where ${due('j')} and j.business_id = ${next.business_id}
+            order by j.requested_at limit ${jobsPerPass} for update skip locked)`,
+        ),
       )
       .returning()
   }
@@ -335,7 +343,7 @@ export function createErasures(stores: ErasureStores, scheduler: Scheduler, opti
                 set deleted = x.deleted + c.n,
                     claimed_until = now() + make_interval(secs => ${leaseMs / 1000})
                 from counted c
-                where x.id = c.id
+                where x.business_id = ${businessId} and x.id = c.id
                 returning (select count(*) from gone)::int as n`,
         )
         if (!result || result.n < batchRows) break

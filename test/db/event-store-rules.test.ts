@@ -29,11 +29,26 @@ const SERVICE_TABLE = new RegExp(
     .join('|')})"?\\b`,
 )
 const TABLE = new RegExp(`\\b"?(${EVENT_STORE_TABLES.join('|')})"?\\b`)
+/** Each insert into a table of the store, with its column list: its rows must carry business_id (a sharded store routes each row by it). */
+const STORE_INSERT = new RegExp(`\\binsert into "?(${EVENT_STORE_TABLES.join('|')})"?\\s*(\\([^)]*\\))?`, 'gi')
+/** Each place a statement reads or changes a table of the store (from, join, update, using). */
+const STORE_READ = new RegExp(`\\b(from|join|update|using)\\s+"?(${EVENT_STORE_TABLES.join('|')})"?\\b`, 'gi')
+/** A filter on a business: `business_id = …` or `business_id in (…)`, qualified or not. */
+const BUSINESS_FILTER = /"?business_id"?\s*(=|in\s*\()/gi
+
 /**
- * A statement that names one business: a filter `business_id = …` (or `in (…)`), or an
- * insert whose rows carry their business_id (a sharded store routes each row by it).
+ * A statement that names one business: every row it inserts into the store carries its
+ * business_id, and it has at least one business filter for each place it reads or changes
+ * a table of the store (a filter in a subquery on erasures does not scope the events read
+ * around it).
  */
-const ONE_BUSINESS = /"?business_id"?\s*(=|in\s*\()|^\s*insert into "?\w+"? \([^)]*"?business_id"?/i
+function namesOneBusiness(text: string): boolean {
+  const inserts = [...text.matchAll(STORE_INSERT)]
+  if (inserts.some((insert) => !/business_id/.test(insert[2] ?? ''))) return false
+  const reads = text.match(STORE_READ)?.length ?? 0
+  if (reads === 0) return inserts.length > 0
+  return (text.match(BUSINESS_FILTER)?.length ?? 0) >= reads
+}
 
 /**
  * Statements that touch the store without naming a business, and why each is still right
@@ -49,6 +64,10 @@ const ACROSS_BUSINESSES: { pattern: RegExp; why: string }[] = [
     why: 'housekeeping by age (ids past a day, erasures finished 30 days ago): each row deleted by its primary key, which holds business_id: a multi-shard delete, right on every shard',
   },
   {
+    pattern: /^select p\.business_id from analytics_erasures p where p\.status = 'pending'[\s\S]*group by p\.business_id[\s\S]*limit 1$/,
+    why: "the erasure worker's choice of the business to serve next: one aggregate over the queue, grouped by business (each shard answers its candidates, the coordinator keeps the first); the claim that follows names it",
+  },
+  {
     pattern: /^select min\(greatest\("analytics_erasures"\."requested_at"/,
     why: "the erasure queue's next due time, one aggregate over the queue: every shard answers its own minimum",
   },
@@ -58,7 +77,7 @@ const ACROSS_BUSINESSES: { pattern: RegExp; why: string }[] = [
 function unscoped(statements: readonly string[]): string[] {
   return statements
     .filter((text) => TABLE.test(text))
-    .filter((text) => !ONE_BUSINESS.test(text))
+    .filter((text) => !namesOneBusiness(text))
     .filter((text) => !ACROSS_BUSINESSES.some((rule) => rule.pattern.test(text.trim())))
 }
 
@@ -92,6 +111,10 @@ describe('the event store keeps what a sharded store needs', () => {
       'select * from "analytics_events" where "event_type" = $1',
     ])
     expect(unscoped(['select * from "analytics_events" where "business_id" = $1'])).toEqual([])
+    // A business filter in a subquery on erasures does not scope the events around it.
+    const aroundErasures =
+      'select * from "analytics_events" where "event_type" = $1 and not exists (select 1 from "analytics_erasures" where "analytics_erasures"."business_id" = $2)'
+    expect(unscoped([aroundErasures])).toEqual([aroundErasures])
     expect(unscoped(['select 1 from "api_keys"'])).toEqual([])
   })
 })
