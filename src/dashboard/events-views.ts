@@ -119,7 +119,8 @@ function filterForm(view: EventsView): Html {
 
 /**
  * One event, as the page and the live view's JSON helper render it: a line of its time,
- * type, key, origin and person, which opens (a disclosure, no script) on its ids, page,
+ * type, key, origin and person (an empty one says which: a phone's width shows no column
+ * heads), which opens (a disclosure, no script) on its ids, page,
  * referrer and properties.
  */
 export function eventItem(event: EventRecord, keys: Map<string, KeyRecord>, now: Date): Html {
@@ -132,8 +133,8 @@ export function eventItem(event: EventRecord, keys: Map<string, KeyRecord>, now:
     <time datetime="${event.timestamp}" title="${relativeTime(at, now)}">${formatInstant(at)}</time>
     <code class="event-type">${event.eventType}</code>
     <span class="event-key">${key ? key.name : 'a key'}</span>
-    <span class="event-origin">${event.origin ?? html`<span class="muted">none</span>`}</span>
-    <span class="event-person">${person ?? html`<span class="muted">—</span>`}</span>
+    <span class="event-origin">${event.origin ?? html`<span class="muted">no origin</span>`}</span>
+    <span class="event-person">${person ?? html`<span class="muted">no person</span>`}</span>
   </summary>
   <dl class="event-fields">
     <dt>Key</dt><dd>${key ? html`<a href="${keyPath(key.id)}">${key.name}</a> <code>${key.keyHint}</code>` : 'a key'}</dd>

@@ -2,7 +2,11 @@ import { afterAll, describe, expect, test } from 'bun:test'
 import { mkdtempSync, readFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import type { Browser, Request as SeenRequest } from 'playwright-core'
+import { eq } from 'drizzle-orm'
+import type { Browser, Page, Request as SeenRequest } from 'playwright-core'
+import { createClient } from '../../clients/node/src/index.ts'
+import { openDatabase } from '../../db/client.ts'
+import { analyticsEvents } from '../../db/schema/index.ts'
 import { chromiumMissing, launchChromium } from '../support/chromium.ts'
 import { killStartedProcesses, startProcess } from '../support/process.ts'
 import { shoot } from './screenshots.ts'
@@ -13,7 +17,8 @@ import { KEYS } from './support.ts'
  * process, the README's own commands (read from its "Two minutes with curl" section and run
  * as written, the port aside), the sign-in link in a real Chromium, the dashboard of the
  * business the walk made keys for, and the event the walk tracks arriving on the events page
- * while it is open. Like the process tests, it does not depend on the test database's
+ * while it is open; then the owner's next hour (issue 43): a private key made in the
+ * dashboard, used by the backend client, its event a line of the Events table. Like the process tests, it does not depend on the test database's
  * engine (the process has its own embedded database), so it runs once: without DATABASE_URL.
  */
 const WALK_TIMEOUT = 300_000
@@ -56,6 +61,96 @@ function field(output: string, label: string): string {
   return value
 }
 
+/** Sideways scrolling a page needs, in CSS pixels (0 when it fits its viewport). */
+const overflowOf = (page: Page) => page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth)
+
+/** Screenshots at a desktop's width and a phone's (test/dashboard/browser-leaks.test.ts takes the same two). */
+const WIDTHS = [
+  { name: 'desktop', width: 1280, height: 860 },
+  { name: 'phone', width: 390, height: 844 },
+]
+
+/**
+ * The walk's owner makes a private key for their backend in the dashboard (docs/dashboard.md),
+ * copies it from the page that shows it once, and the backend client (clients/node) tracks an
+ * order with it; the order is then a line of the Events table that opens on its properties.
+ * Answers the new key's id and the event's, for the stored row.
+ */
+async function backendWalk(page: Page, origin: string): Promise<{ keyId: string; eventId: string }> {
+  await page.context().grantPermissions(['clipboard-read', 'clipboard-write'], { origin })
+  await page.goto(`${origin}${KEYS}`)
+  await page.getByRole('link', { name: 'Create private key' }).click()
+  await page.waitForURL(`${origin}${KEYS}/new-private`)
+  await page.getByLabel('Name').fill('Order service')
+  expect(await page.getByLabel('ANALYTICS_WRITE').isChecked()).toBe(true)
+  const [answer] = await Promise.all([
+    page.waitForResponse((r) => r.request().method() === 'POST' && r.url() === `${origin}${KEYS}/new-private`),
+    page.getByRole('button', { name: 'Create key' }).click(),
+  ])
+  expect(answer.status()).toBe(200)
+
+  // Shown once: the key, its Copy button and the warning, on screen at both widths without sideways scrolling.
+  await page.getByRole('heading', { name: 'Your new private key' }).waitFor()
+  const key = await page.getByLabel('Private key').inputValue()
+  expect(key).toMatch(/^sk_[A-Za-z0-9]{36}$/)
+  expect(await page.locator('#secret-warning').textContent()).toContain('Copy it now: it is shown this once.')
+  const keyHref = await page.getByRole('link', { name: 'I have stored it: go to the key' }).getAttribute('href')
+  const keyId = new RegExp(`^${KEYS}/([0-9a-f-]{36})$`).exec(keyHref ?? '')?.[1]
+  expect(keyId).toBeDefined()
+  for (const viewport of WIDTHS) {
+    await page.setViewportSize(viewport)
+    expect(await overflowOf(page)).toBeLessThanOrEqual(0)
+    for (const shown of [page.getByLabel('Private key'), page.getByRole('button', { name: 'Copy key' }), page.locator('#secret-warning')]) {
+      expect(await shown.isVisible()).toBe(true)
+      const box = (await shown.boundingBox())!
+      expect(box.x + box.width).toBeLessThanOrEqual(viewport.width)
+    }
+    // The whole key in its field, not cut at the field's end.
+    expect(await page.getByLabel('Private key').evaluate((field) => field.scrollWidth - field.clientWidth)).toBeLessThanOrEqual(0)
+    await shoot(page, `${viewport.name}/private-key-shown-once`, { fullPage: true })
+  }
+  await page.getByRole('button', { name: 'Copy key' }).click()
+  expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(key)
+
+  // The backend: the client's README example, with the key the page showed.
+  const statuses: number[] = []
+  const keygate = createClient({
+    baseUrl: origin,
+    key,
+    fetch: async (input, init) => {
+      const response = await fetch(input, init)
+      statuses.push(response.status)
+      return response
+    },
+  })
+  const eventId = keygate.track({ eventType: 'order_paid', personId: 'cus_42', properties: { total: 42.5 } })
+  expect(await keygate.shutdown(10_000)).toEqual({ queued: 0, committed: 1, dropped: 0 })
+  expect(statuses).toEqual([202])
+
+  // The Events table: one line (time, type, key, origin, person) that opens on its properties.
+  await page.setViewportSize(WIDTHS[0]!)
+  await page.goto(`${origin}/dashboard/events`)
+  const row = page.locator(`li.event[data-event-id="${eventId}"]`)
+  await row.waitFor()
+  expect(await page.locator('li.event').first().getAttribute('data-event-id')).toBe(eventId)
+  const line = row.locator('summary')
+  expect(await line.locator('.event-type').textContent()).toBe('order_paid')
+  expect(await line.locator('.event-key').textContent()).toBe('Order service')
+  expect(await line.locator('.event-origin').textContent()).toBe('no origin')
+  expect(await line.locator('.event-person').textContent()).toBe('cus_42')
+  expect(await row.locator('pre.properties').isVisible()).toBe(false)
+  await line.click()
+  expect(await row.locator('pre.properties').textContent()).toBe('{\n  "total": 42.5\n}')
+  expect(await row.locator('.event-fields').textContent()).toContain(eventId)
+  for (const viewport of WIDTHS) {
+    await page.setViewportSize(viewport)
+    expect(await overflowOf(page)).toBeLessThanOrEqual(0)
+    expect(await line.locator('.event-type').isVisible()).toBe(true)
+    await shoot(page, `${viewport.name}/events-table`, { fullPage: true })
+  }
+  return { keyId: keyId!, eventId }
+}
+
 let browser: Browser | undefined
 
 afterAll(async () => {
@@ -65,7 +160,7 @@ afterAll(async () => {
 
 describe.skipIf(chromiumMissing || Boolean(process.env.DATABASE_URL))("the README's first walk, in a browser", () => {
   test(
-    'from a fresh start to the event it tracks, seen live on the events page of the business it made keys for',
+    'from a fresh start to the event it tracks, seen live on the events page of the business it made keys for; then a private key made in the dashboard, used by the backend client, its event in the Events table',
     async () => {
       const walk = commandsOf('## Two minutes with curl', '## When a key leaks')
       // "ADMIN_TOKEN=change-me-to-a-long-secret npm start", on a free port and a fresh directory.
@@ -143,8 +238,18 @@ describe.skipIf(chromiumMissing || Boolean(process.env.DATABASE_URL))("the READM
       expect(read.data[0]!.id).toBe((await event.getAttribute('data-event-id'))!)
       expect(read.nextCursor).toBeNull()
 
+      const backend = await backendWalk(page, origin)
       await context.close()
       expect(await server.stop()).toBe(0)
+
+      // The stored row, read from the data directory once the service has let it go.
+      const database = await openDatabase({ dataDir: dir })
+      try {
+        const [row] = await database.db.select().from(analyticsEvents).where(eq(analyticsEvents.id, backend.eventId))
+        expect(row).toEqual(expect.objectContaining({ keyId: backend.keyId, eventType: 'order_paid', personId: 'cus_42', origin: null }))
+      } finally {
+        await database.close()
+      }
     },
     WALK_TIMEOUT,
   )
