@@ -12,6 +12,7 @@
  * afresh and dropped at the end.
  */
 import postgres from 'postgres'
+import { fillEvents } from './event-fill.ts'
 import { median } from './measure.ts'
 import { beforeTree, databaseNamed, root, runBenchmark, startService } from './support.ts'
 
@@ -23,23 +24,6 @@ const DAYS = 365
 const CHUNK = 1_000_000
 
 const urlOf = (name: string): string => databaseNamed(base, name)
-
-/**
- * Typical page views of 10 businesses in turn, over the last year, in time order as they
- * arrive (row `g` of `EVENTS` at its share of the year): the indexes grow at their right
- * edge as they do in service, and ids are time-ordered like the service's UUIDv7.
- */
-function fill(from: number, count: number, keyId: string, businesses: string[]): string {
-  const ids = `array[${businesses.map((b) => `'${b}'::uuid`).join(',')}]`
-  return `insert into analytics_events (id, business_id, key_id, origin, event_type, url, referrer, anonymous_id, person_id, properties, occurred_at, received_at)
-    select (lpad(to_hex((extract(epoch from t) * 1000)::bigint), 12, '0') || '7' || substr(md5(g::text), 1, 19))::uuid,
-      (${ids})[1 + g % ${BUSINESSES}], '${keyId}'::uuid, 'https://www.example.com',
-      case when g % 10 = 0 then 'signup' else 'page_view' end,
-      'https://www.example.com/blog/post-' || (g % 500), case when g % 3 = 0 then 'https://www.google.com/' end,
-      md5((g / 7)::text), null, jsonb_build_object('title', 'Post ' || (g % 500)), t, t
-    from generate_series(${from}, ${from + count - 1}) g,
-      lateral (select now() - interval '${DAYS} days' + (g::float8 / ${EVENTS}) * interval '${DAYS} days' as t) at`
-}
 
 interface Store {
   name: 'before' | 'after'
@@ -94,7 +78,7 @@ await runBenchmark(async () => {
       const count = Math.min(CHUNK, EVENTS - from)
       for (const store of stores) {
         const start = performance.now()
-        await store.sql.unsafe(fill(from, count, keyId, store.businesses))
+        await store.sql.unsafe(fillEvents({ from, count, total: EVENTS, days: DAYS, keyId, businesses: store.businesses }))
         store.fillRates.push((count / (performance.now() - start)) * 1000)
       }
       console.log(`filled ${(from + count).toLocaleString('en')} of ${EVENTS.toLocaleString('en')}`)
