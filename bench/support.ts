@@ -148,7 +148,7 @@ export async function startService(options: { env?: Record<string, string>; cwd?
 export const ALLOWED_ORIGIN = 'example.com'
 
 /** Businesses and keys made through the service's admin API, as an operator would. */
-function adminClient(base: string, adminToken: string) {
+export function adminClient(base: string, adminToken: string) {
   const post = async (path: string, body: unknown): Promise<Record<string, unknown>> => {
     const response = await fetch(`${base}/admin/v0${path}`, {
       method: 'POST',
