@@ -1,5 +1,6 @@
--- The request mix of bench/capacity.ts, paced: each connection waits about
--- connections / rate seconds (jittered) between its answer and its next request.
+-- The request mix of bench/capacity.ts, paced on one schedule: each answered connection
+-- takes the next slot (1/rate s apart) and waits for it, or sends at once when the slots
+-- have fallen behind (then all connections are busy and the achieved rate shows it).
 -- Every 20 requests: 14 page views (a public key, its site's Origin, a random visitor
 -- address in X-Forwarded-For), 2 backend batches of 50 events (a private key),
 -- 3 whoami (a public key) and 1 read of the first 50 events (a private key).
@@ -16,7 +17,20 @@ end
 local publicKeys = split(os.getenv("CAP_PUBLIC_KEYS"))
 local privateKeys = split(os.getenv("CAP_PRIVATE_KEYS"))
 local origins = split(os.getenv("CAP_ORIGINS"))
-local interval = tonumber(os.getenv("CAP_CONNECTIONS")) * 1000 / tonumber(os.getenv("CAP_RATE"))
+local interval = 1000 / tonumber(os.getenv("CAP_RATE"))
+
+-- wrk's Lua is LuaJIT: a millisecond clock through its FFI.
+local ffi = require("ffi")
+ffi.cdef([[
+typedef struct { long tv_sec; long tv_nsec; } capacity_timespec;
+int clock_gettime(int clock, capacity_timespec *now);
+]])
+local timespec = ffi.new("capacity_timespec")
+local function nowMs()
+  ffi.C.clock_gettime(1, timespec) -- CLOCK_MONOTONIC
+  return tonumber(timespec.tv_sec) * 1000 + tonumber(timespec.tv_nsec) / 1e6
+end
+local nextSlot = nil
 
 local batchEvents = {}
 for i = 1, 50 do
@@ -32,7 +46,9 @@ local function visitor()
 end
 
 function delay()
-  return interval * (0.5 + math.random())
+  local now = nowMs()
+  nextSlot = math.max(nextSlot or now, now - 1000) + interval
+  return math.max(0, nextSlot - now)
 end
 
 function request()
