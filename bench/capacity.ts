@@ -15,7 +15,7 @@
  * under the p99 aim, and the busiest part at the step after it.
  *
  * Environment: PGURL (default postgres://postgres@127.0.0.1:5432), CAPACITY_RATES
- * (comma-separated req/s), STEP_SECONDS (default 12).
+ * (comma-separated req/s), STEP_SECONDS (default 10).
  */
 import { readdirSync, readFileSync } from 'node:fs'
 import { cpus, loadavg } from 'node:os'
@@ -26,8 +26,8 @@ import { adminClient, databaseNamed, ensureDatabase, killOnExit, root, runBenchm
 
 const PG = (process.env.PGURL || 'postgres://postgres@127.0.0.1:5432').replace(/\/$/, '')
 const DATABASE = 'capacity'
-const RATES = (process.env.CAPACITY_RATES || '250,500,1000,1500,2000,2500,3000,3500,4000,5000').split(',').map(Number)
-const STEP_SECONDS = Number(process.env.STEP_SECONDS || 12)
+const RATES = (process.env.CAPACITY_RATES || '200,400,700,1000,1400,1800,2300,2900,3600,4500').split(',').map(Number)
+const STEP_SECONDS = Number(process.env.STEP_SECONDS || 10)
 const SITES = 16
 const P99_AIM_MS = 250
 /** Events a request carries on average in bench/capacity.lua's mix: 14 page views and 2 batches of 50 in 20. */
