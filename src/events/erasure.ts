@@ -152,7 +152,6 @@ export interface ErasureStores {
 }
 
 /**
- *
  * Fairness (docs/decisions.md, "Fair erasures, cheap to read past"): each pass takes one
  * business, the one served least recently (its newest finished request is the oldest, or
  * it has none), and up to `jobsPerPass` of its oldest pending requests, deleting the union

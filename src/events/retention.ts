@@ -75,7 +75,6 @@ export function createRetention(db: Db, operatorDays: number, options: Retention
   // its own callers but is not kept.
   let generation = 0
 
-  /** What the business keeps, from its row as read; cached unless a change came after `startedAt`. */
   /** What a business row (none: an unknown business) says is kept. */
   function keptOf(row: RetentionColumns | undefined): Kept {
     return {
@@ -84,6 +83,7 @@ export function createRetention(db: Db, operatorDays: number, options: Retention
     }
   }
 
+  /** What the business keeps, from its row as read; cached unless a change came after `startedAt`. */
   function keep(startedAt: number, businessId: string, row: RetentionColumns | undefined): Kept {
     const kept = keptOf(row)
     if (startedAt === generation) cached.set(businessId, { kept, until: clock() + ttl })
