@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, test } from 'bun:test'
+import { afterEach, beforeEach, describe, expect, test } from 'bun:test'
 import postgres from 'postgres'
 import { queryRows, sql } from '../../db/client.ts'
 import { createPartitionsAhead, dropExpiredPartitions, partitionName } from '../../src/events/partitions.ts'
@@ -11,15 +11,30 @@ import { testDatabase, testDatabaseUrl } from '../support/database.ts'
 const utc = (year: number, month: number, day = 1, hour = 0) => Date.UTC(year, month - 1, day, hour)
 const name = (year: number, month: number) => partitionName(new Date(utc(year, month)))
 
-afterEach(async () => {
-  const { db } = await testDatabase()
+/**
+ * Removes every table these tests make, before each test and after: `bun test --bail` (the
+ * mutation runs, tools/mutation.ts) may stop before an afterEach, and a later run on the same
+ * PostgreSQL database must not meet what a failed one left, a pending detach included.
+ */
+async function removeOwnTables(): Promise<void> {
+  const { db, engine } = await testDatabase()
+  if (engine === 'postgres') {
+    const pending = await queryRows<{ name: string }>(
+      db,
+      sql`select c.relname as name from pg_inherits i join pg_class c on c.oid = i.inhrelid
+          where i.inhdetachpending and c.relname ~ '^analytics_events_2001_'`,
+    )
+    for (const row of pending) await db.execute(sql`alter table analytics_events detach partition ${sql.identifier(row.name)} finalize`)
+  }
   const rows = await queryRows<{ name: string }>(
     db,
     sql`select relname as name from pg_class where relkind = 'r' and relnamespace = current_schema()::regnamespace
         and (relname ~ '^analytics_events_2001_' or relname = 'analytics_events_copy')`,
   )
   for (const row of rows) await db.execute(sql`drop table ${sql.identifier(row.name)}`)
-})
+}
+beforeEach(removeOwnTables)
+afterEach(removeOwnTables)
 
 /** The 2001 partitions attached to analytics_events, each with its range as epoch milliseconds. */
 async function attached2001(): Promise<{ name: string; from: number; to: number }[]> {
@@ -85,20 +100,21 @@ describe('event partitions', () => {
     expect(await createPartitionsAhead(db, utc(2001, 3, 15), 60)).toEqual([name(2001, 1), name(2001, 2), name(2001, 3), name(2001, 4)])
     // A run that failed between its DETACH and its DROP left January a table of its own.
     await db.execute(sql`alter table analytics_events detach partition ${sql.identifier(name(2001, 1))}`)
-    // A table of the same prefix that is no month of the rule is not the maintenance's to drop.
+    // Tables of the same prefix that are no month of the rule are not the maintenance's to drop.
     await db.execute(sql`create table analytics_events_copy (like analytics_events)`)
-    const all = [name(2001, 1), name(2001, 2), name(2001, 3), name(2001, 4), 'analytics_events_copy']
+    await db.execute(sql`create table analytics_events_2001_01_copy (like analytics_events)`)
+    const all = [name(2001, 1), name(2001, 2), name(2001, 3), name(2001, 4), 'analytics_events_2001_01_copy', 'analytics_events_copy']
 
     // Now minus 31 days is 1 March 00:00: February ends then, and goes; March does not.
     const dropped = await dropExpiredPartitions(db, database.engine, utc(2001, 4, 1), 31)
     expect(dropped).toEqual([name(2001, 1), name(2001, 2)])
-    expect(await tablesAmong(all)).toEqual([name(2001, 3), name(2001, 4), 'analytics_events_copy'])
+    expect(await tablesAmong(all)).toEqual(['analytics_events_2001_01_copy', name(2001, 3), name(2001, 4), 'analytics_events_copy'])
     expect((await attached2001()).map((p) => p.name)).toEqual([name(2001, 3), name(2001, 4)])
 
     // One millisecond before March ends, March stays; at its end it goes.
     expect(await dropExpiredPartitions(db, database.engine, utc(2001, 4, 1) - 1, 0)).toEqual([])
     expect(await dropExpiredPartitions(db, database.engine, utc(2001, 4, 1), 0)).toEqual([name(2001, 3)])
-    expect(await tablesAmong(all)).toEqual([name(2001, 4), 'analytics_events_copy'])
+    expect(await tablesAmong(all)).toEqual(['analytics_events_2001_01_copy', name(2001, 4), 'analytics_events_copy'])
   })
 
   test('dropped on PostgreSQL: a detach a failed run left pending is finished, then the month dropped', async () => {
@@ -136,5 +152,49 @@ describe('event partitions', () => {
     expect(await dropExpiredPartitions(db, 'postgres', utc(2001, 4, 1), 31)).toEqual([name(2001, 1), name(2001, 2)])
     expect((await attached2001()).map((p) => p.name)).toEqual([name(2001, 3), name(2001, 4)])
     expect(await tablesAmong([name(2001, 1), name(2001, 2), name(2001, 3), name(2001, 4)])).toEqual([name(2001, 3), name(2001, 4)])
+  })
+
+  test('dropped on PostgreSQL: an attached month is detached CONCURRENTLY first, so reads never queue behind the drop', async () => {
+    const database = await testDatabase()
+    if (database.engine !== 'postgres') return
+    const { db } = database
+    await createPartitionsAhead(db, utc(2001, 3, 15), 60)
+    // And a month an earlier run left detached: it is dropped, with no DETACH.
+    await db.execute(sql`alter table analytics_events detach partition ${sql.identifier(name(2001, 2))}`)
+    const other = postgres((await testDatabaseUrl())!, { max: 3, onnotice: () => {} })
+    let dropping: Promise<string[]> | undefined
+    try {
+      // A reader in a transaction that began before the maintenance: the detach waits for it.
+      const reader = await other.reserve()
+      await reader`begin`
+      await reader`select count(*) from analytics_events`
+      dropping = dropExpiredPartitions(db, 'postgres', utc(2001, 4, 1), 31)
+      const waitingFor = async () =>
+        (
+          await other<{ query: string }[]>`select query from pg_stat_activity
+            where wait_event_type = 'Lock' and query like ${`%${name(2001, 1)}%`}`
+        ).map((row) => row.query)
+      let waiting: string[] = []
+      while (waiting.length === 0) {
+        await Bun.sleep(20)
+        waiting = await waitingFor()
+      }
+      expect(waiting).toEqual([expect.stringContaining('concurrently')])
+      // Meanwhile another session reads analytics_events without queueing: a plain DROP
+      // would hold its lock request on analytics_events in the way of every read and insert.
+      const client = await other.reserve()
+      await client`set lock_timeout = 1000`
+      expect(await client`select count(*)::int as n from analytics_events`).toEqual([{ n: 0 }])
+      client.release()
+      await reader`commit`
+      reader.release()
+      expect(await dropping).toEqual([name(2001, 1), name(2001, 2)])
+    } finally {
+      // On a failure the reader's session ends here, and the drop it held finishes before the cleanup.
+      await other.end()
+      await dropping?.catch(() => [])
+    }
+    expect((await attached2001()).map((p) => p.name)).toEqual([name(2001, 3), name(2001, 4)])
+    expect(await tablesAmong([name(2001, 1), name(2001, 2)])).toEqual([])
   })
 })
