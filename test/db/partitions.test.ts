@@ -29,7 +29,7 @@ async function removeOwnTables(): Promise<void> {
   const rows = await queryRows<{ name: string }>(
     db,
     sql`select relname as name from pg_class where relkind = 'r' and relnamespace = current_schema()::regnamespace
-        and (relname ~ '^analytics_events_2001_' or relname = 'analytics_events_copy')`,
+        and (relname ~ '^analytics_events_2001_' or relname in ('analytics_events_copy', 'archive_analytics_events_2000_12'))`,
   )
   for (const row of rows) await db.execute(sql`drop table ${sql.identifier(row.name)}`)
 }
@@ -103,18 +103,42 @@ describe('event partitions', () => {
     // Tables of the same prefix that are no month of the rule are not the maintenance's to drop.
     await db.execute(sql`create table analytics_events_copy (like analytics_events)`)
     await db.execute(sql`create table analytics_events_2001_01_copy (like analytics_events)`)
-    const all = [name(2001, 1), name(2001, 2), name(2001, 3), name(2001, 4), 'analytics_events_2001_01_copy', 'analytics_events_copy']
+    // Nor is a partition an operator attached under a name of their own, however old.
+    await db.execute(sql`create table archive_analytics_events_2000_12 (like analytics_events including defaults)`)
+    await db.execute(
+      sql`alter table analytics_events attach partition archive_analytics_events_2000_12 for values from ('2000-12-01T00:00:00Z') to ('2001-01-01T00:00:00Z')`,
+    )
+    const all = [
+      name(2001, 1),
+      name(2001, 2),
+      name(2001, 3),
+      name(2001, 4),
+      'analytics_events_2001_01_copy',
+      'analytics_events_copy',
+      'archive_analytics_events_2000_12',
+    ]
 
     // Now minus 31 days is 1 March 00:00: February ends then, and goes; March does not.
     const dropped = await dropExpiredPartitions(db, database.engine, utc(2001, 4, 1), 31)
     expect(dropped).toEqual([name(2001, 1), name(2001, 2)])
-    expect(await tablesAmong(all)).toEqual(['analytics_events_2001_01_copy', name(2001, 3), name(2001, 4), 'analytics_events_copy'])
+    expect(await tablesAmong(all)).toEqual([
+      'analytics_events_2001_01_copy',
+      name(2001, 3),
+      name(2001, 4),
+      'analytics_events_copy',
+      'archive_analytics_events_2000_12',
+    ])
     expect((await attached2001()).map((p) => p.name)).toEqual([name(2001, 3), name(2001, 4)])
 
     // One millisecond before March ends, March stays; at its end it goes.
     expect(await dropExpiredPartitions(db, database.engine, utc(2001, 4, 1) - 1, 0)).toEqual([])
     expect(await dropExpiredPartitions(db, database.engine, utc(2001, 4, 1), 0)).toEqual([name(2001, 3)])
-    expect(await tablesAmong(all)).toEqual(['analytics_events_2001_01_copy', name(2001, 4), 'analytics_events_copy'])
+    expect(await tablesAmong(all)).toEqual([
+      'analytics_events_2001_01_copy',
+      name(2001, 4),
+      'analytics_events_copy',
+      'archive_analytics_events_2000_12',
+    ])
   })
 
   test('dropped on PostgreSQL: a detach a failed run left pending is finished, then the month dropped', async () => {
