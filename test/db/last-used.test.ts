@@ -1,5 +1,6 @@
 import { describe, expect, test } from 'bun:test'
 import { eq } from 'drizzle-orm'
+import type { Db } from '../../db/client.ts'
 import { apiKeys } from '../../db/schema/index.ts'
 import type { ActiveKey } from '../../src/access/key-store.ts'
 import { createLastUsedRecorder, LAST_USED_RESOLUTION_MS } from '../../src/access/last-used.ts'
@@ -28,6 +29,14 @@ async function stored(key: ActiveKey): Promise<number | null> {
   const { db } = await testDatabase()
   const [row] = await db.select({ at: apiKeys.lastUsedAt }).from(apiKeys).where(eq(apiKeys.id, key.id))
   return row!.at === null ? null : row!.at.getTime()
+}
+
+/** `db` with its first `failures` statements refused, as a database that went away for a moment. */
+function failingFirst(db: Db, failures: number): Db {
+  let left = failures
+  return {
+    execute: (query: Parameters<Db['execute']>[0]) => (left-- > 0 ? Promise.reject(new Error('refused by the test')) : db.execute(query)),
+  } as unknown as Db
 }
 
 describe('last used', () => {
@@ -110,5 +119,30 @@ describe('last used', () => {
     recorder.touch(key!, T0)
     await recorder.close()
     expect(await stored(key!)).toBe(T0)
+  })
+
+  test('a failed write is told to onError and waits for its retry: the scheduled round leaves it until due, flush() and close() write it at once', async () => {
+    const { db } = await testDatabase()
+    const [a, b] = await keys(2)
+    // A retry an hour away: never due while the test runs.
+    const retry = { retryDelayMs: 3_600_000 }
+    const errors: unknown[] = []
+    const recorder = createLastUsedRecorder(failingFirst(db, 1), { retry, onError: (error) => errors.push(error) })
+    recorder.touch(a!, T0)
+    await recorder.flushDue()
+    expect(errors).toEqual([new Error('refused by the test')])
+    expect(recorder.stats).toMatchObject({ written: 0, failures: 1, waiting: 1 })
+    await recorder.flushDue()
+    expect(await stored(a!)).toBeNull()
+    await recorder.flush()
+    expect(await stored(a!)).toBe(T0)
+    expect(recorder.stats).toMatchObject({ written: 1, failures: 1, waiting: 0 })
+
+    const closing = createLastUsedRecorder(failingFirst(db, 1), { retry })
+    closing.touch(b!, T0)
+    await closing.flushDue()
+    expect(await stored(b!)).toBeNull()
+    await closing.close()
+    expect(await stored(b!)).toBe(T0)
   })
 })
