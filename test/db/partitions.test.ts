@@ -208,7 +208,7 @@ describe('event partitions', () => {
       // would hold its lock request on analytics_events in the way of every read and insert.
       const client = await other.reserve()
       await client`set lock_timeout = 1000`
-      expect(await client`select count(*)::int as n from analytics_events`).toEqual([{ n: 0 }])
+      expect([...(await client<{ n: number }[]>`select count(*)::int as n from analytics_events`)]).toEqual([{ n: 0 }])
       client.release()
       await reader`commit`
       reader.release()

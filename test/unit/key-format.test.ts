@@ -2,6 +2,7 @@ import { afterEach, describe, expect, spyOn, test } from 'bun:test'
 import { crc32 } from 'node:zlib'
 import fc from 'fast-check'
 import {
+  type BearerResult,
   CHECKSUMMED_KEY_PATTERN,
   checksumHolds,
   generateKey,
@@ -143,12 +144,12 @@ describe('generating a key', () => {
 
 describe('reading the Authorization header', () => {
   const key = checksummed('sk_', 'Q'.repeat(30))
-  const notBearer = {
+  const notBearer: BearerResult = {
     ok: false,
     code: 'malformed_api_key',
     message: 'The Authorization header is not of the form "Bearer <key>". Send "Authorization: Bearer pk_..." or "Bearer sk_...".',
   }
-  const badKey = {
+  const badKey: BearerResult = {
     ok: false,
     code: 'malformed_api_key',
     message:
