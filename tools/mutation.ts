@@ -25,7 +25,10 @@ const TESTS_BY_PREFIX: [prefix: string, tests: string[]][] = [
   ['src/access/origin', ['test/unit/origin.test.ts', 'test/api/origins.test.ts']],
   ['src/access/allowed-ips.ts', ['test/api/allowed-ips.test.ts', 'test/unit/ip.test.ts']],
   ['src/access/secrets.ts', ['test/unit/secrets.test.ts']],
-  ['src/access/key-store.ts', ['test/unit/gate.test.ts', 'test/api/invalidation.test.ts', 'test/db/retention-cache.test.ts']],
+  [
+    'src/access/key-store.ts',
+    ['test/unit/gate.test.ts', 'test/db/key-store.test.ts', 'test/api/invalidation.test.ts', 'test/db/retention-cache.test.ts'],
+  ],
   ['src/access/key-invalidation.ts', ['test/api/invalidation.test.ts']],
   ['src/access/last-used.ts', ['test/db/last-used.test.ts', 'test/api/last-used.test.ts']],
   ['src/access/key-format.ts', ['test/unit/key-format.test.ts', 'test/api/chain.test.ts', 'test/api/rate-limit.test.ts']],
