@@ -166,6 +166,13 @@ describe('the key store', () => {
     expect((await inFlight)!.id).toBe(other.id)
     await rename(other.id, 'after the change')
     expect((await store.resolve(other.hash))!.name).toBe('after the change')
+    // Nor one in flight across a flush.
+    const fourth = await seeded()
+    const flushed = store.resolve(fourth.hash)
+    store.flush()
+    expect((await flushed)!.id).toBe(fourth.id)
+    await rename(fourth.id, 'after the flush')
+    expect((await store.resolve(fourth.hash))!.name).toBe('after the flush')
     // Nor one in flight across a change and a flush (each moves the store past the load).
     const third = await seeded()
     const across = store.resolve(third.hash)
