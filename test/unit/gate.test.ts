@@ -120,7 +120,7 @@ interface Setup {
   authFailures?: FailureBudget
   onRefusal?: (code: string) => void
   onLimited?: (type: string) => void
-  onBrowserUse?: (key: ActiveKey, origin: string) => void
+  onBrowserUse?: (key: ActiveKey, origin: string, at: number) => void
   /** false: the gate's own clocks (performance.now, Date.now). */
   clocks?: boolean
 }
@@ -431,8 +431,8 @@ describe('budgets of granted keys', () => {
   })
 
   test('a private key sent with an Origin is told as a browser use, refused or not; a public key, or no Origin, is not', async () => {
-    const uses: [string, string][] = []
-    const onBrowserUse = (key: { id: string }, origin: string) => void uses.push([key.id, origin])
+    const uses: [string, string, number][] = []
+    const onBrowserUse = (key: { id: string }, origin: string, at: number) => void uses.push([key.id, origin, at])
     const priv = aKey()
     const { gate } = gateWith({ found: priv, onBrowserUse })
     await gate.check(requestFrom('192.0.2.1', { origin: ORIGIN }), analytics)
@@ -443,6 +443,16 @@ describe('budgets of granted keys', () => {
     await pub.gate.check(requestFrom('192.0.2.1', { origin: ORIGIN }), events)
     expect(uses.map(([, origin]) => origin)).toEqual([ORIGIN, 'https://shop.example'])
     expect(uses[0]![0]).toBe(priv.id)
+    // Told at the wall clock's time, as the usage it is counted with.
+    expect(uses.map(([, , at]) => at)).toEqual([NOW, NOW])
+  })
+
+  test('a private key sent with an Origin, without a usage recorder or a browser-use hook, is granted all the same', async () => {
+    const priv = aKey()
+    const { gate } = gateWith({ found: priv, usage: null })
+    const granted = await gate.check(requestFrom('192.0.2.1', { origin: ORIGIN }), analytics)
+    expect(granted.key.id).toBe(priv.id)
+    expect(granted.origin).toBe(ORIGIN)
   })
 
   test("a key without a budget of its own has its type's default", async () => {

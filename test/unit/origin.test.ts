@@ -310,6 +310,35 @@ describe('compileOriginMatcher().match', () => {
     const ok = `${'a'.repeat(60)}.`.repeat(3) + 'example.com'
     expect(compileOriginMatcher(['example.com']).match(`https://${ok}`).allowed).toBe(true)
   })
+
+  test('a host of 253 characters under a domain entry matches; one of 254 does not', () => {
+    const labels = `${'a'.repeat(63)}.`.repeat(3)
+    const longest = `${labels}${'b'.repeat(49)}.example.com`
+    expect(longest).toHaveLength(253)
+    expect(compileOriginMatcher(['example.com']).match(`https://${longest}`)).toEqual({ allowed: true, entry: 'example.com' })
+    expect(compileOriginMatcher(['example.com']).match(`https://${labels}${'b'.repeat(50)}.example.com`).allowed).toBe(false)
+  })
+
+  test('under a domain entry, each label is 1 to 63 of a-z, 0-9, "-" and "_", with no hyphen at either end', () => {
+    const m = compileOriginMatcher(['example.com'])
+    for (const host of ['a', 'z', '0', '9', 'app1', 'my-app', 'a_b', '_', 'x.y-z.0_9', 'a'.repeat(63), `${'a'.repeat(63)}.b`]) {
+      expect(m.match(`https://${host}.example.com`)).toEqual({ allowed: true, entry: 'example.com' })
+    }
+    for (const host of ['a'.repeat(64), `b.${'a'.repeat(64)}`, 'a-', '-a', 'b.a-', 'a-.b', 'a~b', 'a{', '`', 'a/b', 'a:b', 'bü', 'A']) {
+      expect(m.match(`https://${host}.example.com`).allowed).toBe(false)
+    }
+  })
+
+  test('an origin two entries allow is named under the first one listed', () => {
+    expect(compileOriginMatcher(['app.example.com', 'https://app.example.com']).match('https://app.example.com')).toEqual({
+      allowed: true,
+      entry: 'app.example.com',
+    })
+    expect(compileOriginMatcher(['https://app.example.com', 'app.example.com']).match('https://app.example.com')).toEqual({
+      allowed: true,
+      entry: 'https://app.example.com',
+    })
+  })
 })
 
 // [entries, Origin, fragments the denial reason must contain]
