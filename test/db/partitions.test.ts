@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, test } from 'bun:test'
 import postgres from 'postgres'
 import { queryRows, sql } from '../../db/client.ts'
 import { createPartitionsAhead, dropExpiredPartitions, partitionName } from '../../src/events/partitions.ts'
-import { testDatabase, testDatabaseUrl } from '../support/database.ts'
+import { testDatabaseUrl, testEventsDatabase, testEventsDatabaseUrl } from '../support/database.ts'
 
 // The partition rule of src/events/partitions.ts (docs/decisions.md, "Event partitions"),
 // called directly on a clock in 2001: far from the months the other tests' events need
@@ -17,7 +17,7 @@ const name = (year: number, month: number) => partitionName(new Date(utc(year, m
  * PostgreSQL database must not meet what a failed one left, a pending detach included.
  */
 async function removeOwnTables(): Promise<void> {
-  const { db, engine } = await testDatabase()
+  const { db, engine } = await testEventsDatabase()
   if (engine === 'postgres') {
     const pending = await queryRows<{ name: string }>(
       db,
@@ -38,7 +38,7 @@ afterEach(removeOwnTables)
 
 /** The 2001 partitions attached to analytics_events, each with its range as epoch milliseconds. */
 async function attached2001(): Promise<{ name: string; from: number; to: number }[]> {
-  const { db } = await testDatabase()
+  const { db } = await testEventsDatabase()
   return queryRows(
     db,
     sql`select c.relname as name,
@@ -53,7 +53,7 @@ async function attached2001(): Promise<{ name: string; from: number; to: number 
 
 /** Tables of the schema (attached or not) among `names`. */
 async function tablesAmong(names: string[]): Promise<string[]> {
-  const { db } = await testDatabase()
+  const { db } = await testEventsDatabase()
   const rows = await queryRows<{ name: string }>(
     db,
     sql`select relname as name from pg_class where relkind = 'r' and relnamespace = current_schema()::regnamespace`,
@@ -72,7 +72,7 @@ describe('event partitions', () => {
   })
 
   test('made ahead: every month from the oldest kept to the month after tomorrow, each holding its calendar month (UTC), named in order', async () => {
-    const { db } = await testDatabase()
+    const { db } = await testEventsDatabase()
     // Noon on 31 March: the oldest kept instant (59 days back) is in January, tomorrow is in April.
     const now = utc(2001, 3, 31, 12)
     const created = await createPartitionsAhead(db, now, 59)
@@ -85,7 +85,7 @@ describe('event partitions', () => {
   })
 
   test('made ahead: a retention starting on the first of a month makes no partition before it, and the bounds are inclusive', async () => {
-    const { db } = await testDatabase()
+    const { db } = await testEventsDatabase()
     // 28 days before 1 March 2001 is 1 February 00:00; the day after is 2 March: March, then April.
     expect(await createPartitionsAhead(db, utc(2001, 3, 1), 28)).toEqual([name(2001, 2), name(2001, 3), name(2001, 4)])
     // One millisecond later the oldest kept instant is still in February.
@@ -95,7 +95,7 @@ describe('event partitions', () => {
   })
 
   test('dropped: months whose end is at or before now minus the retention, attached or left detached by an earlier run; others stay', async () => {
-    const database = await testDatabase()
+    const database = await testEventsDatabase()
     const { db } = database
     expect(await createPartitionsAhead(db, utc(2001, 3, 15), 60)).toEqual([name(2001, 1), name(2001, 2), name(2001, 3), name(2001, 4)])
     // A run that failed between its DETACH and its DROP left January a table of its own.
@@ -142,13 +142,13 @@ describe('event partitions', () => {
   })
 
   test('dropped on PostgreSQL: a detach a failed run left pending is finished, then the month dropped', async () => {
-    const database = await testDatabase()
+    const database = await testEventsDatabase()
     if (database.engine !== 'postgres') return
     const { db } = database
     await createPartitionsAhead(db, utc(2001, 3, 15), 60)
     // A DETACH CONCURRENTLY cancelled in its second transaction (it waits for a reader that
     // started before it) leaves the partition pending detach.
-    const other = postgres((await testDatabaseUrl())!, { max: 2, onnotice: () => {} })
+    const other = postgres(((await testEventsDatabaseUrl()) ?? (await testDatabaseUrl()))!, { max: 2, onnotice: () => {} })
     try {
       const reader = await other.reserve()
       const detacher = await other.reserve()
@@ -179,13 +179,13 @@ describe('event partitions', () => {
   })
 
   test('dropped on PostgreSQL: an attached month is detached CONCURRENTLY first, so reads never queue behind the drop', async () => {
-    const database = await testDatabase()
+    const database = await testEventsDatabase()
     if (database.engine !== 'postgres') return
     const { db } = database
     await createPartitionsAhead(db, utc(2001, 3, 15), 60)
     // And a month an earlier run left detached: it is dropped, with no DETACH.
     await db.execute(sql`alter table analytics_events detach partition ${sql.identifier(name(2001, 2))}`)
-    const other = postgres((await testDatabaseUrl())!, { max: 3, onnotice: () => {} })
+    const other = postgres(((await testEventsDatabaseUrl()) ?? (await testDatabaseUrl()))!, { max: 3, onnotice: () => {} })
     let dropping: Promise<string[]> | undefined
     try {
       // A reader in a transaction that began before the maintenance: the detach waits for it.
