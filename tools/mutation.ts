@@ -21,9 +21,18 @@ export const MUTATED = ['src/access/**/*.ts', 'src/events/**/*.ts', 'clients/nod
  * alone would kill shows as a survivor, to be killed by a test listed here.
  */
 const TESTS_BY_PREFIX: [prefix: string, tests: string[]][] = [
-  ['src/access/rate-limit/', ['test/unit/rate-limit.test.ts', 'test/api/rate-limit.test.ts', 'test/api/rate-limit-shared.test.ts']],
+  [
+    'src/access/rate-limit/',
+    [
+      'test/unit/rate-limit.test.ts',
+      'test/unit/failure-budget.test.ts',
+      'test/api/rate-limit.test.ts',
+      'test/api/rate-limit-shared.test.ts',
+    ],
+  ],
   ['src/access/origin', ['test/unit/origin.test.ts', 'test/api/origins.test.ts']],
-  ['src/access/allowed-ips.ts', ['test/api/allowed-ips.test.ts', 'test/unit/ip.test.ts']],
+  ['src/access/allowed-ips.ts', ['test/unit/allowed-ips.test.ts', 'test/unit/ip.test.ts', 'test/api/allowed-ips.test.ts']],
+  ['src/access/scopes.ts', ['test/api/route-matrix.test.ts', 'test/api/keys.test.ts']],
   ['src/access/secrets.ts', ['test/unit/secrets.test.ts']],
   [
     'src/access/key-store.ts',
