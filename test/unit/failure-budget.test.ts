@@ -30,6 +30,13 @@ test('at the limit within one window: blocked until that window has passed', () 
   expect(failures.blocked('a', W - 1)).toBe(1)
 })
 
+test('over the limit within one window: blocked past its end, until the surplus has aged out of the next', () => {
+  const failures = failed([0, 0, 0, 0, 0])
+  // At 0.5 s: current 5. From 60 s the five count as the previous window: 5 * (1 - t/60 s) < 3
+  // once t > 24 s, so at 84 s: 83.5 s from now, 84 whole seconds.
+  expect(failures.blocked('a', S / 2)).toBe(84)
+})
+
 test("a failure right at the window's end starts the next window, the earlier ones weighed as the previous", () => {
   const failures = failed([0, 0, 0, W])
   // At 61.5 s: previous 3, current 1, 1.5 s into the window: 3 * 58.5/60 + 1 = 3.93 >= 3.
