@@ -22,7 +22,8 @@ import { cpus, loadavg } from 'node:os'
 import { join } from 'node:path'
 import postgres from 'postgres'
 import { cpuSecondsOf } from './measure.ts'
-import { adminClient, databaseNamed, ensureDatabase, killOnExit, root, runBenchmark, wrkVersion } from './support.ts'
+import { startDeployment } from '../deploy/start.ts'
+import { adminClient, databaseNamed, ensureDatabase, killOnExit, runBenchmark, wrkVersion } from './support.ts'
 
 const PG = (process.env.PGURL || 'postgres://postgres@127.0.0.1:5432').replace(/\/$/, '')
 const DATABASE = 'capacity'
@@ -32,14 +33,6 @@ const SITES = 16
 const P99_AIM_MS = 250
 /** Events a request carries on average in bench/capacity.lua's mix: 14 page views and 2 batches of 50 in 20. */
 const EVENTS_A_REQUEST = (14 + 2 * 50) / 20
-
-interface Deployment {
-  proxy: string
-  instances: number[]
-  haproxy: number
-  redis: number
-  stop(): Promise<void>
-}
 
 /** The children of `parent` named `name`, from /proc. */
 function childrenNamed(parent: number, name: string): number[] {
@@ -56,42 +49,15 @@ function childrenNamed(parent: number, name: string): number[] {
   return found
 }
 
-/** deploy/up.sh with two instances, as test/deploy/haproxy.test.ts starts it. */
-async function bringUp(adminToken: string): Promise<Deployment> {
-  const script = killOnExit(
-    Bun.spawn(['bash', join(root, 'deploy/up.sh'), '2'], {
-      env: { PATH: process.env.PATH ?? '', PGURL: PG, DB: DATABASE, ADMIN_TOKEN: adminToken },
-      stdout: 'pipe',
-      stderr: 'pipe',
-    }),
-  )
-  let output = ''
-  const decoder = new TextDecoder()
-  void (async () => {
-    for await (const chunk of script.stdout) output += decoder.decode(chunk)
-  })()
-  void (async () => {
-    for await (const chunk of script.stderr) output += decoder.decode(chunk)
-  })()
+/** deploy/up.sh with two instances (deploy/start.ts), with the pids whose CPU the steps read. */
+async function bringUp(adminToken: string) {
   // As long as bench/support.ts gives a server: two instances migrate a fresh database on a busy machine.
-  const deadline = Date.now() + 180_000
-  while (!output.includes('Ctrl-C stops everything.')) {
-    if (script.exitCode !== null || Date.now() > deadline) {
-      script.kill('SIGTERM')
-      throw new Error(`deploy/up.sh did not come up: ${output.replaceAll(adminToken, '<admin token>')}`)
-    }
-    await Bun.sleep(100)
-  }
-  const instances = [...output.matchAll(/^instance\d+\s+http:\S+\s+\(pid (\d+)/gm)].map((m) => Number(m[1]))
+  const deployment = await startDeployment({ instances: 2, pgUrl: PG, database: DATABASE, adminToken, timeoutMs: 180_000 })
+  killOnExit(deployment.script)
   return {
-    proxy: /^proxy\s+(http:\S+)/m.exec(output)![1]!,
-    instances,
-    haproxy: childrenNamed(script.pid, 'haproxy')[0] ?? 0,
-    redis: childrenNamed(script.pid, 'redis-server')[0] ?? 0,
-    async stop() {
-      script.kill('SIGTERM')
-      await script.exited
-    },
+    ...deployment,
+    haproxy: childrenNamed(deployment.script.pid, 'haproxy')[0] ?? 0,
+    redis: childrenNamed(deployment.script.pid, 'redis-server')[0] ?? 0,
   }
 }
 
@@ -198,8 +164,8 @@ await runBenchmark(async () => {
       const eventsBefore = await eventCount()
       const wrk = startWrk(rate, STEP_SECONDS)
       const parts: Record<string, number[]> = {
-        'instance 1': [deployment.instances[0]!],
-        'instance 2': [deployment.instances[1]!],
+        'instance 1': [deployment.instances[0]!.pid],
+        'instance 2': [deployment.instances[1]!.pid],
         PostgreSQL: pgPids,
         HAProxy: [deployment.haproxy],
         Redis: [deployment.redis],

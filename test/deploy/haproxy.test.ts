@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { join } from 'node:path'
 import postgres from 'postgres'
 import { sendPageViews } from '../support/load.ts'
 import { waitUntil } from '../support/wait.ts'
 import { testDatabaseUrl } from '../support/database.ts'
+import { startDeployment, type Deployment } from '../../deploy/start.ts'
 
 // deploy/up.sh as an operator runs it: its own redis-server, two instances over one
 // PostgreSQL database, HAProxy in front with TRUST_PROXY set for it. Traffic goes through
@@ -21,13 +21,6 @@ const ADMIN_TOKEN = 'deploy-test-admin-token-0123456789'
 const DATABASE = 'keygate_deploy_test'
 const ORIGIN = 'https://shop.example.com'
 
-interface Deployment {
-  proxy: string
-  instances: { url: string; pid: number }[]
-  output: () => string
-  stop(): Promise<void>
-}
-
 async function bringUp(): Promise<Deployment> {
   const server = new URL(databaseUrl!)
   server.pathname = ''
@@ -36,39 +29,7 @@ async function bringUp(): Promise<Deployment> {
   const admin = postgres(`${pg}/postgres`, { max: 1, onnotice: () => {} })
   await admin.unsafe(`drop database if exists ${DATABASE} with (force)`)
   await admin.end()
-  const script = Bun.spawn(['bash', join(import.meta.dir, '../../deploy/up.sh'), '2'], {
-    env: { PATH: process.env.PATH ?? '', PGURL: pg, DB: DATABASE, ADMIN_TOKEN },
-    stdout: 'pipe',
-    stderr: 'pipe',
-  })
-  let output = ''
-  const decoder = new TextDecoder()
-  void (async () => {
-    for await (const chunk of script.stdout) output += decoder.decode(chunk)
-  })()
-  void (async () => {
-    for await (const chunk of script.stderr) output += decoder.decode(chunk)
-  })()
-  try {
-    await waitUntil(() => output.includes('Ctrl-C stops everything.') || script.exitCode !== null, 'deploy/up.sh', 60_000)
-    if (script.exitCode !== null) throw new Error(`deploy/up.sh exited ${script.exitCode}: ${output}`)
-  } catch (error) {
-    // Its EXIT trap stops what it started.
-    script.kill('SIGTERM')
-    await script.exited
-    throw error
-  }
-  const instances = [...output.matchAll(/^instance\d+\s+(http:\S+)\s+\(pid (\d+)/gm)].map((m) => ({ url: m[1]!, pid: Number(m[2]) }))
-  const proxy = /^proxy\s+(http:\S+)/m.exec(output)![1]!
-  return {
-    proxy,
-    instances,
-    output: () => output,
-    async stop() {
-      script.kill('SIGTERM')
-      await script.exited
-    },
-  }
+  return startDeployment({ instances: 2, pgUrl: pg, database: DATABASE, adminToken: ADMIN_TOKEN, timeoutMs: 60_000 })
 }
 
 async function call(
