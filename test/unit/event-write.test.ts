@@ -53,7 +53,9 @@ const rows = (count: number, more: Partial<EventRow> = {}) => Array.from({ lengt
 
 describe('copyText', () => {
   test('one line per row in COPY_EVENTS column order, tab-separated, null as \\N, empty properties as {}', () => {
-    expect(copyText([row(), row({ origin: null, url: null, referrer: 'r', anonymous_id: null, person_id: 'p-1', properties: { plan: 'pro' } })])).toBe(
+    expect(
+      copyText([row(), row({ origin: null, url: null, referrer: 'r', anonymous_id: null, person_id: 'p-1', properties: { plan: 'pro' } })]),
+    ).toBe(
       '018f0000-0000-7000-8000-000000000001\tb0000000-0000-4000-8000-000000000001\tk0000000-0000-4000-8000-000000000001\thttps://www.example.com\tpage_view\thttps://www.example.com/\t\\N\ta-1\t\\N\t{}\t2026-03-01T10:00:00.000Z\t2026-03-01T10:00:01.000Z\n' +
         '018f0000-0000-7000-8000-000000000001\tb0000000-0000-4000-8000-000000000001\tk0000000-0000-4000-8000-000000000001\t\\N\tpage_view\t\\N\tr\t\\N\tp-1\t{"plan":"pro"}\t2026-03-01T10:00:00.000Z\t2026-03-01T10:00:01.000Z\n',
     )
@@ -64,7 +66,15 @@ describe('copyText', () => {
     const nasty = 'a\\b\tc\nd\re "q" \'s\''
     const escaped = 'a\\\\b\\tc\\nd\\re "q" \'s\''
     const line = copyText([
-      row({ origin: nasty, event_type: nasty, url: nasty, referrer: nasty, anonymous_id: nasty, person_id: nasty, properties: { v: nasty } }),
+      row({
+        origin: nasty,
+        event_type: nasty,
+        url: nasty,
+        referrer: nasty,
+        anonymous_id: nasty,
+        person_id: nasty,
+        properties: { v: nasty },
+      }),
     ])
     const fields = line.slice(0, -1).split('\t')
     expect(fields).toHaveLength(12)
@@ -72,14 +82,26 @@ describe('copyText', () => {
     // The JSON's own escapes (\\ for a backslash, \t, \n, \r) are escaped again for COPY.
     expect(fields[9]).toBe(JSON.stringify({ v: nasty }).replaceAll('\\', '\\\\'))
     // Several of one kind in one field: every one, not the first.
-    expect(copyText([row({ url: '\t\t\\\\' })]).split('\t').slice(5, 6)).toEqual(['\\t\\t\\\\\\\\'])
+    expect(
+      copyText([row({ url: '\t\t\\\\' })])
+        .split('\t')
+        .slice(5, 6),
+    ).toEqual(['\\t\\t\\\\\\\\'])
   })
 })
 
 describe('insertParameter', () => {
-  test("a run of one business, key and Origin is one group with the receive time once; each event carries only what is its own", () => {
+  test('a run of one business, key and Origin is one group with the receive time once; each event carries only what is its own', () => {
     const a = row()
-    const b = row({ id: 'e2', url: null, anonymous_id: null, referrer: 'r', person_id: 'p', properties: { x: 1 }, occurred_at: a.received_at })
+    const b = row({
+      id: 'e2',
+      url: null,
+      anonymous_id: null,
+      referrer: 'r',
+      person_id: 'p',
+      properties: { x: 1 },
+      occurred_at: a.received_at,
+    })
     const c = row({ id: 'e3', received_at: '2026-03-01T10:00:02.000Z', untimed: true, occurred_at: '2026-03-01T10:00:02.000Z' })
     expect(JSON.parse(insertParameter([a, b, c]))).toEqual([
       {
