@@ -115,6 +115,10 @@ describe('listArrivedEvents', () => {
     const two = await listArrivedEvents(db, businessId, { keptSince: ALL, since, limit: 2 })
     expect(ids(two.data)).toEqual([ahead.id, withinHour.id])
     expect(two.more).toBe(true)
+    // Exactly `limit` arrived: all shown, nothing left out.
+    const three = await listArrivedEvents(db, businessId, { keptSince: ALL, since, limit: 3 })
+    expect(ids(three.data)).toEqual([ahead.id, withinHour.id, early.id])
+    expect(three.more).toBe(false)
     // Asked from the newest, nothing is new, and the position stays.
     const none = await listArrivedEvents(db, businessId, { keptSince: ALL, since: decodePosition(all.newest)!, limit: 10 })
     expect(none).toEqual({ data: [], more: false, newest: all.newest })
