@@ -57,6 +57,15 @@ const TESTS_BY_PREFIX: [prefix: string, tests: string[]][] = [
   ['src/events/partitions.ts', ['test/db/partitions.test.ts', 'test/db/event-maintenance.test.ts']],
   ['src/events/group-commit.ts', ['test/unit/group-commit.test.ts', 'test/api/ingest-isolation.test.ts']],
   ['src/events/time-bounds.ts', ['test/api/analytics.test.ts', 'test/db/event-maintenance.test.ts']],
+  [
+    'src/events/retention.ts',
+    ['test/unit/retention.test.ts', 'test/api/retention.test.ts', 'test/db/retention-cache.test.ts', 'test/api/analytics.test.ts'],
+  ],
+  ['src/events/read.ts', ['test/db/event-read.test.ts', 'test/api/analytics.test.ts', 'test/api/retention.test.ts']],
+  [
+    'src/events/write.ts',
+    ['test/unit/event-write.test.ts', 'test/api/analytics.test.ts', 'test/api/retention.test.ts', 'test/db/retention-cache.test.ts'],
+  ],
   ['src/events/', ['test/api/retention.test.ts', 'test/db/retention-cache.test.ts', 'test/api/analytics.test.ts']],
   ['clients/node/src/delivery.ts', ['clients/node/test/delivery.test.ts']],
 ]
