@@ -6,6 +6,7 @@ import { analyticsEvents } from '../../db/schema/index.ts'
 import { COPY_MIN_ROWS, type EventRow, eventInserter, eventWriter } from '../../src/events/write.ts'
 import { testEventsDatabase } from '../support/database.ts'
 import { call, errorOf, seedBusiness, seedKey, testService } from '../support/service.ts'
+import { eventRow } from '../support/event-row.ts'
 
 const ORIGIN = 'https://www.example.com'
 
@@ -532,27 +533,13 @@ describe("the service's event writer", () => {
     return { businessId, keyId: (await seedKey(service, businessId)).record.id }
   }
 
-  const eventRow = (businessId: string, keyId: string, more: Partial<EventRow> = {}): EventRow => ({
-    id: crypto.randomUUID(),
-    business_id: businessId,
-    key_id: keyId,
-    origin: 'https://www.example.com',
-    event_type: 'page_view',
-    url: 'https://www.example.com/',
-    referrer: null,
-    anonymous_id: 'a-1',
-    person_id: null,
-    properties: {},
-    occurred_at: '2026-03-01T10:00:00.000Z',
-    received_at: '2026-03-01T10:00:01.000Z',
-    untimed: false,
-    ...more,
-  })
+  const rowOf = (businessId: string, keyId: string, more: Partial<EventRow> = {}): EventRow =>
+    eventRow({ business_id: businessId, key_id: keyId, ...more })
 
   /** `rows` and plain events after them up to COPY_MIN_ROWS: a batch that goes by COPY on PostgreSQL. */
   const copyBatch = (businessId: string, keyId: string, rows: EventRow[]): EventRow[] => [
     ...rows,
-    ...Array.from({ length: Math.max(0, COPY_MIN_ROWS - rows.length) }, () => eventRow(businessId, keyId)),
+    ...Array.from({ length: Math.max(0, COPY_MIN_ROWS - rows.length) }, () => rowOf(businessId, keyId)),
   ]
 
   test('stores any text a body may hold exactly as sent: tabs, newlines, backslashes and quotes are data, not COPY syntax', async () => {
@@ -573,7 +560,7 @@ describe("the service's event writer", () => {
           businessId,
           keyId,
           values.map(([url, anonymous, referrer]) =>
-            eventRow(businessId, keyId, {
+            rowOf(businessId, keyId, {
               url,
               anonymous_id: anonymous,
               referrer,
@@ -595,10 +582,10 @@ describe("the service's event writer", () => {
   test('a batch holding ids already stored, and one id twice, stores every other event once and none twice', async () => {
     const { businessId, keyId } = await keyOf()
     const { db, write } = await serviceWriter()
-    const stored = eventRow(businessId, keyId, { event_type: 'first' })
+    const stored = rowOf(businessId, keyId, { event_type: 'first' })
     const first = copyBatch(businessId, keyId, [stored])
     await write(first)
-    const twice = eventRow(businessId, keyId, { event_type: 'twice' })
+    const twice = rowOf(businessId, keyId, { event_type: 'twice' })
     // A replay of the stored event with other fields: the first stored version stays.
     const second = copyBatch(businessId, keyId, [{ ...stored, event_type: 'replayed' }, twice, twice])
     const fresh = second.slice(3)
@@ -613,7 +600,7 @@ describe("the service's event writer", () => {
   test('two batches with the same ids written at once: each id stored once', async () => {
     const { businessId, keyId } = await keyOf()
     const { db, write } = await serviceWriter()
-    const shared = Array.from({ length: COPY_MIN_ROWS + 20 }, () => eventRow(businessId, keyId))
+    const shared = Array.from({ length: COPY_MIN_ROWS + 20 }, () => rowOf(businessId, keyId))
     // Opposite orders, as two retries grouped differently would send them.
     await Promise.all([write(shared), write([...shared].reverse()), write(shared.slice(5, 5 + COPY_MIN_ROWS))])
     const rows = await db.select().from(analyticsEvents).where(eq(analyticsEvents.businessId, businessId))
@@ -631,7 +618,7 @@ describe("the service's event writer", () => {
     })
     await write(copyBatch(businessId, keyId, []))
     expect(statements).toEqual([expect.stringMatching(/^copy analytics_events \(id, /)])
-    await write(Array.from({ length: COPY_MIN_ROWS - 1 }, () => eventRow(businessId, keyId)))
+    await write(Array.from({ length: COPY_MIN_ROWS - 1 }, () => rowOf(businessId, keyId)))
     expect(statements.length).toBe(1)
     expect(await database.db.$count(analyticsEvents, eq(analyticsEvents.businessId, businessId))).toBe(2 * COPY_MIN_ROWS - 1)
   })

@@ -1,27 +1,13 @@
 import { describe, expect, test } from 'bun:test'
 import type { Db } from '../../db/client.ts'
+import { eventRow } from '../support/event-row.ts'
 import { COPY_EVENTS, COPY_MIN_ROWS, copyText, type EventRow, eventWriter, insertParameter } from '../../src/events/write.ts'
 
 // The event writer without a database (src/events/write.ts): the COPY text and the insert's
 // parameter as strings, and which way a batch goes, over a database handle that only records
 // the prepared insert's calls. The rows landing in a table are test/api/analytics.test.ts's.
 
-const row = (more: Partial<EventRow> = {}): EventRow => ({
-  id: '018f0000-0000-7000-8000-000000000001',
-  business_id: 'b0000000-0000-4000-8000-000000000001',
-  key_id: 'k0000000-0000-4000-8000-000000000001',
-  origin: 'https://www.example.com',
-  event_type: 'page_view',
-  url: 'https://www.example.com/',
-  referrer: null,
-  anonymous_id: 'a-1',
-  person_id: null,
-  properties: {},
-  occurred_at: '2026-03-01T10:00:00.000Z',
-  received_at: '2026-03-01T10:00:01.000Z',
-  untimed: false,
-  ...more,
-})
+const row = (more: Partial<EventRow> = {}): EventRow => eventRow({ id: '018f0000-0000-7000-8000-000000000001', ...more })
 
 /**
  * A database handle on which `eventInserter` builds its statement: every builder call answers
