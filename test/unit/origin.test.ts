@@ -378,3 +378,211 @@ describe('denial reasons name the origin, the allowed list and a hint', () => {
     for (const entry of entries) expect(r.reason.split(JSON.stringify(entry)).length - 1).toBe(1)
   })
 })
+
+// The whole refusal reason, as the error's message gives it to a developer, for each way an
+// Origin can fail: the fragments above say what a reason holds, these say it reads right.
+const NONE = `, so it matches none of this key's entries, only "*" would (this key allows "example.com")`
+const WHOLE_REASONS: [string[], string | null, string][] = [
+  [
+    ['example.com'],
+    null,
+    'the request has no Origin header, and only the entry "*" matches such requests (this key allows "example.com"); call from a browser page on an allowed origin, or use a private key from a server',
+  ],
+  [
+    [],
+    null,
+    'the request has no Origin header, and only the entry "*" matches such requests (this key has no allowed origins); call from a browser page on an allowed origin, or use a private key from a server',
+  ],
+  [
+    ['*.example.com', 'bad..com'],
+    'https://a.io',
+    'Origin "https://a.io" is not allowed: this key has no valid allowed origins (invalid, ignored: "*.example.com", "bad..com"). To allow it, add "https://a.io"',
+  ],
+  [
+    ['*.example.com', 'app.example.com'],
+    'https://www.example.com',
+    'Origin "https://www.example.com" is not allowed: this key allows "app.example.com" (invalid, ignored: "*.example.com"). To allow it, add "https://www.example.com"',
+  ],
+  [['example.com'], '', `Origin "" is empty${NONE}`],
+  [
+    ['example.com'],
+    'null',
+    `Origin "null" is the opaque origin of a sandboxed frame, a file:// page or a privacy-sensitive redirect${NONE}`,
+  ],
+  [['example.com'], 'https://a.io, https://b.io', `Origin "https://a.io, https://b.io" holds several values${NONE}`],
+  [['example.com'], 'https://a .io', `Origin "https://a .io" contains whitespace${NONE}`],
+  [['example.com'], 'https://a\tb.io', `Origin "https://a\\tb.io" contains whitespace${NONE}`],
+  [
+    ['example.com'],
+    'https://bücher.de',
+    `Origin "https://bücher.de" has a raw non-ASCII host; browsers send the punycode form (xn--...)${NONE}`,
+  ],
+  [
+    ['example.com'],
+    'https://Example.com',
+    `Origin "https://Example.com" contains upper-case letters; browsers send origins in lower case${NONE}`,
+  ],
+  [['example.com'], 'example.com', `Origin "example.com" is not of the form scheme://host[:port]${NONE}`],
+  [['example.com'], '1https://example.com', `Origin "1https://example.com" is not of the form scheme://host[:port]${NONE}`],
+  [['example.com'], 'https:/example.com', `Origin "https:/example.com" is not of the form scheme://host[:port]${NONE}`],
+  [
+    ['example.com'],
+    'h2tps://example.com',
+    `Origin "h2tps://example.com" has the scheme "h2tps:"; only http and https origins can be allowed${NONE}`,
+  ],
+  [['example.com'], 'https://u@example.com', `Origin "https://u@example.com" contains user info${NONE}`],
+  [['example.com'], 'https://example.com/', `Origin "https://example.com/" contains a path, query or fragment${NONE}`],
+  [['example.com'], 'https://example.com?x', `Origin "https://example.com?x" contains a path, query or fragment${NONE}`],
+  [['example.com'], 'https://example.com#x', `Origin "https://example.com#x" contains a path, query or fragment${NONE}`],
+  [['example.com'], 'https://example.com\\x', `Origin "https://example.com\\\\x" contains a path, query or fragment${NONE}`],
+  [['example.com'], 'https://example.com.', `Origin "https://example.com." ends its host with a dot${NONE}`],
+  [['example.com'], 'https://example.com:', `Origin "https://example.com:" has an invalid port${NONE}`],
+  [['example.com'], 'https://example.com:0', `Origin "https://example.com:0" has an invalid port${NONE}`],
+  [['example.com'], 'https://example.com:080', `Origin "https://example.com:080" has an invalid port${NONE}`],
+  [['example.com'], 'https://example.com:65536', `Origin "https://example.com:65536" has an invalid port${NONE}`],
+  [
+    ['example.com'],
+    'https://example.com:443',
+    `Origin "https://example.com:443" names the default port 443, which browsers never send${NONE}`,
+  ],
+  [['example.com'], 'http://example.com:80', `Origin "http://example.com:80" names the default port 80, which browsers never send${NONE}`],
+  [['example.com'], 'https://exa$mple.com', `Origin "https://exa$mple.com" does not have a valid host${NONE}`],
+  [['example.com'], 'https://-a.com', `Origin "https://-a.com" does not have a valid host${NONE}`],
+  // An Origin of 300 characters is shown whole; a longer one is cut there.
+  [['example.com'], `https://${'a'.repeat(292)}`, `Origin "https://${'a'.repeat(292)}" does not have a valid host${NONE}`],
+  [['example.com'], `https://${'a'.repeat(293)}`, `Origin "https://${'a'.repeat(292)}..." does not have a valid host${NONE}`],
+  [
+    ['example.com'],
+    'http://www.example.com:8080',
+    'Origin "http://www.example.com:8080" is not allowed: entry "example.com" requires https (the origin uses http). To allow it, add "http://www.example.com:8080"',
+  ],
+  [
+    ['example.com'],
+    'https://example.com:65535',
+    'Origin "https://example.com:65535" is not allowed: entry "example.com" matches the default port 443 only (port 65535 differs). To allow it, add "https://example.com:65535"',
+  ],
+  [
+    ['example.com'],
+    'https://example.com:1',
+    'Origin "https://example.com:1" is not allowed: entry "example.com" matches the default port 443 only (port 1 differs). To allow it, add "https://example.com:1"',
+  ],
+  [
+    ['example.com'],
+    'https://notexample.com',
+    'Origin "https://notexample.com" is not allowed: this key allows "example.com". To allow it, add "https://notexample.com"',
+  ],
+  [
+    ['app.example.com'],
+    'https://app.example.com:8443',
+    'Origin "https://app.example.com:8443" is not allowed: entry "app.example.com" matches the default ports only (port 8443 differs). To allow it, add "https://app.example.com:8443"',
+  ],
+  [
+    ['app.example.com'],
+    'https://x.app.example.com',
+    'Origin "https://x.app.example.com" is not allowed: entry "app.example.com" matches that host only, not its subdomains. To allow it, add "https://x.app.example.com"',
+  ],
+  [
+    ['app.example.com'],
+    'https://example.com',
+    'Origin "https://example.com" is not allowed: this key allows "app.example.com". To allow it, add "https://example.com"',
+  ],
+  [
+    ['https://app.example.com'],
+    'https://x.app.example.com',
+    'Origin "https://x.app.example.com" is not allowed: entry "https://app.example.com" matches that exact origin only, not subdomains. To allow it, add "https://x.app.example.com"',
+  ],
+  [
+    ['https://app.example.com'],
+    'https://other.example.com',
+    'Origin "https://other.example.com" is not allowed: this key allows "https://app.example.com". To allow it, add "https://other.example.com"',
+  ],
+  [
+    ['https://app.example.com'],
+    'http://app.example.com',
+    'Origin "http://app.example.com" is not allowed: entry "https://app.example.com" requires https (the origin uses http) and requires port 443 (port 80 differs). To allow it, add "http://app.example.com"',
+  ],
+  [
+    ['http://example.com'],
+    'https://example.com',
+    'Origin "https://example.com" is not allowed: entry "http://example.com" requires http (the origin uses https) and requires port 80 (port 443 differs). To allow it, add "https://example.com"',
+  ],
+  [
+    ['https://app.example.com:8443'],
+    'https://app.example.com',
+    'Origin "https://app.example.com" is not allowed: entry "https://app.example.com:8443" requires port 8443 (port 443 differs). To allow it, add "https://app.example.com"',
+  ],
+  [
+    ['https://[::1]:8443'],
+    'https://[::1]',
+    'Origin "https://[::1]" is not allowed: entry "https://[::1]:8443" requires port 8443 (port 443 differs). To allow it, add "https://[::1]"',
+  ],
+  [
+    ['localhost:3000'],
+    'https://localhost',
+    'Origin "https://localhost" is not allowed: entry "localhost:3000" requires port 3000 (port 443 differs). To allow it, add "localhost:443"',
+  ],
+  [
+    ['localhost:3000'],
+    'http://[::1]:3000',
+    'Origin "http://[::1]:3000" is not allowed: entry "localhost:3000" matches the name localhost only, not the address [::1]. To allow it, open the page as localhost, or add "http://[::1]:3000"',
+  ],
+  [
+    ['localhost:3000'],
+    'http://128.0.0.1:3000',
+    'Origin "http://128.0.0.1:3000" is not allowed: this key allows "localhost:3000". To allow it, add "http://128.0.0.1:3000"',
+  ],
+  // Entries an Origin only looks like: no hint.
+  [
+    ['example.com'],
+    'http://notexample.com',
+    'Origin "http://notexample.com" is not allowed: this key allows "example.com". To allow it, add "http://notexample.com"',
+  ],
+  [
+    ['https://app.example.com'],
+    'https://other.com:8443',
+    'Origin "https://other.com:8443" is not allowed: this key allows "https://app.example.com". To allow it, add "https://other.com:8443"',
+  ],
+  [
+    ['localhost:3000'],
+    'http://10.127.0.1:3000',
+    'Origin "http://10.127.0.1:3000" is not allowed: this key allows "localhost:3000". To allow it, add "http://10.127.0.1:3000"',
+  ],
+  // One difference named, not two.
+  [
+    ['app.example.com'],
+    'https://x.app.example.com:8443',
+    'Origin "https://x.app.example.com:8443" is not allowed: entry "app.example.com" matches that host only, not its subdomains. To allow it, add "https://x.app.example.com:8443"',
+  ],
+  [
+    ['https://app.example.com:80'],
+    'http://app.example.com',
+    'Origin "http://app.example.com" is not allowed: entry "https://app.example.com:80" requires https (the origin uses http). To allow it, add "http://app.example.com"',
+  ],
+  // Several entries nearly match: each is named with its reason, and a fix two of them share is said once.
+  [
+    ['example.com', 'localhost:3000', 'https://other.com'],
+    'http://example.com',
+    `Origin "http://example.com" is not allowed: entry "example.com" requires https (the origin uses http); the key's other entries: "localhost:3000", "https://other.com". To allow it, add "http://example.com"`,
+  ],
+  [
+    ['example.com', 'www.example.com'],
+    'https://www.example.com:8443',
+    'Origin "https://www.example.com:8443" is not allowed: entry "example.com" matches the default port 443 only (port 8443 differs); entry "www.example.com" matches the default ports only (port 8443 differs). To allow it, add "https://www.example.com:8443"',
+  ],
+  [
+    ['localhost:3000', 'localhost:4000'],
+    'http://localhost:3001',
+    'Origin "http://localhost:3001" is not allowed: entry "localhost:3000" requires port 3000 (port 3001 differs); entry "localhost:4000" requires port 4000 (port 3001 differs). To allow it, add "localhost:3001"',
+  ],
+  [
+    ['localhost:3000', 'http://127.0.0.1:4000'],
+    'http://127.0.0.1:3000',
+    'Origin "http://127.0.0.1:3000" is not allowed: entry "localhost:3000" matches the name localhost only, not the address 127.0.0.1; entry "http://127.0.0.1:4000" requires port 4000 (port 3000 differs). To allow it, open the page as localhost, or add "http://127.0.0.1:3000"',
+  ],
+]
+
+describe('denial reasons, whole', () => {
+  test.each(WHOLE_REASONS)('entries %j, Origin %p', (entries, origin, reason) => {
+    expect(compileOriginMatcher(entries).match(origin)).toEqual({ allowed: false, reason })
+  })
+})

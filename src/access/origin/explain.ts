@@ -49,14 +49,17 @@ export function explainDenial(origin: string | null, list: readonly string[], pa
   const others = valid.filter((entry) => !hinted.has(entry))
   const whys = [...new Set(hints.map((found) => `entry ${quoted(found.entry)} ${found.hint.why}`))].join('; ')
   const rest = others.length ? `; the key's other entries: ${others.map(quoted).join(', ')}` : ''
-  const fixes = [...new Set(hints.map((found) => found.hint.fix ?? `add ${quoted(origin)}`))].join(', or ')
+  const fixes = [...new Set(hints.flatMap((found) => found.hint.fixes ?? [`add ${quoted(origin)}`]))].join(', or ')
   return `Origin ${shown} is not allowed: ${whys}${rest}${ignoredText}. To allow it, ${fixes}`
 }
 
-/** How an entry nearly matched the origin (`why`, after "entry X"), and the fix when it is not "add the origin". */
+/**
+ * How an entry nearly matched the origin (`why`, after "entry X"), and the fixes when they
+ * are not "add the origin" alone (several hints may name the same fix: it is said once).
+ */
 interface Hint {
   why: string
-  fix?: string
+  fixes?: string[]
 }
 
 /** Why a header value is not a serialized origin as browsers send it; null when it is. */
@@ -115,12 +118,12 @@ function hintFor(entry: Entry, seen: SeenOrigin, origin: string): Hint | null {
     case 'localhost':
       if (seen.host === 'localhost') {
         const seenPort = portText(seen.scheme, seen.port)
-        return { why: `requires port ${entry.port} (port ${seenPort} differs)`, fix: `add "localhost:${seenPort}"` }
+        return { why: `requires port ${entry.port} (port ${seenPort} differs)`, fixes: [`add "localhost:${seenPort}"`] }
       }
       if (/^127\./.test(seen.host) || seen.host === '[::1]') {
         return {
           why: `matches the name localhost only, not the address ${seen.host}`,
-          fix: `open the page as localhost or add ${quoted(origin)}`,
+          fixes: ['open the page as localhost', `add ${quoted(origin)}`],
         }
       }
       return null
