@@ -25,6 +25,7 @@ const TESTS_BY_PREFIX: [prefix: string, tests: string[]][] = [
     'src/access/rate-limit/',
     [
       'test/unit/rate-limit.test.ts',
+      'test/unit/rate-limit-leases.test.ts',
       'test/unit/failure-budget.test.ts',
       'test/api/rate-limit.test.ts',
       'test/api/rate-limit-shared.test.ts',
