@@ -1,17 +1,11 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { startRedis } from '../support/redis-server.ts'
+import { redisServerMissing, startRedis } from '../support/redis-server.ts'
 import { waitUntil } from '../support/wait.ts'
 import { call, seedBusiness, seedKey, testService } from '../support/service.ts'
 import type { Service } from '../../src/app.ts'
 import { createLogger } from '../../src/observability/log.ts'
 
-// Debian's redis-server; a Node-only machine has none, and these tests stand aside there
-// (saying so). CI installs it, and there a missing one is a failure.
-const redisMissing = Bun.which('redis-server') === null
-if (redisMissing) {
-  if (process.env.CI) throw new Error('redis-server is required in CI (apt-get install redis-server)')
-  console.warn('\n*** shared rate-limit tests not run: no redis-server on the PATH (apt-get install redis-server) ***\n')
-}
+const redisMissing = redisServerMissing('shared rate-limit tests')
 
 // Two instances over one database, sharing budgets through a Redis the test owns and stops.
 describe.if(!redisMissing)('several instances with REDIS_URL', () => {

@@ -1,11 +1,32 @@
 import { RedisClient } from 'bun'
 
 /**
- * A redis-server of the test's own on a free loopback port (Debian's redis-server), so a
- * test can stop it without disturbing anyone else's Redis. No persistence.
+ * True where Debian's redis-server is not installed (a Node-only machine): tests that need
+ * one stand aside there, saying so. CI installs it, and there a missing one is a failure.
  */
-export async function startRedis(): Promise<{ url: string; stop(): Promise<void> }> {
-  const port = await freePort()
+export function redisServerMissing(what: string): boolean {
+  if (Bun.which('redis-server') !== null) return false
+  if (process.env.CI) throw new Error('redis-server is required in CI (apt-get install redis-server)')
+  console.warn(`\n*** ${what} not run: no redis-server on the PATH (apt-get install redis-server) ***\n`)
+  return true
+}
+
+export interface TestRedis {
+  url: string
+  port: number
+  /** Freezes the server (SIGSTOP): connections stay open and nothing answers. */
+  pause(): void
+  resume(): void
+  stop(): Promise<void>
+}
+
+/**
+ * A redis-server of the test's own on a free loopback port (Debian's redis-server), so a
+ * test can stop it without disturbing anyone else's Redis; on `port` to start one again
+ * where a stopped one was. No persistence.
+ */
+export async function startRedis(port?: number): Promise<TestRedis> {
+  port ??= await freePort()
   const process = Bun.spawn(['redis-server', '--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
     stdout: 'ignore',
     stderr: 'inherit',
@@ -27,6 +48,9 @@ export async function startRedis(): Promise<{ url: string; stop(): Promise<void>
   }
   return {
     url,
+    port,
+    pause: () => process.kill('SIGSTOP'),
+    resume: () => process.kill('SIGCONT'),
     async stop() {
       process.kill('SIGKILL')
       await process.exited

@@ -21,12 +21,12 @@ interface Lease {
  */
 function scripted(answers: (Granted | null)[]) {
   const asked: Lease[] = []
-  const counters = {
+  const counters: SharedCounters & { up: boolean; closed: number; asked: Lease[] } = {
     up: true,
     closed: 0,
     asked,
     available: () => counters.up,
-    lease: async (bucket: string, _budget: unknown, want: number, debt: number) => {
+    lease: async (bucket, _budget, want, debt) => {
       asked.push({ bucket, want, debt })
       const answer = answers.shift() ?? null
       if (answer === null) counters.up = false
@@ -35,7 +35,7 @@ function scripted(answers: (Granted | null)[]) {
     close: async () => {
       counters.closed++
     },
-  } satisfies SharedCounters & Record<string, unknown>
+  }
   return counters
 }
 
