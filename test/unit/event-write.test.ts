@@ -1,6 +1,8 @@
 import { describe, expect, test } from 'bun:test'
 import type { Db } from '../../db/client.ts'
 import { eventRow } from '../support/event-row.ts'
+import { getTableColumns } from 'drizzle-orm'
+import { analyticsEvents } from '../../db/schema/index.ts'
 import { COPY_EVENTS, COPY_MIN_ROWS, copyText, type EventRow, eventWriter, insertParameter } from '../../src/events/write.ts'
 
 // The event writer without a database (src/events/write.ts): the COPY text and the insert's
@@ -38,6 +40,12 @@ const coded = (code: string) => Object.assign(new Error(code), { code })
 const rows = (count: number, more: Partial<EventRow> = {}) => Array.from({ length: count }, () => row(more))
 
 describe('copyText', () => {
+  test("COPY_EVENTS names every column of analytics_events in the table's order, the order of copyText's fields", () => {
+    const columns = Object.values(getTableColumns(analyticsEvents)).map((column) => column.name)
+    expect(COPY_EVENTS).toBe(`copy analytics_events (${columns.join(', ')}) from stdin`)
+    expect(copyText([row()]).split('\t')).toHaveLength(columns.length)
+  })
+
   test('one line per row in COPY_EVENTS column order, tab-separated, null as \\N, empty properties as {}', () => {
     expect(
       copyText([row(), row({ origin: null, url: null, referrer: 'r', anonymous_id: null, person_id: 'p-1', properties: { plan: 'pro' } })]),
