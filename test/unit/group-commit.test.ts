@@ -352,3 +352,271 @@ describe('the group committer', () => {
     expect(db.calls).toHaveLength(2)
   })
 })
+
+/** What a refusal says: status, code, message and headers, as the route's error answer carries them. */
+const refusal = (promise: Promise<void>) =>
+  promise.then(
+    () => 'ok',
+    (e: { status: number; code: string; message: string; headers?: Record<string, string> }) => ({
+      status: e.status,
+      code: e.code,
+      message: e.message,
+      headers: e.headers,
+    }),
+  )
+
+describe('the group committer: bounds, turns and answers', () => {
+  test("by default a business may hold half the queue's rows", async () => {
+    const db = controlledInsert()
+    const committer = createGroupCommitter<string>({ insert: db.insert, maxQueuedRows: 10 })
+    const held = [committer.write('flood', ['1', '2', '3']), committer.write('flood', ['4', '5'])]
+    expect(() => committer.checkRoom('flood')).toThrow()
+    expect(await outcome(committer.write('flood', ['6']))).toBe(503)
+    expect(() => committer.checkRoom('shop')).not.toThrow()
+    const shop = committer.write('shop', ['s1', 's2', 's3', 's4', 's5'])
+    await tick()
+    db.calls[0]!.done.resolve()
+    await Promise.all([...held, shop])
+    // In turn: the flood's first request, the shop's, the flood's second.
+    expect(db.calls.map((c) => c.rows)).toEqual([['1', '2', '3', 's1', 's2', 's3', 's4', 's5', '4', '5']])
+  })
+
+  test('checkRoom refuses at the queue bound and at the business share exactly, not one row before', async () => {
+    const db = controlledInsert()
+    const committer = createGroupCommitter<string>({ insert: db.insert, maxQueuedRows: 6, maxTenantRows: 3 })
+    void committer.write('a', ['1', '2'])
+    expect(() => committer.checkRoom('a')).not.toThrow()
+    void committer.write('a', ['3'])
+    expect(await refusal(Promise.resolve().then(() => committer.checkRoom('a')))).toEqual({
+      status: 503,
+      code: 'unavailable',
+      message: 'Too many events are waiting to be written; nothing of this request was written. Retry after the delay in Retry-After.',
+      headers: { 'retry-after': '1' },
+    })
+    void committer.write('b', ['4', '5'])
+    expect(() => committer.checkRoom('c')).not.toThrow()
+    void committer.write('c', ['6'])
+    expect(() => committer.checkRoom('d')).toThrow()
+    expect(committer.stats.refusedFull).toBe(2)
+  })
+
+  test('a request larger than the whole queue goes alone into an empty one', async () => {
+    const db = controlledInsert()
+    const committer = createGroupCommitter<string>({ insert: db.insert, maxQueuedRows: 4, maxTenantRows: 2 })
+    const big = committer.write('a', ['1', '2', '3', '4', '5', '6'])
+    expect(await outcome(committer.write('b', ['7']))).toBe(503)
+    await tick()
+    db.calls[0]!.done.resolve()
+    expect(await outcome(big)).toBe('ok')
+    expect(db.calls.map((c) => c.rows)).toEqual([['1', '2', '3', '4', '5', '6']])
+  })
+
+  test('an empty write resolves at once and inserts nothing', async () => {
+    const db = controlledInsert()
+    const committer = createGroupCommitter<string>({ insert: db.insert })
+    expect(await outcome(committer.write('a', []))).toBe('ok')
+    await tick()
+    expect(db.calls).toHaveLength(0)
+    expect(committer.stats).toMatchObject({ queuedRows: 0, requests: 0 })
+  })
+
+  test("a business's rows leave its share when committed: it may fill the share again while others wait", async () => {
+    const db = controlledInsert()
+    const committer = createGroupCommitter<string>({ insert: db.insert, maxQueuedRows: 10, maxTenantRows: 2 })
+    const first = committer.write('a', ['1', '2'])
+    await tick()
+    db.calls[0]!.done.resolve()
+    await first
+    const other = committer.write('b', ['3'])
+    const again = outcome(committer.write('a', ['4', '5']))
+    await tick()
+    db.calls[1]!.done.resolve()
+    expect(await again).toBe('ok')
+    await other
+    expect(db.calls.map((c) => c.rows)).toEqual([
+      ['1', '2'],
+      ['3', '4', '5'],
+    ])
+  })
+
+  test("rows in flight count against their business's share until committed", async () => {
+    const db = controlledInsert()
+    const committer = createGroupCommitter<string>({ insert: db.insert, maxQueuedRows: 10, maxTenantRows: 2, concurrency: 2 })
+    const first = committer.write('a', ['1'])
+    await tick()
+    const second = committer.write('a', ['2'])
+    await tick()
+    expect(db.calls.map((c) => c.rows)).toEqual([['1'], ['2']])
+    db.calls[0]!.done.resolve()
+    await first
+    // One row of a's still in flight: two more would make three.
+    expect(await outcome(committer.write('a', ['3', '4']))).toBe(503)
+    db.calls[1]!.done.resolve()
+    await second
+  })
+
+  test('businesses that emptied their queues line up again in the order their next writes arrive', async () => {
+    const db = controlledInsert()
+    const committer = createGroupCommitter<string>({ insert: db.insert })
+    const first = [committer.write('a', ['a1']), committer.write('b', ['b1'])]
+    await tick()
+    db.calls[0]!.done.resolve()
+    await Promise.all(first)
+    const second = [committer.write('b', ['b2']), committer.write('a', ['a2'])]
+    await tick()
+    db.calls[1]!.done.resolve()
+    await Promise.all(second)
+    expect(db.calls.map((c) => c.rows)).toEqual([
+      ['a1', 'b1'],
+      ['b2', 'a2'],
+    ])
+  })
+
+  test('a batch takes one request of each business in turn, round after round, until it is full', async () => {
+    const db = controlledInsert()
+    const committer = createGroupCommitter<string>({ insert: db.insert })
+    const all = [committer.write('a', ['a1']), committer.write('a', ['a2']), committer.write('b', ['b1']), committer.write('b', ['b2'])]
+    await tick()
+    expect(db.calls.map((c) => c.rows)).toEqual([['a1', 'b1', 'a2', 'b2']])
+    db.calls[0]!.done.resolve()
+    await Promise.all(all)
+  })
+
+  test('the business served last goes to the back of the line for the next batch', async () => {
+    const db = controlledInsert()
+    const committer = createGroupCommitter<string>({ insert: db.insert, maxBatchRows: 2 })
+    const all = ['a', 'b', 'c'].flatMap((tenant) => [committer.write(tenant, [`${tenant}1`]), committer.write(tenant, [`${tenant}2`])])
+    for (let i = 0; i < 3; i++) {
+      await tick()
+      db.calls[i]!.done.resolve()
+    }
+    await Promise.all(all)
+    expect(db.calls.map((c) => c.rows)).toEqual([
+      ['a1', 'b1'],
+      ['c1', 'a2'],
+      ['b2', 'c2'],
+    ])
+  })
+
+  test('free slots each take a batch in the same turn', async () => {
+    const db = controlledInsert()
+    const committer = createGroupCommitter<string>({ insert: db.insert, maxBatchRows: 1, concurrency: 2 })
+    const all = [committer.write('a', ['1']), committer.write('b', ['2']), committer.write('c', ['3'])]
+    await tick()
+    expect(db.calls.map((c) => c.rows)).toEqual([['1'], ['2']])
+    db.calls[0]!.done.resolve()
+    db.calls[1]!.done.resolve()
+    await tick()
+    db.calls[2]!.done.resolve()
+    await Promise.all(all)
+  })
+
+  test('a batch of one request that fails is not tried again', async () => {
+    const db = controlledInsert()
+    const committer = createGroupCommitter<string>({ insert: db.insert })
+    const only = outcome(committer.write('a', ['poison']))
+    await tick()
+    db.calls[0]!.done.reject(new Error('invalid byte sequence'))
+    expect(await only).toBe('invalid byte sequence')
+    await tick()
+    expect(db.calls).toHaveLength(1)
+    expect(committer.stats).toMatchObject({ queuedRows: 0, commits: 0 })
+  })
+
+  test('an insert that throws before it returns a promise fails its batch like one that rejects', async () => {
+    let calls = 0
+    const committer = createGroupCommitter<string>({
+      insert: () => {
+        calls++
+        throw new Error('bind message has 2 parameters')
+      },
+    })
+    expect(await outcome(committer.write('a', ['1']))).toBe('bind message has 2 parameters')
+    expect(calls).toBe(1)
+    expect(committer.stats.queuedRows).toBe(0)
+  })
+
+  test('a client gone is told so in words, and counted', async () => {
+    const db = controlledInsert()
+    const committer = createGroupCommitter<string>({ insert: db.insert, checkClientAfterMs: 0 })
+    const first = committer.write('a', ['1'])
+    await tick()
+    const gone = new AbortController()
+    const dropped = refusal(committer.write('a', ['2'], gone))
+    gone.abort()
+    db.calls[0]!.done.resolve()
+    await first
+    expect(await dropped).toEqual({
+      status: 503,
+      code: 'unavailable',
+      message: 'The client went away before its events were written; nothing was written.',
+      headers: undefined,
+    })
+  })
+
+  test('by default a waiting client is asked after 250 ms, counted from when it began to wait', async () => {
+    const db = controlledInsert()
+    // A clock that does not start at 0: waits are measured from the write, not from the epoch.
+    let now = 10_000
+    const committer = createGroupCommitter<string>({ insert: db.insert, clock: () => now })
+    const gone = new AbortController()
+    gone.abort()
+    const first = committer.write('a', ['1'])
+    await tick()
+    const brief = committer.write('a', ['2'], gone)
+    now += 249
+    db.calls[0]!.done.resolve()
+    await first
+    await tick()
+    db.calls[1]!.done.resolve()
+    expect(await outcome(brief)).toBe('ok')
+    const third = committer.write('a', ['3'])
+    await tick()
+    const long = outcome(committer.write('a', ['4'], gone))
+    now += 250
+    db.calls[2]!.done.resolve()
+    await third
+    expect(await long).toBe(503)
+    expect(db.calls.map((c) => c.rows)).toEqual([['1'], ['2'], ['3']])
+  })
+
+  test('close waits for every insert in flight, and answers after the last', async () => {
+    const db = controlledInsert()
+    const committer = createGroupCommitter<string>({ insert: db.insert, maxBatchRows: 1, concurrency: 2 })
+    const writes = [committer.write('a', ['1']), committer.write('b', ['2'])]
+    await tick()
+    let closed = false
+    const closing = committer.close().then(() => {
+      closed = true
+    })
+    db.calls[0]!.done.resolve()
+    await writes[0]
+    await tick()
+    expect(closed).toBe(false)
+    db.calls[1]!.done.resolve()
+    await closing
+    expect(closed).toBe(true)
+    expect(await refusal(committer.write('a', ['3']))).toEqual({
+      status: 503,
+      code: 'unavailable',
+      message: 'The service is shutting down; nothing was written. Retry in a moment.',
+      headers: { 'retry-after': '1' },
+    })
+  })
+
+  test('close with one insert in flight waits for it', async () => {
+    const db = controlledInsert()
+    const committer = createGroupCommitter<string>({ insert: db.insert })
+    const write = committer.write('a', ['1'])
+    await tick()
+    let closed = false
+    const closing = committer.close().then(() => {
+      closed = true
+    })
+    await tick()
+    expect(closed).toBe(false)
+    db.calls[0]!.done.resolve()
+    await Promise.all([write, closing])
+    expect(closed).toBe(true)
+  })
+})
