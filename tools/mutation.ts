@@ -69,7 +69,7 @@ const TESTS_BY_PREFIX: [prefix: string, tests: string[]][] = [
     ['test/unit/event-write.test.ts', 'test/api/analytics.test.ts', 'test/api/retention.test.ts', 'test/db/retention-cache.test.ts'],
   ],
   ['src/events/', ['test/api/retention.test.ts', 'test/db/retention-cache.test.ts', 'test/api/analytics.test.ts']],
-  ['clients/node/src/delivery.ts', ['clients/node/test/delivery.test.ts']],
+  ['clients/node/src/delivery.ts', ['clients/node/test/delivery.test.ts', 'clients/node/test/delivery-edges.test.ts']],
 ]
 
 /** The test files for the files `patterns` (Stryker's --mutate globs) select. */

@@ -1,6 +1,8 @@
 import type { Clock } from '../src/clock.ts'
 import type { Fetch } from '../src/http.ts'
 
+const MAX_TIMER_MS = 2 ** 31 - 1
+
 /** A clock that moves only when told: timers fire in order as `advance` passes them. */
 export class FakeClock implements Clock {
   time = Date.parse('2026-11-27T10:00:00.000Z')
@@ -13,8 +15,15 @@ export class FakeClock implements Clock {
 
   setTimeout(callback: () => void, ms: number): unknown {
     const handle = this.nextHandle++
-    this.timers.set(handle, { at: this.time + Math.max(0, ms), callback })
+    // As Node and Bun do: a delay that does not fit in 32 bits (Infinity among them) fires after 1 ms.
+    const delay = ms > MAX_TIMER_MS ? 1 : Math.max(0, ms)
+    this.timers.set(handle, { at: this.time + delay, callback })
     return handle
+  }
+
+  /** Timers set and not yet fired or cleared: each one would keep a process alive. */
+  get pendingTimers(): number {
+    return this.timers.size
   }
 
   clearTimeout(handle: unknown): void {
