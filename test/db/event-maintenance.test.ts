@@ -2,7 +2,8 @@ import { afterEach, beforeAll, describe, expect, test } from 'bun:test'
 import postgres from 'postgres'
 import { queryRows, sql, type Db } from '../../db/client.ts'
 import { eventWriter, type EventRow } from '../../src/events/write.ts'
-import { maintainEvents, type EventMaintenanceOptions } from '../../src/events/maintenance.ts'
+import { maintainEvents, scheduleEventMaintenance, type EventMaintenanceOptions } from '../../src/events/maintenance.ts'
+import type { Job, JobOptions, Scheduler } from '../../src/background/scheduler.ts'
 import { partitionName } from '../../src/events/partitions.ts'
 import { SERVER_OPTIONS } from '../../src/http/server-options.ts'
 import { ensureEventPartitions, testDatabase, testDatabaseUrl, testEventsDatabase, testEventsDatabaseUrl } from '../support/database.ts'
@@ -360,6 +361,117 @@ describe('event maintenance', () => {
     expect(report.failed).toEqual([])
     expect(report.pruned).toBeGreaterThanOrEqual(6)
     expect(await left()).toEqual(['days 399', 'hours 34', 'ips 34', 'minutes 1', 'origins 34', 'others 34'])
+  })
+
+  test("each step fails alone and is named: a service database that fails leaves the event store's steps done", async () => {
+    const database = await testEventsDatabase()
+    const failure = new Error('the service database is away')
+    // Every query on it fails, whatever is asked.
+    const failing = new Proxy({} as Db, {
+      get: () => () => {
+        throw failure
+      },
+    })
+    const told: [string, unknown][] = []
+    const report = await maintainEvents(database, options({ serviceDb: failing, onError: (step, error) => void told.push([step, error]) }))
+    expect(report.skipped).toBe(false)
+    expect(report.failed).toEqual(['expired-rows', 'pruning'])
+    expect(told).toEqual([
+      ['expired-rows', failure],
+      ['pruning', failure],
+    ])
+  })
+
+  test('a step whose table is gone fails under its own name; the others run', async () => {
+    const { db } = await testEventsDatabase()
+    const told: string[] = []
+    await db.execute(sql`alter table analytics_untimed_ids rename to analytics_untimed_ids_away`)
+    try {
+      const report = await maintainEvents(await testEventsDatabase(), options({ onError: (step) => void told.push(step) }))
+      expect(report.failed).toEqual(['untimed'])
+      expect(told).toEqual(['untimed'])
+    } finally {
+      await db.execute(sql`alter table analytics_untimed_ids_away rename to analytics_untimed_ids`)
+    }
+    await db.execute(sql`alter table analytics_events rename to analytics_events_away`)
+    try {
+      const report = await maintainEvents(await testEventsDatabase(), options({ onError: (step) => void told.push(step) }))
+      expect(report.failed).toEqual(expect.arrayContaining(['partitions', 'drop']))
+      expect(report.failed).not.toContain('untimed')
+      expect(report.failed).not.toContain('pruning')
+    } finally {
+      await db.execute(sql`alter table analytics_events_away rename to analytics_events`)
+    }
+  })
+
+  test('a run that cannot open its session reports the first step failed; the session gets the default limits', async () => {
+    const database = await testEventsDatabase()
+    const failure = new Error('no connection')
+    const told: [string, unknown][] = []
+    const closed = { ...database, tryExclusively: async () => Promise.reject(failure) } as typeof database
+    expect(await maintainEvents(closed, options({ onError: (step, error) => void told.push([step, error]) }))).toEqual({
+      skipped: false,
+      created: [],
+      dropped: [],
+      deleted: 0,
+      forgotten: 0,
+      pruned: 0,
+      failed: ['partitions'],
+    })
+    expect(told).toEqual([['partitions', failure]])
+    // Without onError it still answers.
+    expect((await maintainEvents(closed, options())).failed).toEqual(['partitions'])
+
+    const limits: unknown[] = []
+    const recorded = {
+      ...database,
+      tryExclusively: ((lock, task, given) => {
+        limits.push(given)
+        return database.tryExclusively(lock, task, given)
+      }) as typeof database.tryExclusively,
+    } as typeof database
+    await maintainEvents(recorded, options())
+    expect(limits).toEqual([{ statementTimeoutMs: 30_000, lockTimeoutMs: 2_000 }])
+  })
+
+  test("on the app's scheduler: hourly by default, one instance at a time, on the event store's database", async () => {
+    const database = await testEventsDatabase()
+    const scheduled: { name: string; everyMs: number; job: Job; options: JobOptions | undefined }[] = []
+    const scheduler: Scheduler = {
+      schedule: (name, everyMs, job, jobOptions) => {
+        scheduled.push({ name, everyMs, job, options: jobOptions })
+        return { runNow: async () => {} } as unknown as ReturnType<Scheduler['schedule']>
+      },
+      stop: async () => {},
+    }
+    scheduleEventMaintenance(scheduler, database, options())
+    scheduleEventMaintenance(scheduler, database, options({ intervalMs: 60_000 }))
+    expect(scheduled.map(({ name, everyMs, options: o }) => [name, everyMs, o])).toEqual([
+      ['event-maintenance', 3_600_000, { exclusive: true, database }],
+      ['event-maintenance', 60_000, { exclusive: true, database }],
+    ])
+    // The job is a maintenance run on the session it is given: the month after the day after
+    // tomorrow's, dropped by hand, comes back.
+    const soon = monthStart(Date.now() + 2 * DAY)
+    const ahead = partitionName(new Date(Date.UTC(soon.getUTCFullYear(), soon.getUTCMonth() + 1, 1)))
+    await database.db.execute(sql.raw(`drop table ${ahead}`))
+    await scheduled[0]!.job({ db: database.db } as Parameters<Job>[0])
+    expect(await partitionNames()).toContain(ahead)
+  })
+
+  test('by default a pause of at least 20 ms follows each full delete statement', async () => {
+    const shop = await business('Default pause shop', 1)
+    const writer = eventWriter((await testEventsDatabase()).db)
+    await writer(Array.from({ length: 5 }, (_, i) => row(shop.id, shop.keyId, Date.now() - 3 * DAY - i * 1000)))
+    const pauses: number[] = []
+    const report = await maintainEvents(
+      await testEventsDatabase(),
+      options({ pauseMs: undefined, batchRows: 2, sleep: async (ms) => void pauses.push(ms) }),
+    )
+    expect(report.deleted).toBeGreaterThanOrEqual(5)
+    expect(pauses.length).toBeGreaterThanOrEqual(2)
+    for (const pause of pauses) expect(pause).toBeGreaterThanOrEqual(20)
+    expect(await storedTimes(shop.id)).toEqual([])
   })
 
   test('one instance at a time: a run while another holds the maintenance runs nothing', async () => {
