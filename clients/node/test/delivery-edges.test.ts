@@ -267,14 +267,30 @@ describe('waits and timers', () => {
   test('once everything is committed, no timer is left to keep the process alive', async () => {
     const { clock, client } = setup((request, index) => (index === 0 ? down() : accepted(request)))
     client.track({ eventType: 'a' })
+    await clock.advance(1000) // the first attempt fails
     const flushed = client.flush(10_000)
-    await clock.advance(10_000)
+    await clock.advance(1000) // sent again after the backoff, and committed: long before the deadline
     expect((await flushed).committed).toBe(1)
     expect(clock.pendingTimers).toBe(0)
+    client.track({ eventType: 'b' })
     const stopped = client.shutdown(10_000)
     await clock.advance(0)
-    await stopped
+    expect((await stopped).committed).toBe(2)
     expect(clock.pendingTimers).toBe(0)
+  })
+
+  test('a Retry-After past the last attempt is kept: no attempt before it, none squeezed in before the deadline', async () => {
+    const { clock, requests, client } = setup((request, index) =>
+      index === 0 ? refusal(503, 'unavailable', 'Busy.', { 'retry-after': '20' }) : accepted(request),
+    )
+    client.track({ eventType: 'a' })
+    const start = clock.now()
+    const flushed = client.flush(10_000)
+    await clock.advance(10_000)
+    expect((await flushed).queued).toBe(1)
+    expect(requests.map((r) => r.at - start)).toEqual([0])
+    await clock.advance(10_000)
+    expect(requests.map((r) => r.at - start)).toEqual([0, 20_000])
   })
 
   test('no attempt after the last one a deadline allows, also once the wait is over', async () => {
@@ -282,7 +298,10 @@ describe('waits and timers', () => {
     client.track({ eventType: 'a' })
     const start = clock.now()
     const flushed = client.flush(2000)
-    await clock.advance(2000)
+    await clock.advance(1500)
+    // Between the last attempt (at 1 s) and the deadline nothing is due: the deadline's timer alone waits.
+    expect(clock.pendingTimers).toBe(1)
+    await clock.advance(500)
     expect((await flushed).queued).toBe(1)
     const during = requests.map((r) => r.at - start)
     expect(Math.max(...during)).toBeLessThanOrEqual(1000)
