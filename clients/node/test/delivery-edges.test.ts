@@ -235,13 +235,14 @@ describe('a deadline while a Retry-After runs', () => {
     expect(requests.map((r) => r.at - first)).toEqual([0, 5000])
   })
 
-  test('two waits, the nearer deadline given second: attempts follow the nearer', async () => {
+  test('three waits: attempts follow the nearest deadline, wherever it was given', async () => {
     const { clock, requests, client } = setup(down, { minRetryDelay: 1000, maxRetryDelay: 30_000 })
     client.track({ eventType: 'a' })
     await clock.advance(1000)
     const start = clock.now() // the first attempt failed just now
     void client.flush(60_000)
     void client.flush(3_000)
+    void client.flush(90_000) // the nearer one is neither first nor last
     await clock.advance(3_000)
     // A quarter of the time left before the last attempt (at 2 s: the deadline less 1 s for
     // the answer), at least 250 ms; the 60 s wait would have kept the backoff's 1 s.
