@@ -159,6 +159,148 @@ describe('parseAllowedOrigin: invalid entries are refused with a reason', () => 
   })
 })
 
+// The whole reason for each kind of entry refused, as the admin API and the dashboard show
+// it: the patterns above say what a reason holds, these that it reads right.
+const WHOLE_ENTRY_REASONS: [string, string][] = [
+  ['https://', '"https://" is a protocol alone; add the host after it, e.g. "https://app.example.com"'],
+  ['ftp://', '"ftp://" uses the scheme "ftp:"; only http and https can be allowed, e.g. "https://app.example.com"'],
+  ['ftp:', '"ftp:" uses the scheme "ftp:"; only http and https can be allowed, e.g. "https://app.example.com"'],
+  ['ftp:/', '"ftp:/" uses the scheme "ftp:"; only http and https can be allowed, e.g. "https://app.example.com"'],
+  ['https:example.com', '"https:example.com" is missing "//" after the scheme; write "https://example.com"'],
+  ['https:/example.com', '"https:/example.com" is missing "//" after the scheme; write "https://example.com"'],
+  ['https:///example.com', '"https:///example.com" contains a path; an origin has none, write only "https://"'],
+  ['1http://x.com', '"1http://x.com" does not start with a valid scheme; write "https://host" or "http://host"'],
+  [
+    'h*p://x.com',
+    '"h*p://x.com" has a wildcard; one is only allowed as the lone entry "*" (every origin), and a domain entry such as "example.com" already covers all its subdomains',
+  ],
+  [
+    '*.example.com',
+    '"*.example.com" is a wildcard, which is not supported: write "example.com", which already covers example.com and all its subdomains over https',
+  ],
+  [
+    'https://*.example.com',
+    '"https://*.example.com" is a wildcard, which is not supported: write "example.com", which already covers example.com and all its subdomains over https',
+  ],
+  [
+    'http://*.example.com',
+    '"http://*.example.com" is a wildcard, which is not supported: write "example.com", which already covers example.com and all its subdomains over https',
+  ],
+  [
+    '*.app.example.com',
+    '"*.app.example.com" is a wildcard, which is not supported: a registrable domain such as "example.com" covers all its subdomains over https; otherwise list each host, e.g. "app.example.com"',
+  ],
+  [
+    '*.com',
+    '"*.com" has a wildcard; one is only allowed as the lone entry "*" (every origin), and a domain entry such as "example.com" already covers all its subdomains',
+  ],
+  [
+    '*.',
+    '"*." has a wildcard; one is only allowed as the lone entry "*" (every origin), and a domain entry such as "example.com" already covers all its subdomains',
+  ],
+  [':3000', '":3000" is a port alone; give the host too, e.g. "localhost:3000" or "https://app.example.com:3000"'],
+  [':', '":" is a port alone; give the host too, e.g. "localhost:3000" or "https://app.example.com:8443"'],
+  ['3000', '"3000" is a port alone; give the host too, e.g. "localhost:3000" or "https://app.example.com:3000"'],
+  ['::1', '"::1" is an IP address, which is only allowed in the full form; write "http://[::1]:PORT" (or https)'],
+  ['[::1', '"[::1" is an IP address, which is only allowed in the full form; write "http://[::1]:PORT" (or https)'],
+  ['a\u000bb.com', '"a\\u000bb.com" contains a tab or line break; remove it and give one origin per entry'],
+  ['a\tb.com', '"a\\tb.com" contains a tab or line break; remove it and give one origin per entry'],
+  ['a\u0001b.com', '"a\\u0001b.com" contains a control character; remove it'],
+  ['ab.com', '"ab.com" contains a control character; remove it'],
+  [
+    'null',
+    '"null" is the opaque origin of sandboxed frames and file:// pages and cannot be allowed on its own; list the real site (e.g. "https://app.example.com") or use "*" to allow every request',
+  ],
+  ['file://', '"file://" uses the scheme "file:"; only http and https can be allowed, e.g. "https://app.example.com"'],
+  [
+    'chrome-extension://abc',
+    '"chrome-extension://abc" uses the scheme "chrome-extension:"; only http and https can be allowed, e.g. "https://app.example.com"',
+  ],
+  ['localhost', '"localhost" needs a port; write "localhost:PORT" with your dev server\'s port, e.g. "localhost:3000"'],
+  ['localhost:0', 'the port 0 in "localhost:0" is outside 1-65535; give the port your site is served on'],
+  ['localhost:65536', 'the port 65536 in "localhost:65536" is outside 1-65535; give the port your site is served on'],
+  ['localhost:080', 'the port "080" in "localhost:080" has leading zeros; write it as 80'],
+  [
+    'example.com:8080',
+    '"example.com:8080" has a port but no scheme; write "https://example.com:8080" (or "http://example.com:8080") to allow exactly that origin',
+  ],
+  ['https://example.com:0', 'the port 0 in "https://example.com:0" is outside 1-65535; give the port your site is served on'],
+  ['https://example.com:99999', 'the port 99999 in "https://example.com:99999" is outside 1-65535; give the port your site is served on'],
+  [
+    'https://999.0.0.1',
+    '"https://999.0.0.1" is not a valid IPv4 address; write four decimal numbers 0-255 without leading zeros, e.g. "http://127.0.0.1:3000"',
+  ],
+  [
+    'https://0x7f.0.0.1',
+    '"https://0x7f.0.0.1" is not a valid IPv4 address; write four decimal numbers 0-255 without leading zeros, e.g. "http://127.0.0.1:3000"',
+  ],
+  [
+    'https://1.2.3',
+    '"https://1.2.3" is not a valid IPv4 address; write four decimal numbers 0-255 without leading zeros, e.g. "http://127.0.0.1:3000"',
+  ],
+  [
+    'com',
+    '"com" is a public suffix (like "co.uk" or "github.io"), shared by unrelated sites; give your own domain below it, e.g. "example.com"',
+  ],
+  [
+    'github.io',
+    '"github.io" is a public suffix (like "com" or "co.uk"), shared by unrelated sites; give your own domain below it, e.g. "example.github.io"',
+  ],
+  [
+    'foo.local',
+    '"foo.local" is not under a known public suffix ("local" is not in the Public Suffix List); use the site\'s public domain name',
+  ],
+  ['ex%41mple.com', '"ex%41mple.com" contains "%", which cannot appear in a host name; use letters, digits, "-" and "."'],
+  ['a..b.com', '"a..b.com" has an empty label (".."); remove the extra dot'],
+  ['-a.com', '"-a.com" has a label starting or ending with "-" ("-a"); remove the hyphen'],
+  ['a-.com', '"a-.com" has a label starting or ending with "-" ("a-"); remove the hyphen'],
+  ['example.com/path', '"example.com/path" contains a path; an origin has none, write only "example.com"'],
+  ['example.com?q', '"example.com?q" contains a query (?...); an origin has none, write only "example.com"'],
+  ['user@example.com', '"user@example.com" contains user info ("...@"); an origin has none, write only "example.com"'],
+  ['https://example.com#f', '"https://example.com#f" contains a fragment (#...); an origin has none, write only "https://example.com"'],
+  [
+    '',
+    'the entry is empty; write one origin per entry, e.g. "example.com" (with its subdomains), "app.example.com", "https://app.example.com:8443", "localhost:3000" or "*"',
+  ],
+  [
+    '   ',
+    'the entry is empty; write one origin per entry, e.g. "example.com" (with its subdomains), "app.example.com", "https://app.example.com:8443", "localhost:3000" or "*"',
+  ],
+]
+
+describe('parseAllowedOrigin: refusal reasons, whole', () => {
+  test.each(WHOLE_ENTRY_REASONS)('%p', (raw, reason) => {
+    expect(parseAllowedOrigin(raw)).toEqual({ ok: false, reason })
+  })
+
+  test('a list that is not a list, and entries that are not strings, are refused by index and shown as text', () => {
+    const examples = 'e.g. "example.com" (with its subdomains), "app.example.com", "https://app.example.com:8443", "localhost:3000" or "*"'
+    expect(parseAllowedOrigins('example.com' as unknown as string[])).toEqual({
+      ok: false,
+      errors: [{ index: 0, value: 'example.com', reason: `allowed origins must be a list of strings, ${examples}` }],
+    })
+    expect(parseAllowedOrigins([42, 'example.com', 'https://', null] as unknown as string[])).toEqual({
+      ok: false,
+      errors: [
+        { index: 0, value: '42', reason: `an allowed origin must be a string, ${examples}` },
+        { index: 2, value: 'https://', reason: '"https://" is a protocol alone; add the host after it, e.g. "https://app.example.com"' },
+        { index: 3, value: 'null', reason: `an allowed origin must be a string, ${examples}` },
+      ],
+    })
+  })
+
+  test('an entry of 253 characters is a host name too long in a label; 254 is too long as a whole', () => {
+    expect(parseAllowedOrigin('x'.repeat(253))).toEqual({
+      ok: false,
+      reason: `"${'x'.repeat(253)}" has a label of 253 characters ("${'x'.repeat(20)}..."); the limit is 63`,
+    })
+    expect(parseAllowedOrigin('x'.repeat(254))).toEqual({
+      ok: false,
+      reason: `"${'x'.repeat(254)}" is 254 characters long as a host name; the limit is 253`,
+    })
+  })
+})
+
 describe('parseAllowedOrigins', () => {
   test('de-duplicates canonical entries and keeps first-seen order', () => {
     expect(

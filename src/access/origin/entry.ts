@@ -212,7 +212,7 @@ function parseBareForm(entry: string, shown: string): ParsedEntry {
   if (entry.startsWith('[') || (entry.match(/:/g)?.length ?? 0) > 1) {
     const split = splitHostPort(entry, shown)
     const port = split.ok && split.port !== null ? split.port : 'PORT'
-    const host = split.ok ? split.host : `[${entry}]`
+    const host = split.ok ? split.host : `[${entry.replace(/^\[|\]$/g, '')}]`
     return refused(`${shown} is an IP address, which is only allowed in the full form; write "http://${host}:${port}" (or https)`)
   }
 
