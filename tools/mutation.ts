@@ -40,7 +40,7 @@ const TESTS_BY_PREFIX: [prefix: string, tests: string[]][] = [
     'src/access/key-store.ts',
     ['test/unit/gate.test.ts', 'test/db/key-store.test.ts', 'test/api/invalidation.test.ts', 'test/db/retention-cache.test.ts'],
   ],
-  ['src/access/key-invalidation.ts', ['test/api/invalidation.test.ts']],
+  ['src/access/key-invalidation.ts', ['test/unit/key-invalidation.test.ts', 'test/api/invalidation.test.ts']],
   ['src/access/last-used.ts', ['test/db/last-used.test.ts', 'test/api/last-used.test.ts']],
   ['src/access/key-format.ts', ['test/unit/key-format.test.ts', 'test/api/chain.test.ts', 'test/api/rate-limit.test.ts']],
   [

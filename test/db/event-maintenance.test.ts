@@ -390,6 +390,8 @@ describe('event maintenance', () => {
       const report = await maintainEvents(await testEventsDatabase(), options({ onError: (step) => void told.push(step) }))
       expect(report.failed).toEqual(['untimed'])
       expect(told).toEqual(['untimed'])
+      // With nobody to tell, the step still fails alone.
+      expect((await maintainEvents(await testEventsDatabase(), options())).failed).toEqual(['untimed'])
     } finally {
       await db.execute(sql`alter table analytics_untimed_ids_away rename to analytics_untimed_ids`)
     }
