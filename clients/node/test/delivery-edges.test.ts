@@ -1,30 +1,15 @@
 import { afterEach, describe, expect, spyOn, test } from 'bun:test'
-import { createClient, type DeliveryFailure } from '../src/index.ts'
 import { Delivery } from '../src/delivery.ts'
 import type { Result } from '../src/http.ts'
-import { answer, eventsOf, FakeClock, KEY, refusal, type SeenRequest, scriptedFetch, settle } from './fakes.ts'
+import { createClient } from '../src/index.ts'
+import { accepted, eventsOf, FakeClock, KEY, refusal, type SeenRequest, scriptedFetch, settle, trackingClient } from './fakes.ts'
 
 // track()'s edges, on a clock the test moves: what its options accept, the words of its
 // refusals and reports, where a batch is cut by size, which refusals drop one event, and
 // the timers it leaves behind (each one would keep a process alive after shutdown).
 
-function setup(respond: (request: SeenRequest, index: number) => Response | Error | 'hang', options: Record<string, unknown> = {}) {
-  const clock = new FakeClock()
-  const { fetch, requests } = scriptedFetch(clock, respond)
-  const failures: DeliveryFailure[] = []
-  const client = createClient({
-    key: KEY,
-    baseUrl: 'http://keygate.test',
-    fetch,
-    clock,
-    random: () => 0.5,
-    onError: (failure) => failures.push(failure),
-    ...options,
-  })
-  return { clock, requests, failures, client }
-}
+const setup = trackingClient
 
-const accepted = (request: SeenRequest) => answer(202, { accepted: eventsOf(request).length })
 const down = () => new TypeError('connection refused')
 /** shutdown(0) on the fake clock: its deadline's timer fires when the clock moves. */
 async function stop(client: ReturnType<typeof setup>['client'], clock: FakeClock) {

@@ -1,29 +1,12 @@
 import { describe, expect, test } from 'bun:test'
-import { createClient, type DeliveryFailure } from '../src/index.ts'
-import { answer, eventsOf, FakeClock, KEY, refusal, type SeenRequest, scriptedFetch, settle } from './fakes.ts'
+import { accepted, eventsOf, KEY, refusal, type SeenRequest, settle, trackingClient } from './fakes.ts'
 
-// track() of contract section 18, on a clock the test moves: batching, backoff, Retry-After,
+// track() (clients/node/README.md), on a clock the test moves: batching, backoff, Retry-After,
 // refusals, the queue's bound, flush and shutdown, without waiting for real time.
 
 const UUID_V7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/
 
-function setup(respond: (request: SeenRequest, index: number) => Response | Error | 'hang', options: Record<string, unknown> = {}) {
-  const clock = new FakeClock()
-  const { fetch, requests } = scriptedFetch(clock, respond)
-  const failures: DeliveryFailure[] = []
-  const client = createClient({
-    key: KEY,
-    baseUrl: 'http://keygate.test',
-    fetch,
-    clock,
-    random: () => 0.5,
-    onError: (failure) => failures.push(failure),
-    ...options,
-  })
-  return { clock, requests, failures, client }
-}
-
-const accepted = (request: SeenRequest) => answer(202, { accepted: eventsOf(request).length })
+const setup = trackingClient
 
 describe('an event is stamped once, at the call', () => {
   test('its UUIDv7 id and timestamp come from the clock at track(), and a retry sends the same bytes', async () => {

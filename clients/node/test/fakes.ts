@@ -1,5 +1,6 @@
 import type { Clock } from '../src/clock.ts'
 import type { Fetch } from '../src/http.ts'
+import { createClient, type DeliveryFailure } from '../src/index.ts'
 
 const MAX_TIMER_MS = 2 ** 31 - 1
 
@@ -104,3 +105,26 @@ export function eventsOf(request: SeenRequest): { id: string; timestamp: string;
 }
 
 export const KEY = 'sk_0123456789abcdefghijABCDEFGHIJ'
+
+/**
+ * A client on a fake clock and a scripted fetch, for track()'s tests: jitter fixed at 0.5,
+ * what is given up recorded in `failures`.
+ */
+export function trackingClient(respond: (request: SeenRequest, index: number) => Answer, options: Record<string, unknown> = {}) {
+  const clock = new FakeClock()
+  const { fetch, requests } = scriptedFetch(clock, respond)
+  const failures: DeliveryFailure[] = []
+  const client = createClient({
+    key: KEY,
+    baseUrl: 'http://keygate.test',
+    fetch,
+    clock,
+    random: () => 0.5,
+    onError: (failure) => failures.push(failure),
+    ...options,
+  })
+  return { clock, requests, failures, client }
+}
+
+/** The service's 202 for a batch: every event accepted. */
+export const accepted = (request: SeenRequest) => answer(202, { accepted: eventsOf(request).length })
