@@ -8,7 +8,7 @@ import { storedState } from '../support/stored-state.ts'
 import { witnessHandlers } from '../support/witness.ts'
 
 /**
- * The security matrix (contract sections 3 and 5): every /api/v0 route of the route table,
+ * The security matrix (docs/api.md, "Keys" and "Routes"): every /api/v0 route of the route table,
  * sent as a valid request with each kind of bad key. Each refusal answers its status and
  * code, the handler never runs, and nothing is written: no row, no lastUsedAt. The same
  * valid request with a good key succeeds, so the table cannot rot, and a route the app
