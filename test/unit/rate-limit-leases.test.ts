@@ -190,18 +190,17 @@ describe('the limiter with shared counters: Redis going away', () => {
   test('counting alone keeps what it counted alone before: a lease does not give back a spent budget', async () => {
     const shared = scripted([{ tokens: 5, remaining: 90, waitMs: 0 }])
     const limiter = createRateLimiter({ shared })
-    const small = { limit: 100, windowSeconds: 60 }
     // Alone from the start: the whole budget spent here.
     shared.up = false
-    for (let i = 0; i < 100; i++) await limiter.take('b', small, 0)
-    expect((await limiter.take('b', small, 0)).allowed).toBe(false)
+    for (let i = 0; i < 100; i++) await limiter.take('b', budget, 0)
+    expect((await limiter.take('b', budget, 0)).allowed).toBe(false)
     // Redis back: a lease; Redis gone again: the lease said 95 were left, but this
     // instance had spent all of them alone, and the stricter of the two holds.
     shared.up = true
-    await limiter.take('b', small, 0)
+    await limiter.take('b', budget, 0)
     await settled()
     shared.up = false
-    expect(await limiter.take('b', small, 0)).toMatchObject({ allowed: false, remaining: 0 })
+    expect(await limiter.take('b', budget, 0)).toMatchObject({ allowed: false, remaining: 0 })
   })
 
   test('a refill that fails goes on alone from the lease', async () => {
